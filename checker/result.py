@@ -1,0 +1,92 @@
+"""What every engine returns: traces, statistics and verdicts, independent of the engine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kafka_mc.model import Action, Config, ReplicationModel, State
+
+
+class ReplayError(ValueError):
+    """A trace step that is not enabled in the state before it."""
+
+    def __init__(self, step: int, action: Action | str, reason: str):
+        super().__init__(f"step {step} ({action}): {reason}")
+        self.step = step
+        self.action = action
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A behaviour: an initial state (by its index among the model's initial states) and the
+    actions taken from it. States are rebuilt by re-running the model, so any engine's
+    trace can be replayed and re-checked by the explicit model; it pickles small."""
+
+    config: Config
+    initial: int
+    actions: tuple[Action, ...]
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+    def states(self) -> list[State]:
+        """The initial state and the state after each action; ReplayError if a step is disabled."""
+        model = ReplicationModel(self.config)
+        initial_states = model.initial_states()
+        if not 0 <= self.initial < len(initial_states):
+            raise ReplayError(0, "Init", f"there is no initial state {self.initial}")
+        states = [initial_states[self.initial]]
+        for number, action in enumerate(self.actions, start=1):
+            following = model.next_state(states[-1], action)
+            if following is None:
+                raise ReplayError(number, action, "not enabled in the state before it")
+            states.append(following)
+        return states
+
+    def steps(self) -> list[tuple[Action | None, State]]:
+        """(None, initial state), then (action, state after it) for every step."""
+        return list(zip((None, *self.actions), self.states()))
+
+
+@dataclass(frozen=True)
+class Violation:
+    invariant: str
+    trace: Trace
+
+
+@dataclass(frozen=True)
+class Stats:
+    distinct_states: int
+    states_generated: int
+    depth: int
+    seconds: float
+
+    @property
+    def states_per_second(self) -> float:
+        return self.distinct_states / self.seconds if self.seconds > 0 else float(self.distinct_states)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The verdict of one run. `complete` is true only when every reachable state was explored."""
+
+    engine: str
+    config: Config
+    complete: bool
+    stats: Stats
+    violations: tuple[Violation, ...]
+    witnesses: dict[str, bool]
+    stopped_because: str = ""
+    witness_traces: dict[str, Trace] = field(default_factory=dict)
+
+    @property
+    def violated(self) -> tuple[str, ...]:
+        return tuple(violation.invariant for violation in self.violations)
+
+    @property
+    def unreached_witnesses(self) -> tuple[str, ...]:
+        return tuple(name for name, reached in self.witnesses.items() if not reached)
+
+    @property
+    def passed(self) -> bool:
+        return self.complete and not self.violations and not self.unreached_witnesses

@@ -1,0 +1,118 @@
+"""Plain views of states and results, shared by every renderer and the JSON output."""
+
+from __future__ import annotations
+
+from kafka_mc.checker.result import CheckResult, Trace
+from kafka_mc.model.state import (
+    NO_LEADER,
+    ROLE_NAMES,
+    STATUS_NAMES,
+    Replica,
+    State,
+    isr_members,
+    record_name,
+    replica_name,
+)
+
+TABLE_HEADERS = ("replica", "status", "role", "log (epoch)", "LEO", "HW", "epoch cache", "ISR", "leader epoch")
+
+
+def log_text(replica: Replica) -> str:
+    return " ".join(f"{record_name(r)}({r.epoch})" for r in replica.log) or "-"
+
+
+def epochs_text(replica: Replica) -> str:
+    return " ".join(f"{epoch}=>{start}" for epoch, start in replica.epochs) or "-"
+
+
+def leader_name(state: State) -> str:
+    return "-" if state.controller.leader == NO_LEADER else replica_name(state.controller.leader)
+
+
+def isr_text(state: State) -> str:
+    return "{" + ", ".join(replica_name(m) for m in isr_members(state.controller.isr)) + "}"
+
+
+def replica_rows(state: State) -> list[tuple]:
+    """One row per replica for a step table (see TABLE_HEADERS)."""
+    isr = state.controller.isr
+    return [
+        (
+            replica_name(index),
+            STATUS_NAMES[replica.status],
+            ROLE_NAMES[replica.role],
+            log_text(replica),
+            replica.leo,
+            replica.hw,
+            epochs_text(replica),
+            "yes" if isr >> index & 1 else "no",
+            replica.epoch,
+        )
+        for index, replica in enumerate(state.replicas)
+    ]
+
+
+def replica_view(replica: Replica) -> dict:
+    response = replica.response
+    return {
+        "log": [{"msg": record_name(r), "epoch": r.epoch} for r in replica.log],
+        "leo": replica.leo,
+        "hw": replica.hw,
+        "epoch_cache": [{"epoch": e, "start_offset": s} for e, s in replica.epochs],
+        "status": STATUS_NAMES[replica.status],
+        "role": ROLE_NAMES[replica.role],
+        "leader_epoch": replica.epoch,
+        "fetch_response": None if not response else {
+            "offset": response.offset,
+            "hw": response.hw,
+            "records": [record_name(r) for r in response.records],
+            "out_of_range": response.out_of_range,
+        },
+        "remote_leos": {replica_name(i): leo for i, leo in enumerate(replica.remote_leos)},
+    }
+
+
+def state_view(state: State) -> dict:
+    """A JSON-ready picture of a state, keyed by replica name."""
+    return {
+        "replicas": {replica_name(i): replica_view(r) for i, r in enumerate(state.replicas)},
+        "controller": {
+            "leader": leader_name(state),
+            "leader_epoch": state.controller.epoch,
+            "isr": [replica_name(m) for m in isr_members(state.controller.isr)],
+        },
+        "written": state.written,
+        "crashes": state.crashes,
+        "committed": [{"offset": o, "msg": f"m{m}"} for o, m in state.committed],
+    }
+
+
+def trace_view(trace: Trace) -> list[dict]:
+    """The steps of a trace: the initial state under action "Init", then each action and the state after it."""
+    return [
+        {"action": "Init" if action is None else str(action), "state": state_view(state)}
+        for action, state in trace.steps()
+    ]
+
+
+def result_view(result: CheckResult) -> dict:
+    """The JSON summary printed by `kafka-mc check --format json`."""
+    stats = result.stats
+    return {
+        "engine": result.engine,
+        "protocol": result.config.protocol,
+        "config": result.config.to_dict(),
+        "complete": result.complete,
+        "stopped_because": result.stopped_because or None,
+        "distinct_states": stats.distinct_states,
+        "states_generated": stats.states_generated,
+        "depth": stats.depth,
+        "seconds": round(stats.seconds, 3),
+        "states_per_second": round(stats.states_per_second, 1),
+        "violations": [
+            {"invariant": v.invariant, "length": len(v.trace), "trace": trace_view(v.trace)}
+            for v in result.violations
+        ],
+        "witnesses": result.witnesses,
+        "passed": result.passed,
+    }

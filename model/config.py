@@ -1,0 +1,54 @@
+"""The bounds and settings of one model-checking run, validated up front."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+MIN_REPLICAS, MAX_REPLICAS = 2, 5
+ACKS = ("all", "1")
+
+
+class ConfigError(ValueError):
+    """A configuration value outside what the model supports."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """One partition's replication, bounded so that exploration terminates.
+
+    `messages`, `crashes` and `elections` bound how many producer writes, replica
+    crashes and controller leader elections a behaviour may contain. The initial
+    leader is chosen by the initial state and does not count as an election.
+    """
+
+    protocol: str = "hw"
+    replicas: int = 2
+    messages: int = 2
+    crashes: int = 2
+    elections: int = 1
+    acks: str = "all"
+    min_isr: int = 1
+    unclean: bool = False
+
+    def __post_init__(self) -> None:
+        from .protocols import PROTOCOLS  # late: protocols import nothing from here
+
+        if self.protocol not in PROTOCOLS:
+            raise ConfigError(f"protocol {self.protocol!r} is unknown; allowed: {', '.join(PROTOCOLS)}")
+        _check_int("replicas", self.replicas, MIN_REPLICAS, MAX_REPLICAS)
+        _check_int("messages", self.messages, 0, 9)
+        _check_int("crashes", self.crashes, 0, 9)
+        _check_int("elections", self.elections, 0, 9)
+        if self.acks not in ACKS:
+            raise ConfigError(f"acks {self.acks!r} is not supported; allowed: {', '.join(ACKS)}")
+        _check_int("min_isr", self.min_isr, 1, self.replicas)
+        if not isinstance(self.unclean, bool):
+            raise ConfigError(f"unclean must be true or false, not {self.unclean!r}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _check_int(name: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{name} must be an integer from {low} to {high}, not {value!r}")

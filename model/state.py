@@ -1,0 +1,109 @@
+"""The state encoding: immutable named tuples whose leaves are ints and bools only.
+
+Because every leaf is an int (no str, no None), the CPython hash of a state does not
+depend on PYTHONHASHSEED, so it serves as a cheap, stable 64-bit fingerprint (see
+`fingerprint`). Sets of replicas are bitmasks, so equal states are equal tuples.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+NO_LEADER = -1
+UNKNOWN = -1  # an epoch or offset a replica does not know
+
+# Replica.status: liveness, and whether the controller has noticed a crash.
+UP, CRASHED, OFFLINE = 0, 1, 2
+STATUS_NAMES = ("up", "crashed", "offline")
+
+# Replica.role: the in-memory role, set by LeaderAndIsr; NO_ROLE after a restart.
+NO_ROLE, LEADER, TRUNCATING, FOLLOWER = 0, 1, 2, 3
+ROLE_NAMES = ("-", "leader", "truncating", "follower")
+
+FINGERPRINT_MASK = (1 << 64) - 1
+
+
+class Record(NamedTuple):
+    """A producer record: a unique message number (m1, m2, ...) and the leader epoch it was written in."""
+
+    msg: int
+    epoch: int
+
+
+class FetchResponse(NamedTuple):
+    """A FetchResponse built by the leader and not yet handled by the follower.
+
+    `out_of_range` marks the OffsetOutOfRange error: the follower fetched beyond the
+    leader's log end, and `offset` is then the leader's LEO.
+    """
+
+    offset: int
+    hw: int
+    records: tuple[Record, ...]
+    out_of_range: bool
+
+
+class Replica(NamedTuple):
+    # durable: survives a crash
+    log: tuple[Record, ...]
+    hw: int  # the replication-offset-checkpoint
+    epochs: tuple[tuple[int, int], ...]  # leader-epoch-checkpoint: (epoch, start offset)
+    status: int
+    # in memory: lost in a crash
+    role: int
+    epoch: int  # the leader epoch of the last LeaderAndIsr it acted on
+    response: tuple  # () or a FetchResponse in flight to this replica
+    remote_leos: tuple[int, ...]  # leader only: its view of every replica's LEO
+
+    @property
+    def leo(self) -> int:
+        return len(self.log)
+
+    @property
+    def alive(self) -> bool:
+        return self.status == UP
+
+
+class Controller(NamedTuple):
+    """The partition state the controller keeps in ZooKeeper."""
+
+    leader: int
+    epoch: int
+    isr: int  # bitmask of replica indices
+
+
+class State(NamedTuple):
+    replicas: tuple[Replica, ...]
+    controller: Controller
+    written: int  # producer records written so far
+    crashes: int  # crashes so far
+    committed: tuple[tuple[int, int], ...]  # history: every (offset, msg) once below the leader's HW
+
+    @property
+    def leader(self) -> Replica | None:
+        index = self.controller.leader
+        return None if index == NO_LEADER else self.replicas[index]
+
+
+def replica_name(index: int) -> str:
+    return "ABCDE"[index]
+
+
+def replica_index(name: str, replicas: int) -> int:
+    names = [replica_name(i) for i in range(replicas)]
+    if name not in names:
+        raise ValueError(f"replica {name!r} does not exist; replicas are {', '.join(names)}")
+    return names.index(name)
+
+
+def isr_members(isr: int) -> tuple[int, ...]:
+    return tuple(i for i in range(isr.bit_length()) if isr >> i & 1)
+
+
+def record_name(record: Record) -> str:
+    return f"m{record.msg}"
+
+
+def fingerprint(state: State) -> int:
+    """A stable unsigned 64-bit fingerprint: CPython's tuple hash over int-only leaves."""
+    return hash(state) & FINGERPRINT_MASK
