@@ -116,3 +116,13 @@ def result_view(result: CheckResult) -> dict:
         "witnesses": result.witnesses,
         "passed": result.passed,
     }
+
+
+def state_label(state: State) -> str:
+    """A short multi-line label: one line per replica, then the controller."""
+    lines = [
+        f"{replica_name(i)} {STATUS_NAMES[r.status]} {ROLE_NAMES[r.role]}: [{log_text(r)}] LEO={r.leo} HW={r.hw}"
+        for i, r in enumerate(state.replicas)
+    ]
+    lines.append(f"leader={leader_name(state)} epoch={state.controller.epoch} ISR={isr_text(state)}")
+    return "\n".join(lines)

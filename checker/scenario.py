@@ -1,0 +1,220 @@
+"""Scenario files: a documented step sequence, its configuration and what the documents show.
+
+A scenario is TOML::
+
+    title = "Case L under hw: committed m2 is lost"
+    source = "seed 000, figures 8-9 to 8-11"
+    initial_leader = "B"
+    steps = ["ProducerWrite(B)", "LeaderHandleFetchRequest(A)", ...]
+    expected_violations = ["NoCommittedDataLoss"]   # invariants the replay breaks
+    exhaustive_violations = ["NoCommittedDataLoss"] # invariants a full check of `config` breaks
+
+    [config]            # any kafka-mc check option: protocol, replicas, messages, ...
+    protocol = "hw"
+
+    [[checkpoint]]      # the state after step `after`, as a figure shows it
+    after = 6
+    figure = "8-9"
+    A = { log = ["m1", "m2"], hw = 1 }
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from kafka_mc.model import Config, ConfigError, ReplicationModel, State, parse_action
+from kafka_mc.model.state import ROLE_NAMES, STATUS_NAMES, record_name, replica_index, replica_name
+from kafka_mc.properties import failing_invariants
+
+from .result import ReplayError, Trace
+
+REPLICA_FIELDS = {"log", "hw", "leo", "epochs", "role", "status"}
+TOP_LEVEL = {"title", "source", "initial_leader", "steps", "config", "checkpoint",
+             "expected_violations", "exhaustive_violations", "description"}
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be read: the message names the file and the bad value."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    after: int
+    figure: str
+    replicas: dict[str, dict]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    path: Path
+    title: str
+    source: str
+    description: str
+    trace: Trace
+    checkpoints: tuple[Checkpoint, ...]
+    expected_violations: tuple[str, ...]
+    exhaustive_violations: tuple[str, ...] | None
+
+    @property
+    def config(self) -> Config:
+        return self.trace.config
+
+
+@dataclass(frozen=True)
+class ReplayStep:
+    number: int
+    action: str
+    state: State
+    broken: tuple[str, ...]  # invariants that fail in this state
+    mismatches: tuple[str, ...] = ()  # differences from a checkpoint after this step
+
+
+@dataclass
+class Replay:
+    scenario: Scenario
+    steps: list[ReplayStep] = field(default_factory=list)
+
+    @property
+    def first_breaks(self) -> dict[str, int]:
+        """Each broken invariant with the first step at which it fails."""
+        first: dict[str, int] = {}
+        for step in self.steps:
+            for name in step.broken:
+                first.setdefault(name, step.number)
+        return first
+
+    @property
+    def mismatches(self) -> list[str]:
+        found = [f"after step {s.number}: {m}" for s in self.steps for m in s.mismatches]
+        expected = set(self.scenario.expected_violations)
+        broken = set(self.first_breaks)
+        found += [f"expected {name} to break, it never does" for name in sorted(expected - broken)]
+        found += [f"{name} breaks, which the scenario does not expect" for name in sorted(broken - expected)]
+        return found
+
+
+def documented_scenarios() -> list[Path]:
+    """The scenario files shipped with kafka-mc (Case L and Case D under each protocol), by name."""
+    folder = resources.files("kafka_mc.scenarios")
+    return sorted(Path(str(entry)) for entry in folder.iterdir() if entry.name.endswith(".toml"))
+
+
+def load_scenario(path: Path) -> Scenario:
+    """Read and validate a scenario file; ScenarioError names what is wrong."""
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ScenarioError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ScenarioError(f"{path}: cannot be read ({error})") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ScenarioError(f"{path}: not valid TOML ({error})") from None
+    try:
+        return _parse(Path(path), data)
+    except (ConfigError, ValueError, TypeError) as error:
+        raise ScenarioError(f"{path}: {error}") from None
+
+
+def _parse(path: Path, data: dict) -> Scenario:
+    unknown = set(data) - TOP_LEVEL
+    if unknown:
+        raise ValueError(f"unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(TOP_LEVEL))}")
+    config_table = data.get("config")
+    if not isinstance(config_table, dict):
+        raise ValueError("a [config] table is required (protocol, replicas, messages, crashes, elections, ...)")
+    allowed = set(Config.__dataclass_fields__)
+    if set(config_table) - allowed:
+        bad = ", ".join(sorted(set(config_table) - allowed))
+        raise ValueError(f"unknown config key(s) {bad}; allowed: {', '.join(sorted(allowed))}")
+    config = Config(**config_table)
+    model = ReplicationModel(config)
+    initial = replica_index(_string(data, "initial_leader"), config.replicas)
+    steps = data.get("steps")
+    if not isinstance(steps, list) or not all(isinstance(step, str) for step in steps):
+        raise ValueError("steps must be a list of strings such as \"ProducerWrite(A)\"")
+    actions = tuple(parse_action(step, model.action_names, config.replicas) for step in steps)
+    return Scenario(
+        path=path,
+        title=_string(data, "title"),
+        source=data.get("source", ""),
+        description=data.get("description", ""),
+        trace=Trace(config, initial, actions),
+        checkpoints=tuple(_checkpoint(entry, len(actions), config) for entry in data.get("checkpoint", [])),
+        expected_violations=_invariant_names(data, "expected_violations") or (),
+        exhaustive_violations=_invariant_names(data, "exhaustive_violations"),
+    )
+
+
+def _string(data: dict, key: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{key} must be a non-empty string, not {value!r}")
+    return value
+
+
+def _invariant_names(data: dict, key: str) -> tuple[str, ...] | None:
+    from kafka_mc.properties import INVARIANTS
+
+    if key not in data:
+        return None
+    names = data[key]
+    known = [p.name for p in INVARIANTS]
+    if not isinstance(names, list) or any(name not in known for name in names):
+        raise ValueError(f"{key} must list invariants among {', '.join(known)}, not {names!r}")
+    return tuple(names)
+
+
+def _checkpoint(entry: dict, steps: int, config: Config) -> Checkpoint:
+    after = entry.get("after")
+    if isinstance(after, bool) or not isinstance(after, int) or not 0 <= after <= steps:
+        raise ValueError(f"checkpoint 'after' must be a step number from 0 to {steps}, not {after!r}")
+    replicas = {key: value for key, value in entry.items() if key not in ("after", "figure")}
+    for name, expected in replicas.items():
+        replica_index(name, config.replicas)
+        if not isinstance(expected, dict) or set(expected) - REPLICA_FIELDS:
+            raise ValueError(f"checkpoint after step {after}: replica {name} must be a table of "
+                             f"{', '.join(sorted(REPLICA_FIELDS))}, not {expected!r}")
+    return Checkpoint(after, str(entry.get("figure", "")), replicas)
+
+
+def _describe(state: State, index: int) -> dict:
+    replica = state.replicas[index]
+    return {
+        "log": [record_name(record) for record in replica.log],
+        "hw": replica.hw,
+        "leo": replica.leo,
+        "epochs": [list(entry) for entry in replica.epochs],
+        "role": ROLE_NAMES[replica.role],
+        "status": STATUS_NAMES[replica.status],
+    }
+
+
+def _compare(checkpoint: Checkpoint, state: State) -> tuple[str, ...]:
+    found = []
+    for name, expected in checkpoint.replicas.items():
+        actual = _describe(state, replica_index(name, len(state.replicas)))
+        for key, value in expected.items():
+            if actual[key] != value:
+                figure = f" (figure {checkpoint.figure})" if checkpoint.figure else ""
+                found.append(f"replica {name} {key} is {actual[key]!r}, expected {value!r}{figure}")
+    return tuple(found)
+
+
+def replay(scenario: Scenario) -> Replay:
+    """Run the scenario step by step; ReplayError names the first step that is not enabled."""
+    result = Replay(scenario)
+    checkpoints: dict[int, list[Checkpoint]] = {}
+    for checkpoint in scenario.checkpoints:
+        checkpoints.setdefault(checkpoint.after, []).append(checkpoint)
+    for number, (action, state) in enumerate(scenario.trace.steps()):
+        mismatches = sum((_compare(c, state) for c in checkpoints.get(number, [])), ())
+        label = "Init" if action is None else str(action)
+        result.steps.append(ReplayStep(number, label, state, tuple(failing_invariants(state)), mismatches))
+    return result
+
+
+__all__ = ["Checkpoint", "Replay", "ReplayError", "ReplayStep", "Scenario", "ScenarioError",
+           "documented_scenarios", "load_scenario", "replay"]

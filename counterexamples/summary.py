@@ -1,0 +1,67 @@
+"""Human-readable summaries of a check and of a scenario replay."""
+
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from kafka_mc.checker.graph import Recoverability
+from kafka_mc.checker.result import CheckResult
+from kafka_mc.checker.scenario import Replay
+from kafka_mc.model import Config
+from kafka_mc.properties import INVARIANTS
+
+from .views import TABLE_HEADERS, isr_text, leader_name, replica_rows
+
+
+def config_text(config: Config) -> str:
+    return ", ".join(f"{key}={value}" for key, value in config.to_dict().items())
+
+
+def invariant_verdicts(result: CheckResult) -> dict[str, str]:
+    """Each invariant's verdict: `violated (n steps)`, `holds`, or `not violated so far` for an incomplete run."""
+    lengths = {v.invariant: len(v.trace) for v in result.violations}
+    unknown = "holds" if result.complete else "not violated so far"
+    return {p.name: f"violated ({lengths[p.name]} steps)" if p.name in lengths else unknown for p in INVARIANTS}
+
+
+def result_text(result: CheckResult, recoverability: Recoverability | None = None) -> str:
+    stats = result.stats
+    lines = [f"Checked {config_text(result.config)} with the {result.engine} engine."]
+    if result.complete:
+        lines.append("Model checking completed: every reachable state was explored.")
+    else:
+        lines.append(f"Model checking INCOMPLETE ({result.stopped_because}): this is not a pass.")
+    lines.append(f"{stats.states_generated} states generated, {stats.distinct_states} distinct states found, "
+                 f"depth {stats.depth}, {stats.seconds:.2f} s ({stats.states_per_second:,.0f} distinct states/s).")
+    rows = [(name, verdict) for name, verdict in invariant_verdicts(result).items()]
+    rows += [(name, "reached" if reached else ("NOT REACHED" if result.complete else "not reached so far"))
+             for name, reached in result.witnesses.items()]
+    if recoverability is not None:
+        verdict = ("holds" if recoverability.holds else
+                   f"violated: {recoverability.unrecoverable} of {recoverability.states} states can never recover")
+        rows.append((f"{recoverability.property} (recoverability)", verdict))
+    lines += ["", tabulate(rows, headers=("property", "verdict"))]
+    return "\n".join(lines)
+
+
+def replay_text(replay: Replay) -> str:
+    scenario = replay.scenario
+    parts = [f"{scenario.title}", f"source: {scenario.source}", f"config: {config_text(scenario.config)}", ""]
+    for step in replay.steps:
+        state = step.state
+        parts.append(f"Step {step.number}: {step.action}    leader {leader_name(state)}, "
+                     f"epoch {state.controller.epoch}, ISR {isr_text(state)}")
+        parts.append(tabulate(replica_rows(state), headers=TABLE_HEADERS))
+        fresh = [name for name in step.broken if replay.first_breaks[name] == step.number]
+        if fresh:
+            parts.append(f"<<< invariant {', '.join(fresh)} breaks here >>>")
+        parts += [f"!!! {mismatch}" for mismatch in step.mismatches]
+        parts.append("")
+    mismatches = replay.mismatches
+    if mismatches:
+        parts.append("The replay does NOT match the scenario:")
+        parts += [f"  - {mismatch}" for mismatch in mismatches]
+    else:
+        breaks = ", ".join(f"{name} at step {n}" for name, n in replay.first_breaks.items()) or "none"
+        parts.append(f"The replay matches every checkpoint of the scenario; invariants broken: {breaks}.")
+    return "\n".join(parts)

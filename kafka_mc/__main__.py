@@ -1,0 +1,5 @@
+import sys
+
+from kafka_mc.cli import main
+
+sys.exit(main())

@@ -1,0 +1,16 @@
+"""The recoverability target: a state every reachable state must be able to get back to."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from kafka_mc.model.state import State
+
+RECOVERABILITY = "LiveReplicasAgree"
+RECOVERABILITY_SOURCE = "seed 000 figure 8-14: under hw, A can never fetch m3"
+
+
+def live_replicas_agree(state: State) -> bool:
+    """Every two live replicas hold the same records below the lower of their HWs."""
+    live = [replica for replica in state.replicas if replica.alive]
+    return all(a.log[: min(a.hw, b.hw)] == b.log[: min(a.hw, b.hw)] for a, b in combinations(live, 2))

@@ -1,0 +1,89 @@
+"""The BFS engine: verdicts, shortest counterexamples, budgets, witnesses and determinism."""
+
+import pytest
+
+from kafka_mc.checker import Budget, check
+from kafka_mc.checker.scenario import load_scenario, replay
+from kafka_mc.model import Config
+from kafka_mc.properties import INVARIANTS, failing_invariants
+from kafka_mc.checker.scenario import documented_scenarios
+
+SCENARIOS = {path.stem: path for path in documented_scenarios()}
+
+
+def test_hw_violates_both_invariants_with_two_replicas():
+    result = check(Config(protocol="hw", replicas=2, messages=2, crashes=2, elections=1), keep_going=True)
+    assert result.complete
+    assert set(result.violated) == {"NoCommittedDataLoss", "NoLogDivergence"}
+
+
+@pytest.mark.parametrize("case", ["case-l-hw", "case-d-hw"])
+def test_hw_counterexamples_are_no_longer_than_the_documented_sequences(case):
+    scenario = load_scenario(SCENARIOS[case])
+    documented = replay(scenario).first_breaks
+    result = check(scenario.config, keep_going=True)
+    for violation in result.violations:
+        if violation.invariant in documented:
+            assert len(violation.trace) <= documented[violation.invariant]
+
+
+def test_leader_epoch_explores_everything_without_violation():
+    result = check(Config(protocol="leader-epoch", replicas=2, messages=3, crashes=2, elections=2),
+                   keep_going=True)
+    assert result.complete and not result.violations
+    assert result.passed and all(result.witnesses.values())
+
+
+def test_counterexamples_replay_and_break_only_at_their_last_state():
+    result = check(Config(protocol="hw"), keep_going=True)
+    names = {p.name for p in INVARIANTS}
+    for violation in result.violations:
+        assert violation.invariant in names
+        states = violation.trace.states()
+        assert violation.invariant in failing_invariants(states[-1])
+        assert all(violation.invariant not in failing_invariants(s) for s in states[:-1])
+
+
+def test_stops_at_first_violation_unless_keep_going():
+    first = check(Config(protocol="hw"))
+    assert len(first.violations) == 1 and not first.complete and not first.passed
+    assert first.violations[0].invariant == "NoCommittedDataLoss"  # 10 steps, before divergence's 11
+
+
+def test_budget_makes_a_run_incomplete_never_a_pass():
+    result = check(Config(protocol="leader-epoch", messages=3, crashes=2, elections=2), budget=Budget(max_states=500))
+    assert not result.complete and not result.passed
+    assert "500" in result.stopped_because
+    timed = check(Config(protocol="leader-epoch", messages=3, crashes=2, elections=2),
+                  budget=Budget(max_seconds=1e-9))
+    assert not timed.complete and "time budget" in timed.stopped_because
+
+
+def test_unreached_witness_fails_the_run():
+    result = check(Config(protocol="leader-epoch", messages=0))
+    assert result.complete and not result.violations
+    assert result.unreached_witnesses == ("RecordCommitted",) or "RecordCommitted" in result.unreached_witnesses
+    assert not result.passed
+
+
+def test_witness_traces_replay_to_their_witness():
+    result = check(Config(protocol="hw"), keep_going=True)
+    truncated = result.witness_traces["FollowerTruncated"].states()
+    assert any(a.leo < b.leo for a, b in zip(truncated[-1].replicas, truncated[-2].replicas))
+    assert result.witness_traces["RecordCommitted"].states()[-1].committed
+
+
+def summary(result):
+    return (result.complete, result.stats.distinct_states, result.stats.states_generated, result.stats.depth,
+            result.violations, result.witnesses)
+
+
+@pytest.mark.parametrize("protocol", ["hw", "leader-epoch"])
+def test_two_runs_give_identical_summaries(protocol):
+    config = Config(protocol=protocol, messages=2, crashes=2, elections=1, unclean=True)
+    assert summary(check(config, keep_going=True)) == summary(check(config, keep_going=True))
+
+
+def test_three_replicas_explore_and_find_hw_loss():
+    result = check(Config(protocol="hw", replicas=3, messages=1, crashes=1, elections=1), keep_going=True)
+    assert result.complete and result.stats.distinct_states > 1000

@@ -1,0 +1,239 @@
+"""Unit tests per event: enabling conditions and effects on small hand-built states."""
+
+import pickle
+import subprocess
+import sys
+
+import pytest
+
+from kafka_mc.model import Action, Config, ConfigError, ReplicationModel, fingerprint
+from kafka_mc.model.protocols import end_offset_for
+from kafka_mc.model.state import (
+    CRASHED, FOLLOWER, LEADER, NO_LEADER, NO_ROLE, OFFLINE, TRUNCATING, UNKNOWN, UP, Record,
+)
+
+A, B, C = 0, 1, 2
+
+
+def model(**options) -> ReplicationModel:
+    return ReplicationModel(Config(**options))
+
+
+def run(m: ReplicationModel, leader: int, *steps: str):
+    """Apply `Name(R)` steps from the initial state with `leader` leading; fail on a disabled step."""
+    from kafka_mc.model import parse_action
+
+    state = m.initial_states()[leader]
+    for step in steps:
+        following = m.next_state(state, parse_action(step, m.action_names, m.config.replicas))
+        assert following is not None, f"{step} is not enabled"
+        state = following
+    return state
+
+
+def enabled(m, state, step: str) -> bool:
+    from kafka_mc.model import parse_action
+
+    return m.next_state(state, parse_action(step, m.action_names, m.config.replicas)) is not None
+
+
+def logs(state):
+    return [[r.msg for r in replica.log] for replica in state.replicas]
+
+
+def test_initial_states_one_per_leader():
+    states = model(replicas=3).initial_states()
+    assert [s.controller.leader for s in states] == [A, B, C]
+    assert all(s.controller.isr == 0b111 and s.controller.epoch == 0 for s in states)
+    assert states[0].replicas[A].role == LEADER and states[0].replicas[B].role == FOLLOWER
+
+
+def test_producer_write_appends_with_epoch_and_counts():
+    m = model(messages=2)
+    state = run(m, A, "ProducerWrite(A)")
+    assert state.replicas[A].log == (Record(1, 0),) and state.written == 1
+    assert not enabled(m, state, "ProducerWrite(B)")  # only the leader takes writes
+    state = run(m, A, "ProducerWrite(A)", "ProducerWrite(A)")
+    assert not enabled(m, state, "ProducerWrite(A)")  # message bound
+
+
+def test_acks_all_refused_below_min_isr_but_acks_1_accepted():
+    strict = model(min_isr=2, acks="all")
+    shrunk = run(strict, A, "LeaderShrinkIsr(B)")
+    assert not enabled(strict, shrunk, "ProducerWrite(A)")
+    relaxed = model(min_isr=2, acks="1")
+    assert enabled(relaxed, run(relaxed, A, "LeaderShrinkIsr(B)"), "ProducerWrite(A)")
+
+
+def test_fetch_request_records_follower_leo_and_advances_hw():
+    m = model()
+    state = run(m, A, "ProducerWrite(A)", "LeaderHandleFetchRequest(B)")
+    leader, follower = state.replicas[A], state.replicas[B]
+    assert leader.remote_leos[B] == 0 and leader.hw == 0
+    assert follower.response.records == (Record(1, 0),) and follower.response.hw == 0
+    assert not enabled(m, state, "LeaderHandleFetchRequest(B)")  # one fetch in flight
+    state = run(m, A, "ProducerWrite(A)", "LeaderHandleFetchRequest(B)", "FollowerHandleFetchResponse(B)",
+                "LeaderHandleFetchRequest(B)")
+    assert state.replicas[A].hw == 1 and state.committed == ((0, 1),)
+    assert state.replicas[B].hw == 0  # the follower learns the HW one round trip later
+    state = m.next_state(state, Action("FollowerHandleFetchResponse", B))
+    assert state.replicas[B].hw == 1
+
+
+def test_fetch_beyond_leader_leo_gets_out_of_range_and_truncates_to_leader_leo():
+    m = model(protocol="hw", messages=2, crashes=2, elections=1)
+    state = run(m, B, "ProducerWrite(B)", "ProducerWrite(B)", "LeaderHandleFetchRequest(A)",
+                "FollowerHandleFetchResponse(A)", "LeaderHandleFetchRequest(A)",  # B's HW is 2, A's 0
+                "ReplicaCrash(A)", "ReplicaRestart(A)", "BecomeFollower(A)",  # A truncates to 0
+                "ReplicaCrash(B)", "ControllerNoticeFailure(B)", "ControllerElectLeader(A)",
+                "ReplicaRestart(B)", "BecomeFollower(B)", "LeaderHandleFetchRequest(B)")
+    assert logs(state) == [[], [1, 2]]
+    assert state.replicas[B].response.out_of_range and state.replicas[B].response.offset == 0
+    assert state.replicas[A].remote_leos[B] == UNKNOWN  # an error response records no LEO
+    state = m.next_state(state, Action("FollowerHandleFetchResponse", B))
+    assert logs(state) == [[], []] and state.replicas[B].hw == 0
+
+
+def test_shrink_only_lagging_followers_and_expand_at_hw():
+    m = model()
+    state = m.initial_states()[A]
+    assert enabled(m, state, "LeaderShrinkIsr(B)")  # never fetched: its LEO is unknown to A
+    state = run(m, A, "LeaderHandleFetchRequest(B)")
+    assert not enabled(m, state, "LeaderShrinkIsr(B)")  # caught up with A's LEO
+    state = run(m, A, "ProducerWrite(A)", "LeaderShrinkIsr(B)")
+    assert state.controller.isr == 1 << A and state.replicas[A].hw == 1  # HW follows the smaller ISR
+    assert not enabled(m, state, "LeaderExpandIsr(B)")
+    state = m.next_state(state, Action("LeaderHandleFetchRequest", B))
+    state = m.next_state(state, Action("FollowerHandleFetchResponse", B))
+    assert not enabled(m, state, "LeaderExpandIsr(B)")  # A saw fetch offset 0 < HW 1
+    state = m.next_state(state, Action("LeaderHandleFetchRequest", B))
+    assert enabled(m, state, "LeaderExpandIsr(B)")
+
+
+def test_crash_keeps_durable_state_and_loses_memory():
+    m = model()
+    state = run(m, A, "ProducerWrite(A)", "LeaderHandleFetchRequest(B)", "ReplicaCrash(B)")
+    crashed = state.replicas[B]
+    assert crashed.status == CRASHED and crashed.role == NO_ROLE and crashed.epoch == UNKNOWN
+    assert crashed.response == () and state.crashes == 1
+    state = run(m, A, "ProducerWrite(A)", "ReplicaCrash(A)")
+    assert state.replicas[A].log == (Record(1, 0),) and state.replicas[A].remote_leos == ()
+    assert state.controller.leader == A  # the controller has not noticed yet
+
+
+def test_restart_before_notice_keeps_isr_membership():
+    m = model()
+    state = run(m, A, "ReplicaCrash(B)", "ReplicaRestart(B)")
+    assert state.replicas[B].status == UP and state.controller.isr == 0b11
+    assert not enabled(m, state, "LeaderHandleFetchRequest(B)")  # needs a LeaderAndIsr first
+    state = m.next_state(state, Action("BecomeFollower", B))
+    assert enabled(m, state, "LeaderHandleFetchRequest(B)")
+
+
+def test_crashed_leader_restarts_only_after_notice():
+    m = model()
+    state = run(m, A, "ReplicaCrash(A)")
+    assert not enabled(m, state, "ReplicaRestart(A)")
+    state = m.next_state(state, Action("ControllerNoticeFailure", A))
+    assert state.controller.leader == NO_LEADER and state.controller.isr == 1 << B
+    assert state.replicas[A].status == OFFLINE and enabled(m, state, "ReplicaRestart(A)")
+
+
+def test_notice_keeps_last_isr_member():
+    m = model()
+    state = run(m, A, "LeaderShrinkIsr(B)", "ReplicaCrash(A)", "ControllerNoticeFailure(A)")
+    assert state.controller.isr == 1 << A and state.controller.leader == NO_LEADER
+
+
+def test_clean_election_from_live_isr_and_unclean_when_enabled():
+    clean = model()
+    state = run(clean, A, "LeaderShrinkIsr(B)", "ReplicaCrash(A)", "ControllerNoticeFailure(A)")
+    assert not enabled(clean, state, "ControllerElectLeader(B)")  # B is out of the ISR
+    unclean = model(unclean=True)
+    state = run(unclean, A, "LeaderShrinkIsr(B)", "ReplicaCrash(A)", "ControllerNoticeFailure(A)",
+                "ControllerElectLeader(B)")
+    assert state.controller == (B, 1, 1 << B) and state.replicas[B].role == LEADER
+
+
+def test_election_bound_and_epoch_increment():
+    m = model(elections=1)
+    state = run(m, A, "ReplicaCrash(A)", "ControllerNoticeFailure(A)", "ControllerElectLeader(B)")
+    assert state.controller.epoch == 1 and state.replicas[B].epoch == 1
+    assert state.replicas[B].remote_leos == (UNKNOWN, UNKNOWN)
+    state = run(m, A, "ReplicaCrash(A)", "ControllerNoticeFailure(A)", "ControllerElectLeader(B)",
+                "ReplicaCrash(B)", "ControllerNoticeFailure(B)", "ReplicaRestart(B)")
+    assert not enabled(m, state, "ControllerElectLeader(B)")
+
+
+def test_hw_protocol_truncates_to_hw_on_become_follower():
+    m = model(protocol="hw")
+    state = run(m, A, "ProducerWrite(A)", "LeaderHandleFetchRequest(B)", "FollowerHandleFetchResponse(B)",
+                "ReplicaCrash(B)", "ReplicaRestart(B)")
+    assert state.replicas[B].leo == 1 and state.replicas[B].hw == 0
+    state = m.next_state(state, Action("BecomeFollower", B))
+    assert state.replicas[B].leo == 0 and state.replicas[B].role == FOLLOWER
+    assert "FollowerTruncateByLeaderEpoch" not in m.action_names
+
+
+def test_leader_epoch_protocol_asks_before_fetching():
+    m = model(protocol="leader-epoch")
+    state = run(m, A, "ProducerWrite(A)", "LeaderHandleFetchRequest(B)", "FollowerHandleFetchResponse(B)",
+                "ReplicaCrash(B)", "ReplicaRestart(B)", "BecomeFollower(B)")
+    assert state.replicas[B].role == TRUNCATING and state.replicas[B].leo == 1
+    assert not enabled(m, state, "LeaderHandleFetchRequest(B)")
+    state = m.next_state(state, Action("FollowerTruncateByLeaderEpoch", B))
+    assert state.replicas[B].leo == 1 and state.replicas[B].role == FOLLOWER  # LE0 ends at A's LEO, 1
+    assert state.replicas[A].epochs == ((0, 0),) and state.replicas[B].epochs == ((0, 0),)
+
+
+def test_new_leader_appends_epoch_start():
+    m = model(protocol="leader-epoch")
+    state = run(m, A, "ProducerWrite(A)", "LeaderHandleFetchRequest(B)", "FollowerHandleFetchResponse(B)",
+                "ReplicaCrash(A)", "ControllerNoticeFailure(A)", "ControllerElectLeader(B)")
+    assert state.replicas[B].epochs == ((0, 0), (1, 1))
+
+
+def test_end_offset_for_matches_leader_epoch_file_cache():
+    m = model(protocol="leader-epoch")
+    leader = m.initial_states()[A].replicas[A]._replace(
+        log=(Record(1, 0), Record(2, 2)), epochs=((0, 0), (2, 1), (3, 2)))
+    assert end_offset_for(leader, 3) == 2  # the latest epoch: the LEO
+    assert end_offset_for(leader, 2) == 2  # where epoch 2 ended: the start of epoch 3
+    assert end_offset_for(leader, 0) == 1  # epoch 1 is not cached: the start of the next, epoch 2
+    assert end_offset_for(leader, UNKNOWN) == UNKNOWN
+    assert end_offset_for(leader._replace(epochs=((2, 0),)), 1) == UNKNOWN  # older than the cache
+
+
+def test_states_pickle_and_fingerprint_stably_across_processes():
+    m = model(protocol="leader-epoch")
+    state = run(m, A, "ProducerWrite(A)", "LeaderHandleFetchRequest(B)")
+    assert pickle.loads(pickle.dumps(state)) == state
+    code = ("from kafka_mc.model import *; m=ReplicationModel(Config(protocol='leader-epoch'));"
+            "s=m.initial_states()[0]; s=m.next_state(s, Action('ProducerWrite',0));"
+            "s=m.next_state(s, Action('LeaderHandleFetchRequest',1)); print(fingerprint(s))")
+    prints = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             env={"PYTHONHASHSEED": seed, "PATH": ""}).stdout.strip() for seed in ("1", "2")}
+    assert prints == {str(fingerprint(state))}
+
+
+def test_successor_order_is_deterministic():
+    m = model(replicas=3)
+    state = m.initial_states()[B]
+    assert m.actions(state) == m.actions(state)
+    assert [str(a) for a in m.actions(state)][:2] == ["ProducerWrite(B)", "LeaderHandleFetchRequest(A)"]
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"protocol": "raft"}, "protocol 'raft' is unknown; allowed: hw, leader-epoch"),
+    ({"replicas": 1}, "replicas must be an integer from 2 to 5, not 1"),
+    ({"replicas": 6}, "replicas must be an integer from 2 to 5, not 6"),
+    ({"messages": -1}, "messages must be an integer from 0 to 9"),
+    ({"crashes": 10}, "crashes must be an integer from 0 to 9"),
+    ({"elections": "2"}, "elections must be an integer"),
+    ({"acks": "0"}, "acks '0' is not supported; allowed: all, 1"),
+    ({"min_isr": 3}, "min_isr must be an integer from 1 to 2, not 3"),
+    ({"unclean": "yes"}, "unclean must be true or false"),
+])
+def test_config_rejects_bad_values(options, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        Config(**options)

@@ -1,0 +1,106 @@
+"""Scenario replay against the book's figures, and malformed scenario files."""
+
+import pytest
+
+from kafka_mc.checker import ReplayError
+from kafka_mc.checker.scenario import ScenarioError, documented_scenarios, load_scenario, replay
+
+SCENARIOS = {path.stem: path for path in documented_scenarios()}
+
+
+def final(case):
+    replayed = replay(load_scenario(SCENARIOS[case]))
+    assert replayed.mismatches == []
+    return replayed, replayed.steps[-1].state
+
+
+def msgs(replica):
+    return [f"m{record.msg}" for record in replica.log]
+
+
+def test_the_four_documented_scenarios_are_shipped():
+    assert sorted(SCENARIOS) == ["case-d-hw", "case-d-leader-epoch", "case-l-hw", "case-l-leader-epoch"]
+
+
+@pytest.mark.parametrize("case", sorted(SCENARIOS))
+def test_every_checkpoint_matches_its_figure(case):
+    replayed = replay(load_scenario(SCENARIOS[case]))
+    assert replayed.mismatches == []
+    assert all(step.mismatches == () for step in replayed.steps)
+
+
+def test_case_l_under_hw_ends_with_m2_on_no_replica():
+    replayed, state = final("case-l-hw")
+    assert all("m2" not in msgs(replica) for replica in state.replicas)
+    assert replayed.first_breaks == {"NoCommittedDataLoss": 13}  # when A is elected without m2
+
+
+def test_case_d_under_hw_ends_diverged_with_both_hw_2():
+    replayed, state = final("case-d-hw")
+    a, b = state.replicas
+    assert (msgs(a), a.hw, msgs(b), b.hw) == (["m1", "m2"], 2, ["m1", "m3"], 2)
+    assert set(replayed.first_breaks) == {"NoCommittedDataLoss", "NoLogDivergence"}
+    assert "NoLogDivergence" in replayed.steps[-1].broken  # and it stays broken
+
+
+def test_case_l_under_leader_epoch_keeps_m2_as_figure_8_19():
+    replayed, state = final("case-l-leader-epoch")
+    a, b = state.replicas
+    assert msgs(a) == msgs(b) == ["m1", "m2"]
+    assert state.controller.leader == 0 and state.controller.epoch == 1
+    assert a.epochs == ((0, 0), (1, 2))
+    assert replayed.first_breaks == {}
+
+
+def test_case_d_under_leader_epoch_converges_as_figure_8_22():
+    replayed, state = final("case-d-leader-epoch")
+    a, b = state.replicas
+    assert msgs(a) == msgs(b) == ["m1", "m3"] and a.hw == b.hw == a.leo == b.leo == 2
+    assert a.epochs == b.epochs == ((0, 0), (1, 1))
+    assert replayed.steps[-1].broken == ("NoCommittedDataLoss",)  # m2 was committed; divergence is gone
+
+
+def write(tmp_path, text):
+    path = tmp_path / "scenario.toml"
+    path.write_text(text)
+    return path
+
+
+GOOD = '''title = "t"
+initial_leader = "A"
+steps = ["ProducerWrite(A)"]
+[config]
+protocol = "hw"
+'''
+
+
+@pytest.mark.parametrize("text, message", [
+    ("title = ", "not valid TOML"),
+    (GOOD.replace('[config]\nprotocol = "hw"\n', ""), "a \\[config\\] table is required"),
+    (GOOD.replace('"hw"', '"raft"'), "protocol 'raft' is unknown"),
+    (GOOD + "replicas = 9\n", "replicas must be an integer from 2 to 5, not 9"),
+    (GOOD + "colour = 1\n", "unknown config key\\(s\\) colour"),
+    (GOOD.replace('"A"', '"Z"', 1), "replica 'Z' does not exist; replicas are A, B"),
+    (GOOD.replace("ProducerWrite(A)", "Produce(A)"), "unknown action 'Produce'"),
+    (GOOD.replace("ProducerWrite(A)", "ProducerWrite"), "is not of the form Action\\(Replica\\)"),
+    (GOOD.replace('steps = ["ProducerWrite(A)"]', "steps = 3"), "steps must be a list of strings"),
+    ("extra = 1\n" + GOOD, "unknown key\\(s\\) extra"),
+    (GOOD.replace('title = "t"\n', ""), "title must be a non-empty string"),
+    ('expected_violations = ["Nope"]\n' + GOOD, "expected_violations must list invariants"),
+    (GOOD + "[[checkpoint]]\nafter = 5\n", "checkpoint 'after' must be a step number from 0 to 1"),
+])
+def test_malformed_scenarios_are_rejected_with_the_reason(tmp_path, text, message):
+    with pytest.raises(ScenarioError, match=message):
+        load_scenario(write(tmp_path, text))
+
+
+def test_missing_file_is_a_scenario_error(tmp_path):
+    with pytest.raises(ScenarioError, match="no such file"):
+        load_scenario(tmp_path / "absent.toml")
+
+
+def test_a_step_that_is_not_enabled_names_the_step(tmp_path):
+    scenario = load_scenario(write(tmp_path, GOOD.replace('["ProducerWrite(A)"]',
+                                                          '["ProducerWrite(A)", "ProducerWrite(B)"]')))
+    with pytest.raises(ReplayError, match=r"step 2 \(ProducerWrite\(B\)\): not enabled"):
+        replay(scenario)
