@@ -1,0 +1,126 @@
+"""Traces in ITF, the Informal Trace Format of Apalache and Quint, and back.
+
+The trace `#meta` keeps the configuration and the initial-state index, and each state's
+`#meta` the action that led to it, so a file can be replayed by the model; `itf_to_trace`
+checks that the replay gives the states the file shows.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+import itf_py
+
+from kafka_mc.checker.result import Trace
+from kafka_mc.model import Config, ReplicationModel, State, parse_action
+from kafka_mc.model.state import ROLE_NAMES, STATUS_NAMES, Replica, isr_members, record_name, replica_name
+
+from .views import leader_name
+
+ITF_VARS = ("replicas", "controller", "written", "crashes", "committed")
+INIT = "Init"
+FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
+
+
+class SortedSet(frozenset):
+    """A set that iterates in sorted order, so that it is written the same on every run."""
+
+    def __iter__(self):
+        return iter(sorted(frozenset.__iter__(self)))
+
+
+class LogRecord(NamedTuple):
+    msg: str
+    epoch: int
+
+
+class ReplicaVar(NamedTuple):
+    log: list[LogRecord]
+    hw: int
+    leo: int
+    epochCache: list[tuple[int, int]]
+    status: str
+    role: str
+    leaderEpoch: int
+
+
+class ControllerVar(NamedTuple):
+    leader: str
+    epoch: int
+    isr: SortedSet
+
+
+def state_values(state: State) -> dict[str, Any]:
+    """The ITF variables of a state as Python values: records are named tuples, sequences
+    lists, sets SortedSets, functions dicts keyed in sorted order, tuples plain tuples."""
+    return {
+        "replicas": {replica_name(i): _replica_var(r) for i, r in enumerate(state.replicas)},
+        "controller": ControllerVar(
+            leader_name(state),
+            state.controller.epoch,
+            SortedSet(replica_name(m) for m in isr_members(state.controller.isr)),
+        ),
+        "written": state.written,
+        "crashes": state.crashes,
+        "committed": SortedSet((offset, f"m{msg}") for offset, msg in state.committed),
+    }
+
+
+def _replica_var(replica: Replica) -> ReplicaVar:
+    return ReplicaVar(
+        log=[LogRecord(record_name(r), r.epoch) for r in replica.log],
+        hw=replica.hw,
+        leo=replica.leo,
+        epochCache=list(replica.epochs),
+        status=STATUS_NAMES[replica.status],
+        role=ROLE_NAMES[replica.role],
+        leaderEpoch=replica.epoch,
+    )
+
+
+def trace_to_itf(trace: Trace, invariant: str | None) -> dict:
+    """The trace as an ITF JSON object."""
+    meta: dict[str, Any] = {
+        "format": "ITF",
+        "format-description": FORMAT_DESCRIPTION,
+        "source": "kafka-mc",
+        "config": trace.config.to_dict(),
+        "initial": trace.initial,
+    }
+    if invariant is not None:
+        meta["invariant"] = invariant
+    states = [
+        itf_py.State(meta={"index": index, "action": INIT if action is None else str(action)},
+                     values=state_values(state))
+        for index, (action, state) in enumerate(trace.steps())
+    ]
+    return itf_py.trace_to_json(itf_py.Trace(meta=meta, params=[], vars=list(ITF_VARS), states=states, loop=None))
+
+
+def itf_text(trace: Trace, invariant: str | None) -> str:
+    """The ITF JSON as text, the same bytes for the same trace."""
+    return json.dumps(trace_to_itf(trace, invariant), indent=2) + "\n"
+
+
+def itf_to_trace(data: dict) -> Trace:
+    """The trace an ITF object written by `trace_to_itf` records. ValueError when the object
+    lacks the configuration or the actions, or when replaying it gives other states."""
+    try:
+        itf = itf_py.trace_from_json(data)
+        config = Config(**itf.meta["config"])
+        initial = itf.meta["initial"]
+        labels = [state.meta["action"] for state in itf.states]
+    except (KeyError, TypeError) as error:
+        raise ValueError(f"not a kafka-mc ITF trace: missing or malformed {error}") from error
+    if not labels or labels[0] != INIT:
+        raise ValueError(f"not a kafka-mc ITF trace: the first state's action must be {INIT!r}")
+    model = ReplicationModel(config)
+    actions = tuple(parse_action(label, model.action_names, config.replicas) for label in labels[1:])
+    trace = Trace(config, initial, actions)
+    for index, (state, raw) in enumerate(zip(trace.states(), data["states"])):
+        expected = itf_py.state_to_json(itf_py.State(meta={}, values=state_values(state)))
+        differing = [name for name in ITF_VARS if raw.get(name) != expected[name]]
+        if differing:
+            raise ValueError(f"ITF state {index} ({labels[index]}): replay gives other {', '.join(differing)}")
+    return trace

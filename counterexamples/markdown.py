@@ -1,0 +1,102 @@
+"""Traces as Markdown: a Mermaid sequence diagram of the messages, then a table per step."""
+
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from kafka_mc.checker.result import Trace
+from kafka_mc.model.protocols import end_offset_for
+from kafka_mc.model.state import UNKNOWN, replica_name
+
+from .steps import CONTROLLER, Change, Step, controller_text, epoch_text, response_text, trace_steps, verdict
+from .views import TABLE_HEADERS, leader_name, replica_rows
+
+
+def trace_markdown(trace: Trace, invariant: str | None, title: str) -> str:
+    """A report: configuration, violated invariant, sequence diagram and every step's state."""
+    steps = trace_steps(trace)
+    lines = [f"# {title}", "", "## Configuration", ""]
+    lines += [f"- {key}: `{value}`" for key, value in trace.config.to_dict().items()]
+    lines += ["", f"**Verdict:** {verdict(steps, invariant)}", "", "## Sequence", "", *sequence_diagram(steps)]
+    lines += ["", "## Steps"]
+    for step in steps:
+        lines += ["", *_step_section(step)]
+    return "\n".join(lines) + "\n"
+
+
+def _step_section(step: Step) -> list[str]:
+    state = step.state
+    lines = [
+        f"### Step {step.number}: {step.label}",
+        "",
+        tabulate(replica_rows(state), headers=TABLE_HEADERS, tablefmt="github"),
+        "",
+        controller_text(state),
+    ]
+    if step.failing:
+        lines += ["", f"**✗ Invariant violated: {', '.join(step.failing)}**"]
+    return lines
+
+
+def sequence_diagram(steps: list[Step]) -> list[str]:
+    """A fenced Mermaid sequenceDiagram: the messages of each action, then one note per
+    participant on what it did and what changed."""
+    replicas = [replica_name(i) for i in range(len(steps[0].state.replicas))]
+    everyone = f"{replicas[0]},{replicas[-1]}"
+    lines = ["```mermaid", "sequenceDiagram"]
+    lines += [f"    participant {name}" for name in ("Producer", CONTROLLER, *replicas)]
+    responders: dict[int, int] = {}  # follower -> the leader that built its FetchResponse in flight
+    for step in steps[1:]:
+        messages, notes = _exchange(step, responders)
+        lines += [f"    {message}" for message in messages]
+        texts_by_place: dict[str, list[str]] = {}
+        for where, text in (*notes, *step.changes):
+            texts_by_place.setdefault(where, []).append(text)
+        lines += [f"    Note over {where}: {'<br/>'.join(texts)}" for where, texts in texts_by_place.items()]
+        newly_failing = [name for name in step.failing if name not in steps[step.number - 1].failing]
+        if newly_failing:
+            lines.append(f"    Note over {everyone}: ✗ {', '.join(newly_failing)} violated")
+    lines.append("```")
+    return lines
+
+
+def _exchange(step: Step, responders: dict[int, int]) -> tuple[list[str], list[Change]]:
+    """The Mermaid messages of one action, and the notes that say what a participant did."""
+    action, before, after = step.action, step.before, step.state
+    index = action.replica
+    name = replica_name(index)
+    leader = leader_name(before)
+    match action.name:
+        case "ProducerWrite":
+            return [f"Producer->>{name}: write m{after.written}"], []
+        case "LeaderHandleFetchRequest":
+            responders[index] = before.controller.leader
+            response = response_text(after.replicas[index].response)
+            return [f"{name}->>{leader}: Fetch(offset={before.replicas[index].leo})"], [
+                Change(leader, f"builds response: {response}")
+            ]
+        case "FollowerHandleFetchResponse":
+            sender = replica_name(responders.pop(index))
+            return [f"{sender}-->>{name}: {response_text(before.replicas[index].response)}"], []
+        case "FollowerTruncateByLeaderEpoch":
+            epochs = before.replicas[index].epochs
+            latest = epochs[-1][0] if epochs else UNKNOWN
+            end_offset = end_offset_for(before.leader, latest)
+            return [
+                f"{name}->>{leader}: OffsetsForLeaderEpoch(epoch {epoch_text(latest)})",
+                f"{leader}-->>{name}: end offset {'UNDEFINED' if end_offset == UNKNOWN else end_offset}",
+            ], []
+        case "LeaderShrinkIsr":
+            return [f"{leader}->>{CONTROLLER}: shrink ISR (remove {name})"], []
+        case "LeaderExpandIsr":
+            return [f"{leader}->>{CONTROLLER}: expand ISR (add {name})"], []
+        case "BecomeFollower" | "ControllerElectLeader":
+            leader_and_isr = f"LeaderAndIsr(leader {leader_name(after)}, epoch {after.controller.epoch})"
+            return [f"{CONTROLLER}->>{name}: {leader_and_isr}"], []
+        case "ReplicaCrash":
+            return [], [Change(name, "crashes")]
+        case "ReplicaRestart":
+            return [], [Change(name, "restarts")]
+        case "ControllerNoticeFailure":
+            return [f"{name}--x{CONTROLLER}: session expired"], []
+    return [], [Change(name, str(action))]

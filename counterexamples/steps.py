@@ -1,0 +1,127 @@
+"""The steps of a trace as every report shows them: numbered, with the invariants that fail
+and what changed since the step before."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from kafka_mc.checker.result import Trace
+from kafka_mc.model import Action, State
+from kafka_mc.model.state import (
+    ROLE_NAMES,
+    STATUS_NAMES,
+    UNKNOWN,
+    FetchResponse,
+    Replica,
+    record_name,
+    replica_name,
+)
+from kafka_mc.properties import failing_invariants
+
+from .views import epochs_text, isr_text, leader_name
+
+CONTROLLER = "Controller"
+
+
+class Change(NamedTuple):
+    """One visible difference between two consecutive states; `where` is a replica name or CONTROLLER."""
+
+    where: str
+    text: str
+
+
+class Step(NamedTuple):
+    """A numbered state of a trace: step 0 is the initial state, step n follows the n-th action."""
+
+    number: int
+    action: Action | None
+    before: State | None
+    state: State
+    failing: tuple[str, ...]
+    changes: tuple[Change, ...]
+
+    @property
+    def label(self) -> str:
+        return "Init" if self.action is None else str(self.action)
+
+
+def trace_steps(trace: Trace) -> list[Step]:
+    """Every step of the trace with its failing invariants and its changes."""
+    steps: list[Step] = []
+    before: State | None = None
+    for number, (action, state) in enumerate(trace.steps()):
+        changes = () if before is None else tuple(state_changes(before, state))
+        steps.append(Step(number, action, before, state, tuple(failing_invariants(state)), changes))
+        before = state
+    return steps
+
+
+def first_failure(steps: list[Step], invariant: str | None) -> int | None:
+    """The number of the first step where `invariant` fails, if any."""
+    return next((step.number for step in steps if invariant in step.failing), None)
+
+
+def verdict(steps: list[Step], invariant: str | None) -> str:
+    """One sentence: the violated invariant and the step where it first fails."""
+    if invariant is None:
+        return "No invariant is named as violated."
+    breaking = first_failure(steps, invariant)
+    where = "" if breaking is None else f", first at step {breaking}"
+    return f"Invariant {invariant} is violated{where}."
+
+
+def state_changes(before: State, after: State) -> list[Change]:
+    """What a reader sees change: per replica its log, LEO, HW, epoch cache, status, role and
+    leader epoch, then the controller's leader, epoch and ISR."""
+    changes = [
+        Change(replica_name(index), text)
+        for index, (old, new) in enumerate(zip(before.replicas, after.replicas))
+        for text in _replica_changes(old, new)
+    ]
+    controller_values = (
+        ("leader", leader_name(before), leader_name(after)),
+        ("epoch", before.controller.epoch, after.controller.epoch),
+        ("ISR", isr_text(before), isr_text(after)),
+    )
+    changes += [Change(CONTROLLER, _moved(label, old, new)) for label, old, new in controller_values if old != new]
+    return changes
+
+
+def _replica_changes(old: Replica, new: Replica) -> list[str]:
+    kept = _common_prefix(old.log, new.log)
+    texts = [f"truncated to {kept}"] if kept < old.leo else []
+    values = (
+        ("LEO", old.leo, new.leo),
+        ("HW", old.hw, new.hw),
+        ("epoch cache", f"[{epochs_text(old)}]", f"[{epochs_text(new)}]"),
+        ("status", STATUS_NAMES[old.status], STATUS_NAMES[new.status]),
+        ("role", ROLE_NAMES[old.role], ROLE_NAMES[new.role]),
+        ("leader epoch", epoch_text(old.epoch), epoch_text(new.epoch)),
+    )
+    return texts + [_moved(label, before, after) for label, before, after in values if before != after]
+
+
+def _common_prefix(first: tuple, second: tuple) -> int:
+    return next((i for i, (a, b) in enumerate(zip(first, second)) if a != b), min(len(first), len(second)))
+
+
+def _moved(label: str, old: object, new: object) -> str:
+    return f"{label} {old}→{new}"
+
+
+def controller_text(state: State) -> str:
+    """The controller's partition state in one line."""
+    return f"Controller: leader {leader_name(state)}, epoch {state.controller.epoch}, ISR {isr_text(state)}"
+
+
+def epoch_text(value: int) -> str:
+    """An epoch or offset, or "?" when UNKNOWN."""
+    return "?" if value == UNKNOWN else str(value)
+
+
+def response_text(response: FetchResponse) -> str:
+    """A FetchResponse as its content: `records m2 m3, HW=1` or `OffsetOutOfRange(LEO=1)`."""
+    if response.out_of_range:
+        return f"OffsetOutOfRange(LEO={response.offset})"
+    records = " ".join(record_name(r) for r in response.records) or "none"
+    return f"records {records}, HW={response.hw}"

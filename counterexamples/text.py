@@ -1,0 +1,53 @@
+"""Traces as TLC prints an error trace: the variables of every state as TLA+ conjuncts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kafka_mc.checker.result import Trace
+
+from .itf import state_values
+from .steps import first_failure, trace_steps
+
+
+def trace_text(trace: Trace, invariant: str | None) -> str:
+    """A TLC-style error trace; the first state where `invariant` fails carries a comment."""
+    steps = trace_steps(trace)
+    breaking = first_failure(steps, invariant)
+    lines = []
+    if invariant is not None:
+        lines += [f"Error: Invariant {invariant} is violated.", "Error: The behavior up to this point is:"]
+    for step in steps:
+        predicate = "Initial predicate" if step.action is None else step.label
+        lines.append(f"State {step.number + 1}: <{predicate}>")
+        if step.number == breaking:
+            lines.append(f"\\* {invariant} is violated in this state")
+        values = state_values(step.state)
+        lines += [_conjunct(name, values[name]) for name in sorted(values)]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _conjunct(name: str, value: Any) -> str:
+    prefix = f"/\\ {name} = "
+    return prefix + tla_value(value, " " * (len(prefix) + 2))
+
+
+def tla_value(value: Any, indent: str = "") -> str:
+    """A value of `state_values` in TLA+ syntax; a function puts each pair on its own line,
+    indented by `indent`."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, frozenset):
+        return "{" + ", ".join(tla_value(v) for v in value) + "}"
+    if isinstance(value, dict):
+        pairs = (f"{tla_value(k)} :> {tla_value(v)}" for k, v in value.items())
+        return "( " + f" @@\n{indent}".join(pairs) + " )"
+    if hasattr(value, "_fields"):
+        return "[" + ", ".join(f"{k} |-> {tla_value(v)}" for k, v in value._asdict().items()) + "]"
+    return "<<" + ", ".join(tla_value(v) for v in value) + ">>"

@@ -1,0 +1,222 @@
+"""`kafka-mc`: a thin shell that parses options, calls the library, renders, and sets the exit code."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import click
+import typer
+from tabulate import tabulate
+
+from kafka_mc import exitcodes
+from kafka_mc.checker import Budget, CheckResult, ReplayError, check
+from kafka_mc.checker.graph import GraphTooLarge, check_recoverability, state_graph
+from kafka_mc.checker.scenario import ScenarioError, load_scenario, replay as replay_scenario
+from kafka_mc.model import Config, ConfigError
+from kafka_mc.progress import ProgressReporter
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
+                  help="Model checking for Apache Kafka's replication protocol.")
+
+
+class OutputFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+class Exit(Exception):
+    """Leave with a message on stderr and an exit code."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def _positive(name: str, value: Optional[float]) -> None:
+    if value is not None and value <= 0:
+        raise Exit(exitcodes.BAD_INPUT, f"{name} must be greater than 0, not {value:g}")
+
+
+def _out_dir(out: Optional[Path]) -> Optional[Path]:
+    if out is not None and out.exists() and not out.is_dir():
+        raise Exit(exitcodes.BAD_INPUT, f"--out {out} exists and is not a directory")
+    return out
+
+
+def _verdict_code(result: CheckResult) -> int:
+    if result.violations:
+        return exitcodes.VIOLATION
+    if not result.complete:
+        return exitcodes.INCOMPLETE
+    if result.unreached_witnesses:
+        return exitcodes.WITNESS_UNREACHED
+    return exitcodes.OK
+
+
+@app.command("check")
+def check_command(
+    protocol: str = typer.Option("hw", help="Truncation protocol: hw or leader-epoch."),
+    replicas: int = typer.Option(2, help="Number of replicas, 2 to 5."),
+    messages: int = typer.Option(2, help="Producer writes, at most."),
+    crashes: int = typer.Option(2, help="Replica crashes, at most."),
+    elections: int = typer.Option(1, help="Leader elections after the initial one, at most."),
+    acks: str = typer.Option("all", help="Producer acks: all or 1."),
+    min_isr: int = typer.Option(1, "--min-isr", help="min.insync.replicas (acks=all writes need this many in the ISR)."),
+    unclean: bool = typer.Option(False, "--unclean", help="Enable unclean leader election."),
+    output_format: OutputFormat = typer.Option(OutputFormat.text, "--format",
+                                               help="text, or json: one JSON object on stdout."),
+    out: Optional[Path] = typer.Option(None, help="Write a report set for every violation into this directory."),
+    keep_going: bool = typer.Option(False, "--keep-going", "--continue",
+                                    help="Explore everything; report the shortest violation of each invariant."),
+    max_states: Optional[int] = typer.Option(None, help="Stop after this many distinct states (run incomplete)."),
+    max_seconds: Optional[float] = typer.Option(None, help="Stop after this many seconds (run incomplete)."),
+    dump_dot: Optional[Path] = typer.Option(None, "--dump-dot", help="Write the state graph in TLC's DOT layout."),
+    recoverability: bool = typer.Option(False, "--recoverability",
+                                        help="Check that every reachable state can reach agreement again."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress on stderr."),
+) -> None:
+    """Explore every reachable state of one configuration and check the properties."""
+    _positive("--max-states", max_states)
+    _positive("--max-seconds", max_seconds)
+    out = _out_dir(out)
+    try:
+        config = Config(protocol, replicas, messages, crashes, elections, acks, min_isr, unclean)
+    except ConfigError as error:
+        raise Exit(exitcodes.BAD_INPUT, str(error)) from None
+    reporter = ProgressReporter(enabled=not quiet)
+    try:
+        result = check(config, keep_going=keep_going, budget=Budget(max_states, max_seconds), progress=reporter)
+    finally:
+        reporter.close()
+    recovery = None
+    if dump_dot is not None or recoverability:
+        try:
+            graph = state_graph(config)
+        except GraphTooLarge as error:
+            raise Exit(exitcodes.BAD_INPUT, f"--dump-dot/--recoverability: {error}") from None
+        if dump_dot is not None:
+            from kafka_mc.counterexamples.dot import write_dot
+
+            write_dot(graph, dump_dot)
+        if recoverability:
+            recovery = check_recoverability(config, graph)
+    written = _write_violation_reports(result, out) if out else []
+    _print_result(result, recovery, output_format, written)
+    code = _verdict_code(result)
+    if code == exitcodes.OK and recovery is not None and not recovery.holds:
+        code = exitcodes.VIOLATION
+    raise typer.Exit(code)
+
+
+def _write_violation_reports(result: CheckResult, out: Path) -> list[Path]:
+    from kafka_mc.counterexamples.reports import write_reports
+
+    written: list[Path] = []
+    for violation in result.violations:
+        stem = f"{result.config.protocol}-{violation.invariant}"
+        written += write_reports(violation.trace, violation.invariant, out, stem,
+                                 f"{violation.invariant} violated under {result.config.protocol}")
+    return written
+
+
+def _print_result(result: CheckResult, recovery, output_format: OutputFormat, written: list[Path]) -> None:
+    from kafka_mc.counterexamples.summary import result_text
+    from kafka_mc.counterexamples.text import trace_text
+    from kafka_mc.counterexamples.views import result_view
+
+    if output_format is OutputFormat.json:
+        view = result_view(result)
+        if recovery is not None:
+            view["recoverability"] = {"property": recovery.property, "holds": recovery.holds,
+                                      "unrecoverable_states": recovery.unrecoverable,
+                                      "example_length": len(recovery.example) if recovery.example else None}
+        view["reports"] = [str(path) for path in written]
+        print(json.dumps(view, indent=2))
+        return
+    for violation in result.violations:
+        print(trace_text(violation.trace, violation.invariant))
+        print()
+    if recovery is not None and recovery.example is not None:
+        print(f"{recovery.property} cannot be reached again from the last state of this trace:")
+        print(trace_text(recovery.example, None))
+        print()
+    print(result_text(result, recovery))
+    for path in written:
+        print(f"wrote {path}")
+
+
+@app.command("replay")
+def replay_command(
+    file: Path = typer.Argument(..., help="A scenario file (TOML) with a configuration and steps."),
+    out: Optional[Path] = typer.Option(None, help="Also write the report set for the replayed trace here."),
+) -> None:
+    """Run a documented step sequence, printing a table per step and where invariants break."""
+    out = _out_dir(out)
+    try:
+        scenario = load_scenario(file)
+        replayed = replay_scenario(scenario)
+    except ScenarioError as error:
+        raise Exit(exitcodes.BAD_SPEC, str(error)) from None
+    except ReplayError as error:
+        raise Exit(exitcodes.BAD_SPEC, f"{file}: {error}") from None
+    from kafka_mc.counterexamples.summary import replay_text
+
+    print(replay_text(replayed))
+    if out:
+        from kafka_mc.counterexamples.reports import write_reports
+
+        for path in write_reports(scenario.trace, next(iter(replayed.first_breaks), None), out, file.stem,
+                                  scenario.title):
+            print(f"wrote {path}")
+    raise typer.Exit(exitcodes.FAILED if replayed.mismatches else exitcodes.OK)
+
+
+@app.command("reproduce")
+def reproduce_command(
+    out: Path = typer.Option(Path("counterexamples/documented"), help="Directory for the reports."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress on stderr."),
+) -> None:
+    """Replay and check the documented cases (Case L, Case D) under both protocols; write the reports."""
+    from kafka_mc.reproduce import SUMMARY_HEADERS, reproduce, summary_rows
+
+    out = _out_dir(out)
+    reporter = ProgressReporter(enabled=not quiet)
+    outcomes = reproduce(out, on_case=lambda o: reporter.note(f"{o.scenario.path.stem}: done"))
+    print(tabulate(summary_rows(outcomes), headers=SUMMARY_HEADERS))
+    problems = [f"{o.scenario.path.stem}: {p}" for o in outcomes for p in o.problems]
+    for problem in problems:
+        print(f"MISMATCH {problem}")
+    print(f"reports written to {out}")
+    raise typer.Exit(exitcodes.FAILED if problems else exitcodes.OK)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Run the CLI; errors become a message and an exit code, never a traceback."""
+    from kafka_mc.counterexamples.reports import ReportConflict
+
+    try:
+        code = app(args=argv, standalone_mode=False, prog_name="kafka-mc")
+        return code if isinstance(code, int) else exitcodes.OK
+    except click.exceptions.Exit as done:
+        return done.exit_code
+    except click.ClickException as error:
+        error.show()
+        return exitcodes.USAGE
+    except click.exceptions.Abort:
+        return exitcodes.USAGE
+    except Exit as error:
+        print(f"kafka-mc: {error}", file=sys.stderr)
+        return error.code
+    except ReportConflict as error:
+        print(f"kafka-mc: {error}", file=sys.stderr)
+        return exitcodes.BAD_INPUT
+    except KeyboardInterrupt:
+        print("kafka-mc: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:  # an internal error: say so plainly, no traceback
+        print(f"kafka-mc: internal error: {type(error).__name__}: {error}", file=sys.stderr)
+        return exitcodes.INTERNAL

@@ -1,0 +1,226 @@
+"""The counterexample reports: ITF, TLC-style text, Markdown, HTML and the writer that protects user files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import itf_py
+import pytest
+
+from kafka_mc.checker import Trace, check
+from kafka_mc.counterexamples.html import trace_html
+from kafka_mc.counterexamples.itf import ITF_VARS, itf_text, itf_to_trace, trace_to_itf
+from kafka_mc.counterexamples.markdown import trace_markdown
+from kafka_mc.counterexamples.reports import MANIFEST, ReportConflict, read_itf_file, write_reports
+from kafka_mc.counterexamples.text import trace_text
+from kafka_mc.model import Config, ReplicationModel, parse_action
+
+CASE_D_LEADER_EPOCH = (
+    "ProducerWrite(A) LeaderHandleFetchRequest(B) FollowerHandleFetchResponse(B) LeaderHandleFetchRequest(B) "
+    "FollowerHandleFetchResponse(B) ProducerWrite(A) LeaderShrinkIsr(B) ReplicaCrash(A) ReplicaCrash(B) "
+    "ControllerNoticeFailure(A) ReplicaRestart(B) ControllerElectLeader(B) ProducerWrite(B) ReplicaRestart(A) "
+    "BecomeFollower(A) FollowerTruncateByLeaderEpoch(A) LeaderHandleFetchRequest(A) FollowerHandleFetchResponse(A)"
+).split()
+
+
+@pytest.fixture(scope="module")
+def violations() -> list[tuple[str, Trace]]:
+    """The hw protocol's counterexamples, as the checker finds them."""
+    result = check(Config(protocol="hw"), keep_going=True)
+    assert {"NoCommittedDataLoss", "NoLogDivergence"} <= set(result.violated)
+    return [(violation.invariant, violation.trace) for violation in result.violations]
+
+
+@pytest.fixture(scope="module")
+def leader_epoch_trace() -> Trace:
+    """Case D under leader-epoch: exercises ISR shrink and the OffsetsForLeaderEpoch exchange."""
+    config = Config(protocol="leader-epoch", messages=3, unclean=True)
+    model = ReplicationModel(config)
+    return Trace(config, 0, tuple(parse_action(step, model.action_names, config.replicas)
+                                  for step in CASE_D_LEADER_EPOCH))
+
+
+def all_traces(violations, leader_epoch_trace) -> list[tuple[str | None, Trace]]:
+    return [*violations, (None, leader_epoch_trace)]
+
+
+def assert_contains(text: str, *snippets: str) -> None:
+    missing = [snippet for snippet in snippets if snippet not in text]
+    assert not missing, f"missing from the report: {missing}"
+
+
+# ------------------------------------------------------------------------- ITF
+
+def test_itf_has_every_variable_in_every_state(violations):
+    invariant, trace = violations[0]
+    data = trace_to_itf(trace, invariant)
+    assert data["vars"] == list(ITF_VARS)
+    assert data["#meta"]["invariant"] == invariant
+    assert data["#meta"]["config"] == trace.config.to_dict()
+    assert data["#meta"]["initial"] == trace.initial
+    assert len(data["states"]) == len(trace) + 1
+    for index, state in enumerate(data["states"]):
+        assert set(state) == {"#meta", *ITF_VARS}
+        assert state["#meta"]["index"] == index
+    actions = [state["#meta"]["action"] for state in data["states"]]
+    assert actions == ["Init", *map(str, trace.actions)]
+    replica = itf_py.value_from_json(data["states"][-1]["replicas"])["A"]
+    assert set(replica._fields) == {"log", "hw", "leo", "epochCache", "status", "role", "leaderEpoch"}
+
+
+def test_itf_sets_and_maps_are_sorted(violations):
+    for invariant, trace in violations:
+        for state in trace_to_itf(trace, invariant)["states"]:
+            names = [key for key, _ in state["replicas"]["#map"]]
+            assert names == sorted(names)
+            isr = state["controller"]["isr"]["#set"]
+            assert isr == sorted(isr)
+            committed = [itf_py.value_from_json(entry) for entry in state["committed"]["#set"]]
+            assert committed == sorted(committed)
+        assert any(state["committed"]["#set"] for state in trace_to_itf(trace, invariant)["states"])
+
+
+def test_itf_round_trip_replays_the_same_states(violations, leader_epoch_trace):
+    for invariant, trace in all_traces(violations, leader_epoch_trace):
+        back = itf_to_trace(json.loads(itf_text(trace, invariant)))
+        assert back == trace
+        assert back.states() == trace.states()
+
+
+def test_itf_rejects_a_file_that_does_not_replay(violations):
+    invariant, trace = violations[0]
+    data = trace_to_itf(trace, invariant)
+    data["states"][-1]["written"] = {"#bigint": "7"}
+    with pytest.raises(ValueError, match="written"):
+        itf_to_trace(data)
+    del data["#meta"]["config"]
+    with pytest.raises(ValueError, match="not a kafka-mc ITF trace"):
+        itf_to_trace(data)
+
+
+def test_itf_bytes_do_not_depend_on_the_hash_seed(violations, tmp_path):
+    invariant, trace = violations[0]
+    path = tmp_path / "trace.itf.json"
+    path.write_text(itf_text(trace, invariant), encoding="utf-8")
+    script = ("import sys\nfrom kafka_mc.counterexamples.itf import itf_text\n"
+              "from kafka_mc.counterexamples.reports import read_itf_file\n"
+              "sys.stdout.write(itf_text(read_itf_file(sys.argv[1]), sys.argv[2]))")
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        output = subprocess.run([sys.executable, "-c", script, str(path), invariant],
+                                env=env, capture_output=True, text=True, check=True).stdout
+        assert output == path.read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------------ text
+
+def test_text_is_a_tlc_error_trace(violations):
+    invariant, trace = violations[0]
+    lines = trace_text(trace, invariant).splitlines()
+    assert lines[:3] == [f"Error: Invariant {invariant} is violated.",
+                         "Error: The behavior up to this point is:",
+                         "State 1: <Initial predicate>"]
+    for number, action in enumerate(trace.actions, start=2):
+        assert f"State {number}: <{action}>" in lines
+    assert sum(line.startswith("State ") for line in lines) == len(trace) + 1
+    assert '/\\ controller = [leader |-> "A", epoch |-> 0, isr |-> {"A", "B"}]' in lines
+    marker = lines.index(f"\\* {invariant} is violated in this state")
+    assert lines[marker - 1] == f"State {len(trace) + 1}: <{trace.actions[-1]}>"
+
+
+def test_text_without_invariant_has_no_error_lines(leader_epoch_trace):
+    text = trace_text(leader_epoch_trace, None)
+    assert text.startswith("State 1: <Initial predicate>\n")
+    assert "Error" not in text and "\\*" not in text
+
+
+# -------------------------------------------------------------------- Markdown
+
+def test_markdown_has_a_sequence_diagram_and_a_table_per_step(violations):
+    invariant, trace = violations[0]
+    markdown = trace_markdown(trace, invariant, "Case L under hw")
+    assert markdown.startswith("# Case L under hw\n")
+    assert_contains(
+        markdown,
+        f"**Verdict:** Invariant {invariant} is violated, first at step {len(trace)}.",
+        "```mermaid\nsequenceDiagram\n",
+        *(f"    participant {participant}\n" for participant in ("Producer", "Controller", "A", "B")),
+        "Producer->>A: write m1",
+        "B->>A: Fetch(offset=0)",
+        "A-->>B: records m1, HW=0",
+        "Controller->>B: LeaderAndIsr(leader B, epoch 1)",
+        "Note over A: builds response: records none, HW=1<br/>HW 0→1",
+        "Note over Controller: leader A→-<br/>ISR {A, B}→{B}",
+    )
+    for number, action in enumerate(("Init", *map(str, trace.actions))):
+        assert f"### Step {number}: {action}\n" in markdown
+    assert markdown.count("| replica ") == len(trace) + 1
+    assert f"**✗ Invariant violated: {invariant}**" in markdown
+
+
+def test_markdown_shows_isr_changes_and_the_leader_epoch_exchange(leader_epoch_trace):
+    markdown = trace_markdown(leader_epoch_trace, None, "Case D under leader-epoch")
+    assert_contains(
+        markdown,
+        "A->>Controller: shrink ISR (remove B)",
+        "A->>B: OffsetsForLeaderEpoch(epoch 0)",
+        "B-->>A: end offset 1",
+        "truncated to 1",
+        "A--xController: session expired",
+        "**Verdict:** No invariant is named as violated.",
+    )
+
+
+# ------------------------------------------------------------------------ HTML
+
+def test_html_parses_and_pictures_every_step(violations, leader_epoch_trace):
+    for invariant, trace in all_traces(violations, leader_epoch_trace):
+        page = trace_html(trace, invariant, "Counterexample <&> \"quoted\"")
+        root = ET.fromstring(page)
+        assert root.tag == "html"
+        assert root.find("head/title").text == "Counterexample <&> \"quoted\""
+        assert len(root.findall(".//figure")) == len(trace) + 1
+        sections = root.findall(".//section")
+        assert [section.get("id") for section in sections] == [f"step-{n}" for n in range(len(trace) + 1)]
+        assert any("violated" in section.get("class") for section in sections)
+        assert "<script" not in page and "http" not in page
+
+
+def test_html_shades_committed_records_and_marks_the_leader(violations):
+    invariant, trace = violations[0]
+    root = ET.fromstring(trace_html(trace, invariant, "Case L"))
+    last = root.findall(".//section")[-1]
+    rows = last.findall(".//tbody/tr")
+    assert [row.find("th").text for row in rows] == ["A", "B"]
+    assert rows[1].find("th/span").text == "L"
+    assert rows[0].get("class") == "down"
+    assert rows[0].find("td/div").get("class") == "record committed"
+
+
+# ---------------------------------------------------------------------- writer
+
+def test_writer_writes_regenerates_and_protects_foreign_files(violations, tmp_path):
+    invariant, trace = violations[0]
+    paths = write_reports(trace, invariant, tmp_path / "out", "case-l", "Case L")
+    assert [path.name for path in paths] == ["case-l.itf.json", "case-l.txt", "case-l.md", "case-l.html"]
+    assert all(path.is_file() for path in paths)
+    assert read_itf_file(paths[0]) == trace
+    manifest = (tmp_path / "out" / MANIFEST).read_text(encoding="utf-8")
+    assert all(path.name in manifest for path in paths)
+
+    assert write_reports(trace, invariant, tmp_path / "out", "case-l", "Case L") == paths
+
+    foreign = tmp_path / "out" / "mine.md"
+    foreign.write_text("my notes\n", encoding="utf-8")
+    with pytest.raises(ReportConflict, match="mine.md.*--out") as raised:
+        write_reports(trace, invariant, tmp_path / "out", "mine", "Mine")
+    assert isinstance(raised.value, FileExistsError)
+    assert foreign.read_text(encoding="utf-8") == "my notes\n"
+    assert not (tmp_path / "out" / "mine.txt").exists()
+
+    written = write_reports(trace, invariant, tmp_path / "out", "mine", "Mine", overwrite={foreign})
+    assert foreign in written and foreign.read_text(encoding="utf-8").startswith("# Mine")
