@@ -24,9 +24,10 @@ class GraphTooLarge(RuntimeError):
     """The configuration has more reachable states than the graph limit allows."""
 
 
-def state_graph(config: Config, max_states: int = DEFAULT_GRAPH_LIMIT) -> nx.DiGraph:
+def state_graph(config: Config, max_states: int | None = None) -> nx.DiGraph:
     """Every reachable state as a node (keyed by fingerprint, with `state`, `initial` and, for an
     initial state, its index `init`), every transition as an edge labelled with its `action`."""
+    max_states = DEFAULT_GRAPH_LIMIT if max_states is None else max_states
     model = ReplicationModel(config)
     graph = nx.DiGraph()
     queue = deque()

@@ -8,7 +8,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Optional
 
-import click
 import typer
 from tabulate import tabulate
 
@@ -36,9 +35,18 @@ class Exit(Exception):
         self.code = code
 
 
-def _positive(name: str, value: Optional[float]) -> None:
-    if value is not None and value <= 0:
-        raise Exit(exitcodes.BAD_INPUT, f"{name} must be greater than 0, not {value:g}")
+def _number(flag: str, text: Optional[str], kind: type = int, positive: bool = False):
+    """The option's value as an int (or float); Exit naming the option and the value otherwise."""
+    if text is None:
+        return None
+    try:
+        value = kind(text)
+    except ValueError:
+        noun = "an integer" if kind is int else "a number"
+        raise Exit(exitcodes.BAD_INPUT, f"{flag} must be {noun}, not {text!r}") from None
+    if positive and value <= 0:
+        raise Exit(exitcodes.BAD_INPUT, f"{flag} must be greater than 0, not {text}")
+    return value
 
 
 def _out_dir(out: Optional[Path]) -> Optional[Path]:
@@ -60,36 +68,39 @@ def _verdict_code(result: CheckResult) -> int:
 @app.command("check")
 def check_command(
     protocol: str = typer.Option("hw", help="Truncation protocol: hw or leader-epoch."),
-    replicas: int = typer.Option(2, help="Number of replicas, 2 to 5."),
-    messages: int = typer.Option(2, help="Producer writes, at most."),
-    crashes: int = typer.Option(2, help="Replica crashes, at most."),
-    elections: int = typer.Option(1, help="Leader elections after the initial one, at most."),
+    replicas: str = typer.Option("2", help="Number of replicas, 2 to 5."),
+    messages: str = typer.Option("2", help="Producer writes, at most."),
+    crashes: str = typer.Option("2", help="Replica crashes, at most."),
+    elections: str = typer.Option("1", help="Leader elections after the initial one, at most."),
     acks: str = typer.Option("all", help="Producer acks: all or 1."),
-    min_isr: int = typer.Option(1, "--min-isr", help="min.insync.replicas (acks=all writes need this many in the ISR)."),
+    min_isr: str = typer.Option("1", "--min-isr", help="min.insync.replicas (acks=all writes need this many in the ISR)."),
     unclean: bool = typer.Option(False, "--unclean", help="Enable unclean leader election."),
     output_format: OutputFormat = typer.Option(OutputFormat.text, "--format",
                                                help="text, or json: one JSON object on stdout."),
     out: Optional[Path] = typer.Option(None, help="Write a report set for every violation into this directory."),
     keep_going: bool = typer.Option(False, "--keep-going", "--continue",
                                     help="Explore everything; report the shortest violation of each invariant."),
-    max_states: Optional[int] = typer.Option(None, help="Stop after this many distinct states (run incomplete)."),
-    max_seconds: Optional[float] = typer.Option(None, help="Stop after this many seconds (run incomplete)."),
+    max_states: Optional[str] = typer.Option(None, help="Stop after this many distinct states (run incomplete)."),
+    max_seconds: Optional[str] = typer.Option(None, help="Stop after this many seconds (run incomplete)."),
     dump_dot: Optional[Path] = typer.Option(None, "--dump-dot", help="Write the state graph in TLC's DOT layout."),
     recoverability: bool = typer.Option(False, "--recoverability",
                                         help="Check that every reachable state can reach agreement again."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress on stderr."),
 ) -> None:
     """Explore every reachable state of one configuration and check the properties."""
-    _positive("--max-states", max_states)
-    _positive("--max-seconds", max_seconds)
+    budget = Budget(_number("--max-states", max_states, positive=True),
+                    _number("--max-seconds", max_seconds, float, positive=True))
     out = _out_dir(out)
+    counts = {name: _number(f"--{name.replace('_', '-')}", value) for name, value in
+              dict(replicas=replicas, messages=messages, crashes=crashes, elections=elections,
+                   min_isr=min_isr).items()}
     try:
-        config = Config(protocol, replicas, messages, crashes, elections, acks, min_isr, unclean)
+        config = Config(protocol=protocol, acks=acks, unclean=unclean, **counts)
     except ConfigError as error:
-        raise Exit(exitcodes.BAD_INPUT, str(error)) from None
+        raise Exit(exitcodes.BAD_INPUT, f"--{error.field.replace('_', '-')}: {error}") from None
     reporter = ProgressReporter(enabled=not quiet)
     try:
-        result = check(config, keep_going=keep_going, budget=Budget(max_states, max_seconds), progress=reporter)
+        result = check(config, keep_going=keep_going, budget=budget, progress=reporter)
     finally:
         reporter.close()
     recovery = None
@@ -199,15 +210,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     from kafka_mc.counterexamples.reports import ReportConflict
 
     try:
-        code = app(args=argv, standalone_mode=False, prog_name="kafka-mc")
-        return code if isinstance(code, int) else exitcodes.OK
-    except click.exceptions.Exit as done:
-        return done.exit_code
-    except click.ClickException as error:
-        error.show()
-        return exitcodes.USAGE
-    except click.exceptions.Abort:
-        return exitcodes.USAGE
+        app(args=argv, prog_name="kafka-mc")  # standalone: usage errors print and exit 2
+    except SystemExit as done:
+        return done.code if isinstance(done.code, int) else exitcodes.OK
     except Exit as error:
         print(f"kafka-mc: {error}", file=sys.stderr)
         return error.code

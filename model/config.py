@@ -9,7 +9,11 @@ ACKS = ("all", "1")
 
 
 class ConfigError(ValueError):
-    """A configuration value outside what the model supports."""
+    """A configuration value outside what the model supports; `field` names the setting."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass(frozen=True)
@@ -34,16 +38,16 @@ class Config:
         from .protocols import PROTOCOLS  # late: protocols import nothing from here
 
         if self.protocol not in PROTOCOLS:
-            raise ConfigError(f"protocol {self.protocol!r} is unknown; allowed: {', '.join(PROTOCOLS)}")
+            raise ConfigError("protocol", f"protocol {self.protocol!r} is unknown; allowed: {', '.join(PROTOCOLS)}")
         _check_int("replicas", self.replicas, MIN_REPLICAS, MAX_REPLICAS)
         _check_int("messages", self.messages, 0, 9)
         _check_int("crashes", self.crashes, 0, 9)
         _check_int("elections", self.elections, 0, 9)
         if self.acks not in ACKS:
-            raise ConfigError(f"acks {self.acks!r} is not supported; allowed: {', '.join(ACKS)}")
+            raise ConfigError("acks", f"acks {self.acks!r} is not supported; allowed: {', '.join(ACKS)}")
         _check_int("min_isr", self.min_isr, 1, self.replicas)
         if not isinstance(self.unclean, bool):
-            raise ConfigError(f"unclean must be true or false, not {self.unclean!r}")
+            raise ConfigError("unclean", f"unclean must be true or false, not {self.unclean!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -51,4 +55,4 @@ class Config:
 
 def _check_int(name: str, value: object, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ConfigError(f"{name} must be an integer from {low} to {high}, not {value!r}")
+        raise ConfigError(name, f"{name} must be an integer from {low} to {high}, not {value!r}")

@@ -1,0 +1,160 @@
+"""The kafka-mc command line: verdicts, JSON, reports, exit codes and bad input."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kafka_mc import exitcodes
+from kafka_mc.checker.scenario import documented_scenarios
+from kafka_mc.cli import main
+
+SMALL = ["--messages", "1", "--crashes", "2", "--elections", "1", "--quiet"]
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def test_hw_violation_prints_a_tlc_style_trace_and_exits_12(capsys):
+    code, out, _ = run(capsys, "check", "--protocol", "hw", *SMALL)
+    assert code == exitcodes.VIOLATION
+    assert "Error: Invariant NoCommittedDataLoss is violated." in out
+    assert "State 1: <Initial predicate>" in out and "INCOMPLETE" in out
+
+
+def test_json_summary_has_the_documented_fields(capsys):
+    code, out, _ = run(capsys, "check", "--protocol", "hw", "--format", "json", "--keep-going", "--quiet")
+    summary = json.loads(out)
+    assert code == exitcodes.VIOLATION
+    assert {"protocol", "config", "complete", "distinct_states", "violations", "witnesses"} <= set(summary)
+    assert summary["complete"] is True and summary["protocol"] == "hw"
+    assert {v["invariant"] for v in summary["violations"]} == {"NoCommittedDataLoss", "NoLogDivergence"}
+    step = summary["violations"][0]["trace"][1]
+    assert set(step) == {"action", "state"} and step["state"]["replicas"]["A"]["leo"] >= 0
+
+
+def test_leader_epoch_passes_with_exit_0(capsys):
+    code, out, _ = run(capsys, "check", "--protocol", "leader-epoch", "--format", "json", *SMALL)
+    summary = json.loads(out)
+    assert code == exitcodes.OK and summary["violations"] == [] and summary["passed"]
+    assert all(summary["witnesses"].values())
+
+
+def test_budget_gives_an_incomplete_run_with_its_own_exit_code(capsys):
+    code, out, _ = run(capsys, "check", "--protocol", "leader-epoch", "--max-states", "50", "--format", "json",
+                       *SMALL)
+    assert code == exitcodes.INCOMPLETE and json.loads(out)["complete"] is False
+
+
+def test_unreached_witness_fails_the_run(capsys):
+    code, out, _ = run(capsys, "check", "--protocol", "leader-epoch", "--messages", "0", "--quiet")
+    assert code == exitcodes.WITNESS_UNREACHED and "RecordCommitted" in out and "NOT REACHED" in out
+
+
+def test_reports_are_written_and_foreign_files_are_not_overwritten(capsys, tmp_path):
+    out_dir = tmp_path / "reports"
+    for _ in range(2):  # a rerun replaces its own reports
+        code, out, _ = run(capsys, "check", "--protocol", "hw", "--out", str(out_dir), *SMALL)
+        assert code == exitcodes.VIOLATION
+    assert (out_dir / "hw-NoCommittedDataLoss.itf.json").is_file()
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "hw-NoCommittedDataLoss.md").write_text("my notes")
+    code, _, err = run(capsys, "check", "--protocol", "hw", "--out", str(foreign), *SMALL)
+    assert code == exitcodes.BAD_INPUT and "hw-NoCommittedDataLoss.md exists" in err
+    assert (foreign / "hw-NoCommittedDataLoss.md").read_text() == "my notes"
+
+
+def test_dump_dot_in_tlc_layout(capsys, tmp_path):
+    dot = tmp_path / "graph.dot"
+    code, _, _ = run(capsys, "check", "--protocol", "leader-epoch", "--dump-dot", str(dot), *SMALL)
+    text = dot.read_text()
+    assert code == exitcodes.OK and text.startswith("strict digraph DiskGraph {")
+    assert text.count("style = filled") == 2 and '[label="ProducerWrite(A)"' in text
+
+
+def test_recoverability_fails_for_case_d_under_hw(capsys):
+    code, out, _ = run(capsys, "check", "--protocol", "hw", "--unclean", "--messages", "3", "--crashes", "2",
+                       "--elections", "1", "--recoverability", "--keep-going", "--quiet")
+    assert code == exitcodes.VIOLATION and "LiveReplicasAgree (recoverability)" in out
+    assert "can never recover" in out
+
+
+@pytest.mark.parametrize("scenario", documented_scenarios(), ids=lambda p: p.stem)
+def test_replay_of_documented_scenarios(capsys, scenario):
+    code, out, _ = run(capsys, "replay", str(scenario))
+    assert code == exitcodes.OK and "Step 1: " in out and "matches every checkpoint" in out
+
+
+def test_replay_marks_the_breaking_step(capsys):
+    case_l = next(p for p in documented_scenarios() if p.stem == "case-l-hw")
+    _, out, _ = run(capsys, "replay", str(case_l))
+    assert "Step 13: ControllerElectLeader(A)" in out
+    assert "<<< invariant NoCommittedDataLoss breaks here >>>" in out
+
+
+def test_replay_of_a_disabled_step_names_it(capsys, tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('title = "t"\ninitial_leader = "A"\nsteps = ["ProducerWrite(B)"]\n[config]\nprotocol = "hw"\n')
+    code, _, err = run(capsys, "replay", str(path))
+    assert code == exitcodes.BAD_SPEC and "step 1 (ProducerWrite(B)): not enabled" in err
+
+
+def test_reproduce_writes_every_case(capsys, tmp_path):
+    code, out, _ = run(capsys, "reproduce", "--out", str(tmp_path), "--quiet")
+    assert code == exitcodes.OK and "MISMATCH" not in out
+    for case in ("case-l-hw", "case-l-leader-epoch", "case-d-hw", "case-d-leader-epoch"):
+        assert (tmp_path / f"{case}.html").is_file() and case in (tmp_path / "README.md").read_text()
+
+
+@pytest.mark.parametrize("argv, code, message", [
+    (["check", "--protocol", "raft"], exitcodes.BAD_INPUT, "protocol 'raft' is unknown; allowed: hw, leader-epoch"),
+    (["check", "--replicas", "7"], exitcodes.BAD_INPUT, "replicas must be an integer from 2 to 5, not 7"),
+    (["check", "--replicas", "1"], exitcodes.BAD_INPUT, "replicas must be an integer from 2 to 5, not 1"),
+    (["check", "--replicas", "two"], exitcodes.BAD_INPUT, "--replicas must be an integer, not 'two'"),
+    (["check", "--max-seconds", "soon"], exitcodes.BAD_INPUT, "--max-seconds must be a number, not 'soon'"),
+    (["check", "--messages", "-1"], exitcodes.BAD_INPUT, "messages must be an integer from 0 to 9, not -1"),
+    (["check", "--crashes", "12"], exitcodes.BAD_INPUT, "crashes must be an integer from 0 to 9, not 12"),
+    (["check", "--elections", "-3"], exitcodes.BAD_INPUT, "elections must be an integer from 0 to 9, not -3"),
+    (["check", "--acks", "0"], exitcodes.BAD_INPUT, "acks '0' is not supported; allowed: all, 1"),
+    (["check", "--min-isr", "3"], exitcodes.BAD_INPUT, "min_isr must be an integer from 1 to 2, not 3"),
+    (["check", "--min-isr", "0"], exitcodes.BAD_INPUT, "min_isr must be an integer from 1 to 2, not 0"),
+    (["check", "--format", "xml"], exitcodes.USAGE, "'xml' is not one of"),
+    (["check", "--max-states", "0"], exitcodes.BAD_INPUT, "--max-states must be greater than 0, not 0"),
+    (["check", "--max-seconds", "-1"], exitcodes.BAD_INPUT, "--max-seconds must be greater than 0, not -1"),
+    (["check", "--unclean", "yes"], exitcodes.USAGE, "unexpected extra argument"),
+    (["check", "--colour"], exitcodes.USAGE, "No such option: --colour"),
+    (["replay"], exitcodes.USAGE, "Missing argument"),
+    (["replay", "absent.toml"], exitcodes.BAD_SPEC, "absent.toml: no such file"),
+    (["frobnicate"], exitcodes.USAGE, "No such command"),
+])
+def test_bad_input_names_the_value_and_exits_non_zero(capsys, argv, code, message):
+    got, out, err = run(capsys, *argv)
+    assert got == code
+    assert message in out + err
+
+
+def test_out_must_be_a_directory(capsys, tmp_path):
+    target = tmp_path / "file"
+    target.write_text("x")
+    code, _, err = run(capsys, "check", "--out", str(target), *SMALL)
+    assert code == exitcodes.BAD_INPUT and "is not a directory" in err
+
+
+def test_dump_dot_refuses_configurations_too_large_for_a_graph(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr("kafka_mc.checker.graph.DEFAULT_GRAPH_LIMIT", 10)
+    code, _, err = run(capsys, "check", "--dump-dot", str(tmp_path / "g.dot"), *SMALL)
+    assert code == exitcodes.BAD_INPUT and "more than 10 reachable states" in err
+
+
+def test_console_script_and_module_entry_points():
+    for command in (["kafka-mc", "--help"], [sys.executable, "-m", "kafka_mc", "--help"]):
+        done = subprocess.run(command, capture_output=True, text=True)
+        assert done.returncode == 0 and "check" in done.stdout and "reproduce" in done.stdout
+    done = subprocess.run(["kafka-mc", "check", "--replicas", "9"], capture_output=True, text=True)
+    assert done.returncode == exitcodes.BAD_INPUT and "Traceback" not in done.stderr
