@@ -96,10 +96,11 @@ class Replay:
         return found
 
 
-def documented_scenarios() -> list[Path]:
-    """The scenario files shipped with kafka-mc (Case L and Case D under each protocol), by name."""
-    folder = resources.files("kafka_mc.scenarios")
-    return sorted(Path(str(entry)) for entry in folder.iterdir() if entry.name.endswith(".toml"))
+def documented_scenarios(folder: str = "") -> list[Path]:
+    """The scenario files shipped with kafka-mc, by name: the documented cases (Case L and Case D
+    under each protocol), or those in a subfolder such as `findings`."""
+    root = resources.files("kafka_mc.scenarios").joinpath(folder) if folder else resources.files("kafka_mc.scenarios")
+    return sorted(Path(str(entry)) for entry in root.iterdir() if entry.name.endswith(".toml"))
 
 
 def load_scenario(path: Path) -> Scenario:

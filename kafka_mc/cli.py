@@ -15,7 +15,7 @@ from kafka_mc import exitcodes
 from kafka_mc.checker import Budget, CheckResult, ReplayError, check
 from kafka_mc.checker.graph import GraphTooLarge, check_recoverability, state_graph
 from kafka_mc.checker.scenario import ScenarioError, load_scenario, replay as replay_scenario
-from kafka_mc.model import Config, ConfigError
+from kafka_mc.model import PROTOCOLS, Config, ConfigError
 from kafka_mc.progress import ProgressReporter
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
@@ -67,7 +67,7 @@ def _verdict_code(result: CheckResult) -> int:
 
 @app.command("check")
 def check_command(
-    protocol: str = typer.Option("hw", metavar="hw|leader-epoch", help="Truncation protocol: hw or leader-epoch."),
+    protocol: str = typer.Option("hw", metavar="NAME", help=f"Truncation protocol: {', '.join(PROTOCOLS)}."),
     replicas: str = typer.Option("2", metavar="N", help="Number of replicas, 2 to 5."),
     messages: str = typer.Option("2", metavar="N", help="Producer writes, at most."),
     crashes: str = typer.Option("2", metavar="N", help="Replica crashes, at most."),

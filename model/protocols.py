@@ -84,6 +84,12 @@ class LeaderEpochTruncation(TruncationProtocol):
     def epochs_on_become_leader(self, epochs: tuple, epoch: int, leo: int) -> tuple:
         return epochs + ((epoch, leo),)
 
+    def truncation_point(self, leader: Replica, follower: Replica) -> tuple[int, bool]:
+        """Where the follower truncates after one exchange, and whether it may fetch then: the
+        leader's end offset for its latest epoch, or its HW when that is undefined (Kafka 0.11)."""
+        end_offset = end_offset_for(leader, latest_epoch(follower))
+        return (follower.hw if end_offset == UNKNOWN else end_offset), True
+
 
 def end_offset_for(leader: Replica, requested_epoch: int) -> int:
     """The leader's answer to OffsetsForLeaderEpoch, as `LeaderEpochFileCache.endOffsetFor`.
@@ -103,23 +109,61 @@ def end_offset_for(leader: Replica, requested_epoch: int) -> int:
 
 
 def follower_truncate_by_leader_epoch(model: "ReplicationModel", state: State, index: int) -> State | None:
-    """The follower sends its latest epoch, truncates to the leader's answer if its LEO is larger
-    (to its HW when the answer is undefined, as Kafka 0.11 falls back), then starts fetching."""
+    """One OffsetsForLeaderEpoch exchange: the follower sends its latest epoch, truncates to the
+    point the protocol derives from the leader's answer, and fetches once truncation is complete."""
     follower = state.replicas[index]
     leader = state.leader
     if not (follower.alive and follower.role == TRUNCATING and follower.epoch == state.controller.epoch):
         return None
     if leader is None or not (leader.alive and leader.role == LEADER):
         return None
-    latest_epoch = follower.epochs[-1][0] if follower.epochs else UNKNOWN
-    end_offset = end_offset_for(leader, latest_epoch)
-    target = follower.hw if end_offset == UNKNOWN else end_offset
-    follower = truncate(follower, target, model.protocol)._replace(role=FOLLOWER)
-    return model.with_replica(state, index, follower)
+    offset, complete = model.protocol.truncation_point(leader, follower)
+    follower = truncate(follower, offset, model.protocol)
+    return model.with_replica(state, index, follower._replace(role=FOLLOWER) if complete else follower)
+
+
+def latest_epoch(replica: Replica) -> int:
+    return replica.epochs[-1][0] if replica.epochs else UNKNOWN
+
+
+def epoch_end(epochs: tuple, leo: int, requested_epoch: int) -> tuple[int, int]:
+    """`LeaderEpochFileCache.endOffsetFor` since KIP-279: the largest cached epoch at or below the
+    requested one (the requested one itself if it predates the cache) and where it ends."""
+    if requested_epoch == UNKNOWN or not epochs:
+        return UNKNOWN, UNKNOWN
+    if requested_epoch == epochs[-1][0]:
+        return requested_epoch, leo
+    later = [start for epoch, start in epochs if epoch > requested_epoch]
+    if not later:
+        return UNKNOWN, UNKNOWN
+    earlier = [epoch for epoch, _ in epochs if epoch <= requested_epoch]
+    return (earlier[-1] if earlier else requested_epoch), later[0]
+
+
+class Kip279Truncation(LeaderEpochTruncation):
+    """KIP-279 (Kafka 2.0 on): the leader answers with the largest epoch it has at or below the
+    follower's and that epoch's end; the follower truncates to the end of the same epoch in its own
+    log, and asks again, with its new latest epoch, while the two epochs differ
+    (`AbstractFetcherThread.getOffsetTruncationState`)."""
+
+    name = "kip-279"
+    summary = "KIP-279: agree on the largest common epoch, truncate to its end (Kafka >= 2.0)"
+
+    def truncation_point(self, leader: Replica, follower: Replica) -> tuple[int, bool]:
+        leader_epoch, leader_end = epoch_end(leader.epochs, leader.leo, latest_epoch(follower))
+        if leader_end == UNKNOWN:
+            return follower.hw, True
+        follower_epoch, follower_end = epoch_end(follower.epochs, follower.leo, leader_epoch)
+        if follower_end == UNKNOWN:
+            return leader_end, True
+        if follower_epoch != leader_epoch:
+            return follower_end, False
+        return min(follower_end, leader_end), True
 
 
 LeaderEpochTruncation.extra_actions = {"FollowerTruncateByLeaderEpoch": follower_truncate_by_leader_epoch}
 
 PROTOCOLS: dict[str, TruncationProtocol] = {
-    protocol.name: protocol for protocol in (HighWatermarkTruncation(), LeaderEpochTruncation())
+    protocol.name: protocol
+    for protocol in (HighWatermarkTruncation(), LeaderEpochTruncation(), Kip279Truncation())
 }

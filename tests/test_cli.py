@@ -113,7 +113,7 @@ def test_reproduce_writes_every_case(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv, code, message", [
-    (["check", "--protocol", "raft"], exitcodes.BAD_INPUT, "protocol 'raft' is unknown; allowed: hw, leader-epoch"),
+    (["check", "--protocol", "raft"], exitcodes.BAD_INPUT, "protocol 'raft' is unknown; allowed: hw, leader-epoch, kip-279"),
     (["check", "--replicas", "7"], exitcodes.BAD_INPUT, "replicas must be an integer from 2 to 5, not 7"),
     (["check", "--replicas", "1"], exitcodes.BAD_INPUT, "replicas must be an integer from 2 to 5, not 1"),
     (["check", "--replicas", "two"], exitcodes.BAD_INPUT, "--replicas must be an integer, not 'two'"),

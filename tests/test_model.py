@@ -224,7 +224,7 @@ def test_successor_order_is_deterministic():
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"protocol": "raft"}, "protocol 'raft' is unknown; allowed: hw, leader-epoch"),
+    ({"protocol": "raft"}, "protocol 'raft' is unknown; allowed: hw, leader-epoch, kip-279"),
     ({"replicas": 1}, "replicas must be an integer from 2 to 5, not 1"),
     ({"replicas": 6}, "replicas must be an integer from 2 to 5, not 6"),
     ({"messages": -1}, "messages must be an integer from 0 to 9"),

@@ -60,6 +60,18 @@ def test_case_d_under_leader_epoch_converges_as_figure_8_22():
     assert replayed.steps[-1].broken == ("NoCommittedDataLoss",)  # m2 was committed; divergence is gone
 
 
+FINDINGS = {path.stem: path for path in documented_scenarios("findings")}
+
+
+def test_kip_101_fast_failover_diverges_and_kip_279_converges():
+    kip101 = replay(load_scenario(FINDINGS["fast-failover-leader-epoch"]))
+    assert kip101.mismatches == [] and kip101.first_breaks == {"NoLogDivergence": 15}
+    kip279 = replay(load_scenario(FINDINGS["fast-failover-kip-279"]))
+    assert kip279.mismatches == [] and kip279.first_breaks == {}
+    b, c = kip279.steps[-1].state.replicas[1:]
+    assert b.log == c.log and b.hw == c.hw == 1
+
+
 def write(tmp_path, text):
     path = tmp_path / "scenario.toml"
     path.write_text(text)

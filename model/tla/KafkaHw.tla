@@ -1,0 +1,39 @@
+------------------------------ MODULE KafkaHw ------------------------------
+(***************************************************************************)
+(* Variant `hw`: Kafka before 0.11. A replica that becomes a follower      *)
+(* truncates its log to its own high watermark, the checkpoint, and then  *)
+(* fetches. There is no leader-epoch cache: it stays empty.               *)
+(*                                                                         *)
+(* This is KafkaTruncateToHighWatermark.tla of the Kafka specifications   *)
+(* for the model of KafkaReplication; HighWatermarkTruncation in          *)
+(* model/protocols.py.                                                    *)
+(***************************************************************************)
+EXTENDS Integers, Sequences
+
+CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean
+
+VARIABLES replicas, controller, written, crashes, committed
+
+(* The LeaderAndIsr naming another leader: cut the log at the local HW and *)
+(* become a follower ("follower" is KafkaReplication's Follower). With no  *)
+(* epoch cache, cutting the log is all the base's Truncate would do: the   *)
+(* HW is already at most the cut.                                          *)
+HwBecomeFollower(rep) ==
+    [rep EXCEPT !.log = IF rep.hw < Len(@) THEN SubSeq(@, 1, rep.hw) ELSE @,
+                !.role = "follower"]
+
+HwEpochsAfterAppend(epochs, records, offset) == epochs
+HwEpochsAfterTruncate(epochs, offset) == epochs
+HwEpochsOnBecomeLeader(epochs, epoch, leo) == epochs
+
+INSTANCE KafkaReplication WITH
+    BecomeFollowerReplica <- HwBecomeFollower,
+    EpochsAfterAppend <- HwEpochsAfterAppend,
+    EpochsAfterTruncate <- HwEpochsAfterTruncate,
+    EpochsOnBecomeLeader <- HwEpochsOnBecomeLeader
+
+Next == BaseNext
+
+Spec == Init /\ [][Next]_vars
+
+=============================================================================

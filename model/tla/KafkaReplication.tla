@@ -1,0 +1,400 @@
+-------------------------- MODULE KafkaReplication --------------------------
+(***************************************************************************)
+(* One partition's replication, the TLA+ twin of model/replication.py.     *)
+(*                                                                         *)
+(* The state carries exactly the information of the Python State, value   *)
+(* for value, so that TLC and kafka-mc count the same distinct states:    *)
+(*                                                                         *)
+(*   replicas   a function from Replicas to a record per replica:         *)
+(*              durable  log     sequence of [msg, epoch] records         *)
+(*                       hw      the replication-offset-checkpoint        *)
+(*                       epochs  leader-epoch-checkpoint, a sequence of   *)
+(*                               <<epoch, start offset>>                  *)
+(*                       status  Up, Crashed or Offline (Crashed: dead,   *)
+(*                               not yet noticed by the controller)       *)
+(*              memory   role    NoRole, Leader, Truncating or Follower   *)
+(*                       epoch   the leader epoch of the last             *)
+(*                               LeaderAndIsr it acted on (Unknown = -1)  *)
+(*                       response    NoResponse, or the FetchResponse in  *)
+(*                               flight to it: [offset, hw, records,      *)
+(*                               outOfRange]                              *)
+(*                       remoteLeos  NoRemoteLeos, or, on the leader      *)
+(*                               only, its view of every replica's LEO    *)
+(*                               (Unknown = -1 until that replica fetches)*)
+(*   controller [leader, epoch, isr]: the partition state in ZooKeeper;   *)
+(*              leader is NoLeader when the partition is leaderless       *)
+(*   written    producer records written so far (record ids 1, 2, ...)   *)
+(*   crashes    crashes so far                                            *)
+(*   committed  history: every <<offset, msg>> once below the leader's HW *)
+(*                                                                         *)
+(* Offsets are Kafka's, from 0: the record at offset o of a log is        *)
+(* log[o + 1], a replica's LEO is Len(log).                               *)
+(*                                                                         *)
+(* What is simplified, and why, is the docstring of model/replication.py: *)
+(* a FetchRequest is sent and handled in one event, the ISR lives only in *)
+(* the controller's partition state, every HW change and every append is  *)
+(* durable at once, time is abstract, the controller never fails and      *)
+(* elects only after noticing the leader's crash, and a crashed leader    *)
+(* restarts only once that crash has been noticed.                        *)
+(*                                                                         *)
+(* Truncation is pluggable, as in model/protocols.py: a variant module    *)
+(* (KafkaHw, KafkaLeaderEpoch) instantiates this module with its own      *)
+(* operators for the four CONSTANT operators below and adds its own       *)
+(* actions; everything else is shared.                                    *)
+(***************************************************************************)
+EXTENDS Integers, Sequences, FiniteSets
+
+CONSTANTS
+    Replicas,       \* the brokers holding a replica of the partition, e.g. {A, B, C}
+    MaxMessages,    \* how many producer records a behaviour may write
+    MaxCrashes,     \* how many replica crashes a behaviour may contain
+    MaxElections,   \* how many leader elections (the initial leader is not one)
+    AcksAll,        \* TRUE for acks=all, FALSE for acks=1
+    MinIsr,         \* min.insync.replicas, enforced with acks=all only
+    Unclean         \* unclean.leader.election.enable
+
+(***************************************************************************)
+(* The truncation protocol: what the variants define.                      *)
+(***************************************************************************)
+CONSTANTS
+    \* The replica, its epoch already set, after it accepts a LeaderAndIsr
+    \* naming another leader: what it does to its log and which role it takes.
+    BecomeFollowerReplica(_),
+    \* The epoch cache after the records (a sequence) are appended at an offset.
+    EpochsAfterAppend(_, _, _),
+    \* The epoch cache after the log is cut at an offset.
+    EpochsAfterTruncate(_, _),
+    \* The epoch cache of a replica that becomes leader in an epoch at its LEO.
+    EpochsOnBecomeLeader(_, _, _)
+
+ASSUME
+    /\ Replicas # {}
+    /\ MaxMessages \in Nat /\ MaxCrashes \in Nat /\ MaxElections \in Nat
+    /\ AcksAll \in BOOLEAN /\ Unclean \in BOOLEAN
+    /\ MinIsr \in 1 .. Cardinality(Replicas)
+
+VARIABLES replicas, controller, written, crashes, committed
+
+vars == <<replicas, controller, written, crashes, committed>>
+
+NoLeader == "none"      \* controller.leader of a leaderless partition
+Unknown == -1           \* an epoch or offset a replica does not know
+
+Up == "up"
+Crashed == "crashed"
+Offline == "offline"
+
+NoRole == "none"
+Leader == "leader"
+Truncating == "truncating"
+Follower == "follower"
+
+NoResponse == <<>>
+NoRemoteLeos == <<>>
+
+----------------------------------------------------------------------------
+(***************************************************************************)
+(* Helpers                                                                 *)
+(***************************************************************************)
+MinOf(S) == CHOOSE x \in S : \A y \in S : x <= y
+Lesser(a, b) == IF a <= b THEN a ELSE b
+Greater(a, b) == IF a >= b THEN a ELSE b
+
+Leo(rep) == Len(rep.log)
+Alive(rep) == rep.status = Up
+
+\* log[:n] and log[n:] of Python: the records below offset n, and from it on.
+Prefix(log, n) == SubSeq(log, 1, Lesser(n, Len(log)))
+Suffix(log, n) == SubSeq(log, n + 1, Len(log))
+
+(* Cut the log at an offset; the HW and the epoch cache never point past   *)
+(* the new end. An offset at or beyond the LEO changes nothing.            *)
+Truncate(rep, offset) ==
+    IF offset >= Leo(rep) THEN rep
+    ELSE [rep EXCEPT !.log = Prefix(@, offset),
+                     !.hw = Lesser(@, offset),
+                     !.epochs = EpochsAfterTruncate(@, offset)]
+
+(* The controller's leader if it is live and acts as leader, else NoLeader. *)
+LeaderOf(rs, ctl) ==
+    IF /\ ctl.leader # NoLeader
+       /\ Alive(rs[ctl.leader])
+       /\ rs[ctl.leader].role = Leader
+    THEN ctl.leader
+    ELSE NoLeader
+
+CurrentLeader == LeaderOf(replicas, controller)
+
+(* The leader's HW rises to the least LEO over the ISR as it knows them;   *)
+(* it never falls.                                                         *)
+HwAdvanced(rs, ctl) ==
+    LET l == LeaderOf(rs, ctl)
+        isrLeos == {IF m = l THEN Leo(rs[l]) ELSE rs[l].remoteLeos[m] : m \in ctl.isr}
+    IN  IF l = NoLeader THEN rs
+        ELSE [rs EXCEPT ![l].hw = Greater(@, MinOf(isrLeos))]
+
+(* Every record below the leader's HW joins the committed history.         *)
+CommittedWith(rs, ctl) ==
+    LET l == LeaderOf(rs, ctl)
+    IN  IF l = NoLeader THEN committed
+        ELSE committed \cup {<<o, rs[l].log[o + 1].msg>> : o \in 0 .. rs[l].hw - 1}
+
+(* The replicas and controller an event produced become the next state,    *)
+(* after the leader has advanced its HW.                                   *)
+Commit(rs, ctl) ==
+    LET advanced == HwAdvanced(rs, ctl)
+    IN  /\ replicas' = advanced
+        /\ controller' = ctl
+        /\ committed' = CommittedWith(advanced, ctl)
+
+----------------------------------------------------------------------------
+(***************************************************************************)
+(* Initial states: a new partition, empty logs, epoch 0, every replica in  *)
+(* the ISR, any replica leading.                                           *)
+(***************************************************************************)
+NewFollower ==
+    [log |-> <<>>, hw |-> 0, epochs |-> <<>>, status |-> Up,
+     role |-> Follower, epoch |-> 0, response |-> NoResponse, remoteLeos |-> NoRemoteLeos]
+
+Init ==
+    \E first \in Replicas :
+        /\ replicas = [r \in Replicas |->
+                IF r = first
+                THEN [NewFollower EXCEPT !.role = Leader,
+                                         !.epochs = EpochsOnBecomeLeader(<<>>, 0, 0),
+                                         !.remoteLeos = [m \in Replicas |-> Unknown]]
+                ELSE NewFollower]
+        /\ controller = [leader |-> first, epoch |-> 0, isr |-> Replicas]
+        /\ written = 0
+        /\ crashes = 0
+        /\ committed = {}
+
+----------------------------------------------------------------------------
+(***************************************************************************)
+(* Actions, each the event of one replica r.                               *)
+(***************************************************************************)
+
+(* Produce: the leader appends a producer record in its epoch. With        *)
+(* acks=all it refuses (NotEnoughReplicas) while the ISR is smaller than   *)
+(* min.insync.replicas.                                                    *)
+ProducerWrite(r) ==
+    LET rep == replicas[r]
+        record == [msg |-> written + 1, epoch |-> rep.epoch]
+    IN  /\ r = CurrentLeader
+        /\ written < MaxMessages
+        /\ AcksAll => Cardinality(controller.isr) >= MinIsr
+        /\ Commit([replicas EXCEPT ![r] =
+                      [rep EXCEPT !.log = Append(@, record),
+                                  !.epochs = EpochsAfterAppend(@, <<record>>, Leo(rep))]],
+                  controller)
+        /\ written' = written + 1
+        /\ UNCHANGED crashes
+
+(* Fetch, first half: the leader handles follower r's FetchRequest, whose  *)
+(* fetch offset is r's LEO. It takes that offset as r's LEO, recomputes    *)
+(* its HW and builds a response with the records from that offset on and  *)
+(* the new HW. A fetch beyond the leader's LEO gets OffsetOutOfRange,      *)
+(* carrying the leader's LEO.                                              *)
+LeaderHandleFetchRequest(r) ==
+    LET l == CurrentLeader
+        f == replicas[r]
+        offset == Leo(f)
+    IN  /\ l # NoLeader
+        /\ l # r
+        /\ f.response = NoResponse
+        /\ Alive(f)
+        /\ f.role = Follower
+        /\ f.epoch = controller.epoch
+        /\ IF offset > Leo(replicas[l])
+           THEN /\ replicas' = [replicas EXCEPT ![r].response =
+                                  [offset |-> Leo(replicas[l]), hw |-> replicas[l].hw,
+                                   records |-> <<>>, outOfRange |-> TRUE]]
+                /\ UNCHANGED <<controller, committed>>
+           ELSE LET rs == HwAdvanced([replicas EXCEPT ![l].remoteLeos[r] = offset], controller)
+                    response == [offset |-> offset, hw |-> rs[l].hw,
+                                 records |-> Suffix(rs[l].log, offset), outOfRange |-> FALSE]
+                IN  /\ replicas' = [rs EXCEPT ![r].response = response]
+                    /\ committed' = CommittedWith(rs, controller)
+                    /\ UNCHANGED controller
+        /\ UNCHANGED <<written, crashes>>
+
+(* Fetch, second half: follower r handles the FetchResponse. It appends    *)
+(* the records and sets HW = min(its LEO, the response's HW); on           *)
+(* OffsetOutOfRange it truncates to the leader's LEO.                      *)
+FollowerHandleFetchResponse(r) ==
+    LET f == replicas[r]
+        response == f.response
+        handled == [f EXCEPT !.response = NoResponse]
+    IN  /\ Alive(f)
+        /\ response # NoResponse
+        /\ replicas' = [replicas EXCEPT ![r] =
+              IF response.outOfRange
+              THEN Truncate(handled, response.offset)
+              ELSE [handled EXCEPT
+                      !.log = @ \o response.records,
+                      !.hw = Lesser(Leo(f) + Len(response.records), response.hw),
+                      !.epochs = EpochsAfterAppend(@, response.records, Leo(f))]]
+        /\ UNCHANGED <<controller, written, crashes, committed>>
+
+(* replica.lag.time.max.ms: the leader drops follower r from the ISR, as   *)
+(* it has not seen r reach its LEO. Time is abstract: this may happen at   *)
+(* any moment while r is behind.                                           *)
+LeaderShrinkIsr(r) ==
+    LET l == CurrentLeader
+    IN  /\ l # NoLeader
+        /\ l # r
+        /\ r \in controller.isr
+        /\ replicas[l].remoteLeos[r] < Leo(replicas[l])
+        /\ Commit(replicas, [controller EXCEPT !.isr = @ \ {r}])
+        /\ UNCHANGED <<written, crashes>>
+
+(* The leader adds follower r back to the ISR once r's LEO, as last        *)
+(* fetched, has reached the leader's HW.                                   *)
+LeaderExpandIsr(r) ==
+    LET l == CurrentLeader
+    IN  /\ l # NoLeader
+        /\ l # r
+        /\ r \notin controller.isr
+        /\ replicas[l].remoteLeos[r] >= replicas[l].hw
+        /\ Commit(replicas, [controller EXCEPT !.isr = @ \cup {r}])
+        /\ UNCHANGED <<written, crashes>>
+
+(* LeaderAndIsr: replica r acts on the controller's partition state        *)
+(* naming another leader in a newer epoch. The truncation protocol decides *)
+(* what it does to its log (BecomeFollowerReplica).                        *)
+BecomeFollower(r) ==
+    LET rep == replicas[r]
+    IN  /\ Alive(rep)
+        /\ controller.leader # NoLeader
+        /\ controller.leader # r
+        /\ rep.epoch < controller.epoch
+        /\ replicas' = [replicas EXCEPT ![r] =
+              BecomeFollowerReplica([rep EXCEPT !.epoch = controller.epoch,
+                                                !.response = NoResponse,
+                                                !.remoteLeos = NoRemoteLeos])]
+        /\ UNCHANGED <<controller, written, crashes, committed>>
+
+(* The broker dies: its log, HW checkpoint and epoch cache survive; its    *)
+(* in-memory state (role, epoch, response, remote LEOs) does not.          *)
+ReplicaCrash(r) ==
+    /\ Alive(replicas[r])
+    /\ crashes < MaxCrashes
+    /\ replicas' = [replicas EXCEPT ![r] =
+          [@ EXCEPT !.status = Crashed, !.role = NoRole, !.epoch = Unknown,
+                    !.response = NoResponse, !.remoteLeos = NoRemoteLeos]]
+    /\ crashes' = crashes + 1
+    /\ UNCHANGED <<controller, written, committed>>
+
+(* The broker starts again and registers; it waits for a LeaderAndIsr. A   *)
+(* crashed leader restarts only once the controller has noticed its crash. *)
+ReplicaRestart(r) ==
+    /\ ~ Alive(replicas[r])
+    /\ ~ (replicas[r].status = Crashed /\ controller.leader = r)
+    /\ replicas' = [replicas EXCEPT ![r].status = Up]
+    /\ UNCHANGED <<controller, written, crashes, committed>>
+
+(* The controller sees r's ZooKeeper session expire: a dead leader leaves  *)
+(* the partition leaderless; a dead member leaves the ISR unless it is the *)
+(* last one.                                                               *)
+ControllerNoticeFailure(r) ==
+    LET rs == [replicas EXCEPT ![r].status = Offline]
+        ctl == IF controller.leader = r
+               THEN [controller EXCEPT !.leader = NoLeader]
+               ELSE controller
+        remaining == controller.isr \ {r}
+    IN  /\ replicas[r].status = Crashed
+        /\ IF r \in controller.isr /\ remaining # {}
+           THEN Commit(rs, [ctl EXCEPT !.isr = remaining])
+           ELSE /\ replicas' = rs
+                /\ controller' = ctl
+                /\ UNCHANGED committed
+        /\ UNCHANGED <<written, crashes>>
+
+(* The controller elects live replica r in a new epoch: a live ISR member, *)
+(* or, when unclean election is enabled and no ISR member is live, any     *)
+(* live replica, which becomes the only ISR member. Any order of clean     *)
+(* candidates is explored.                                                 *)
+ControllerElectLeader(r) ==
+    LET candidate == replicas[r]
+        liveIsr == {m \in controller.isr : Alive(replicas[m])}
+        epoch == controller.epoch + 1
+        isr == IF r \in liveIsr THEN controller.isr ELSE {r}
+    IN  /\ controller.leader = NoLeader
+        /\ controller.epoch < MaxElections
+        /\ Alive(candidate)
+        /\ r \in liveIsr \/ (Unclean /\ liveIsr = {})
+        /\ Commit([replicas EXCEPT ![r] =
+                      [candidate EXCEPT
+                          !.role = Leader,
+                          !.epoch = epoch,
+                          !.response = NoResponse,
+                          !.remoteLeos = [m \in Replicas |-> Unknown],
+                          !.epochs = EpochsOnBecomeLeader(@, epoch, Leo(candidate))]],
+                  [leader |-> r, epoch |-> epoch, isr |-> isr])
+        /\ UNCHANGED <<written, crashes>>
+
+(* The actions every variant shares, in the order of model/replication.py  *)
+(* (a variant adds its own).                                               *)
+BaseNext ==
+    \/ \E r \in Replicas : ProducerWrite(r)
+    \/ \E r \in Replicas : LeaderHandleFetchRequest(r)
+    \/ \E r \in Replicas : FollowerHandleFetchResponse(r)
+    \/ \E r \in Replicas : LeaderShrinkIsr(r)
+    \/ \E r \in Replicas : LeaderExpandIsr(r)
+    \/ \E r \in Replicas : BecomeFollower(r)
+    \/ \E r \in Replicas : ReplicaCrash(r)
+    \/ \E r \in Replicas : ReplicaRestart(r)
+    \/ \E r \in Replicas : ControllerNoticeFailure(r)
+    \/ \E r \in Replicas : ControllerElectLeader(r)
+
+----------------------------------------------------------------------------
+(***************************************************************************)
+(* Invariants, as properties/invariants.py.                                *)
+(***************************************************************************)
+
+(* Every record once below the leader's HW is at the same offset in the    *)
+(* current leader's log (seed 000, Case L).                                *)
+NoCommittedDataLoss ==
+    controller.leader # NoLeader =>
+        LET log == replicas[controller.leader].log
+        IN  \A c \in committed : c[1] < Len(log) /\ log[c[1] + 1].msg = c[2]
+
+(* No two replicas, live or not, hold different records at an offset below *)
+(* both their HWs (seed 000, Case D).                                      *)
+NoLogDivergence ==
+    \A a, b \in Replicas :
+        LET common == Lesser(replicas[a].hw, replicas[b].hw)
+        IN  Prefix(replicas[a].log, common) = Prefix(replicas[b].log, common)
+
+(* Every replica's high watermark is at most its log end offset.           *)
+HwBelowLeo == \A r \in Replicas : replicas[r].hw <= Leo(replicas[r])
+
+(* Leader epochs never go backwards: record epochs rise along every log,   *)
+(* epoch-cache entries rise in epoch and offset, and nobody is ahead of    *)
+(* the controller's epoch.                                                 *)
+LeaderEpochMonotonic ==
+    \A r \in Replicas :
+        LET log == replicas[r].log
+            cache == replicas[r].epochs
+        IN  /\ \A i \in 1 .. Len(log) - 1 : log[i].epoch <= log[i + 1].epoch
+            /\ Len(log) > 0 => log[Len(log)].epoch <= controller.epoch
+            /\ replicas[r].epoch <= controller.epoch
+            /\ \A i \in 1 .. Len(cache) - 1 :
+                  cache[i][1] < cache[i + 1][1] /\ cache[i][2] <= cache[i + 1][2]
+
+(* The controller's leader, when there is one, is a member of the ISR;     *)
+(* the ISR is never empty.                                                 *)
+LeaderInIsr ==
+    /\ controller.isr # {}
+    /\ controller.leader # NoLeader => controller.leader \in controller.isr
+
+(* A replica that is not up has no in-memory leader epoch, response or     *)
+(* remote view.                                                            *)
+CrashLosesMemory ==
+    \A r \in Replicas :
+        \/ Alive(replicas[r])
+        \/ /\ replicas[r].epoch = Unknown
+           /\ replicas[r].response = NoResponse
+           /\ replicas[r].remoteLeos = NoRemoteLeos
+
+=============================================================================
