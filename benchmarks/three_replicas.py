@@ -14,13 +14,13 @@ from tabulate import tabulate
 
 from kafka_mc.checker import check
 from kafka_mc.counterexamples.summary import config_text, invariant_verdicts
-from kafka_mc.model import Config
+from kafka_mc.model import PROTOCOLS, Config
 from kafka_mc.properties import INVARIANTS
 
 CONFIGS = [
     Config(protocol, replicas=3, messages=messages, crashes=crashes, elections=elections, min_isr=min_isr,
            unclean=unclean)
-    for protocol in ("hw", "leader-epoch")
+    for protocol in PROTOCOLS
     for messages, crashes, elections, min_isr, unclean in (
         (1, 1, 1, 1, False),
         (2, 2, 1, 1, False),

@@ -88,8 +88,6 @@ def _exchange(step: Step, responders: dict[int, int]) -> tuple[list[str], list[C
             ], []
         case "LeaderShrinkIsr":
             return [f"{leader}->>{CONTROLLER}: shrink ISR (remove {name})"], []
-        case "LeaderExpandIsr":
-            return [f"{leader}->>{CONTROLLER}: expand ISR (add {name})"], []
         case "BecomeFollower" | "ControllerElectLeader":
             leader_and_isr = f"LeaderAndIsr(leader {leader_name(after)}, epoch {after.controller.epoch})"
             return [f"{CONTROLLER}->>{name}: {leader_and_isr}"], []

@@ -20,6 +20,11 @@ What is simplified, and why:
   crash. Periodic checkpoints and unflushed data are left to the failure catalogue.
 - Time is abstract: a follower whose LEO, as the leader last saw it, is behind the
   leader's LEO may be dropped from the ISR at any moment (`replica.lag.time.max.ms`).
+  A follower rejoins the ISR while the leader handles its fetch, as in Kafka, never
+  later on a stale view of its LEO.
+- The response carries the HW the leader computed while handling the request, as the
+  documents describe (figure 8-7); Kafka 0.10 reads the HW for a response that carries
+  records just before raising it, so its followers can lag one HW update more.
 - The controller never fails and elects only after noticing the leader's crash
   (no preferred-leader or controlled-shutdown elections); removing a dead follower
   from the ISR does not bump the leader epoch; the last ISR member is never removed.
@@ -70,7 +75,6 @@ class ReplicationModel:
             "LeaderHandleFetchRequest": ReplicationModel.leader_handle_fetch_request,
             "FollowerHandleFetchResponse": ReplicationModel.follower_handle_fetch_response,
             "LeaderShrinkIsr": ReplicationModel.leader_shrink_isr,
-            "LeaderExpandIsr": ReplicationModel.leader_expand_isr,
             "BecomeFollower": ReplicationModel.become_follower,
         }
         tail: dict[str, Transition] = {
@@ -194,9 +198,10 @@ class ReplicationModel:
         return self._advance_hw(state)
 
     def leader_handle_fetch_request(self, state: State, index: int) -> State | None:
-        """The leader takes the follower's fetch offset as its LEO, recomputes its HW and builds
-        a response with the records from that offset on and the new HW. A fetch beyond
-        the leader's LEO gets OffsetOutOfRange."""
+        """The leader takes the follower's fetch offset as its LEO, adds the follower back to the
+        ISR if that offset reached the leader's HW (`Partition.maybeExpandIsr`), recomputes its
+        HW and builds a response with the records from that offset on and the new HW. A fetch
+        beyond the leader's LEO gets OffsetOutOfRange."""
         follower = state.replicas[index]
         leader_index = self._current_leader(state)
         if leader_index in (NO_LEADER, index) or follower.response:
@@ -208,6 +213,9 @@ class ReplicationModel:
         if offset > leader.leo:
             response = FetchResponse(leader.leo, leader.hw, (), True)
         else:
+            isr = state.controller.isr
+            if not isr >> index & 1 and offset >= leader.hw:
+                state = state._replace(controller=state.controller._replace(isr=isr | 1 << index))
             leader = leader._replace(remote_leos=_put(leader.remote_leos, index, offset))
             state = self._advance_hw(self.with_replica(state, leader_index, leader))
             leader = state.replicas[leader_index]
@@ -243,17 +251,6 @@ class ReplicationModel:
         if leader.remote_leos[index] >= leader.leo:
             return None
         return self._with_isr(state, isr & ~(1 << index))
-
-    def leader_expand_isr(self, state: State, index: int) -> State | None:
-        """The leader adds back a follower whose LEO, as last fetched, reached the leader's HW."""
-        leader_index = self._current_leader(state)
-        isr = state.controller.isr
-        if leader_index in (NO_LEADER, index) or isr >> index & 1:
-            return None
-        leader = state.replicas[leader_index]
-        if leader.remote_leos[index] < leader.hw:
-            return None
-        return self._with_isr(state, isr | 1 << index)
 
     def become_follower(self, state: State, index: int) -> State | None:
         """The replica acts on a LeaderAndIsr naming another leader in a newer epoch; the

@@ -94,7 +94,7 @@ def test_fetch_beyond_leader_leo_gets_out_of_range_and_truncates_to_leader_leo()
     assert logs(state) == [[], []] and state.replicas[B].hw == 0
 
 
-def test_shrink_only_lagging_followers_and_expand_at_hw():
+def test_shrink_only_lagging_followers_and_rejoin_on_fetch_at_hw():
     m = model()
     state = m.initial_states()[A]
     assert enabled(m, state, "LeaderShrinkIsr(B)")  # never fetched: its LEO is unknown to A
@@ -102,12 +102,20 @@ def test_shrink_only_lagging_followers_and_expand_at_hw():
     assert not enabled(m, state, "LeaderShrinkIsr(B)")  # caught up with A's LEO
     state = run(m, A, "ProducerWrite(A)", "LeaderShrinkIsr(B)")
     assert state.controller.isr == 1 << A and state.replicas[A].hw == 1  # HW follows the smaller ISR
-    assert not enabled(m, state, "LeaderExpandIsr(B)")
     state = m.next_state(state, Action("LeaderHandleFetchRequest", B))
+    assert state.controller.isr == 1 << A  # fetch offset 0 is below A's HW, 1
     state = m.next_state(state, Action("FollowerHandleFetchResponse", B))
-    assert not enabled(m, state, "LeaderExpandIsr(B)")  # A saw fetch offset 0 < HW 1
     state = m.next_state(state, Action("LeaderHandleFetchRequest", B))
-    assert enabled(m, state, "LeaderExpandIsr(B)")
+    assert state.controller.isr == 0b11  # fetch offset 1 reached the HW: B rejoins as A handles it
+
+
+def test_a_crashed_follower_never_rejoins_on_a_stale_view():
+    m = model(crashes=1)
+    # A saw B at offset 1 = its HW before B crashed; the controller then removed B.
+    state = run(m, A, "ProducerWrite(A)", "LeaderHandleFetchRequest(B)", "FollowerHandleFetchResponse(B)",
+                "LeaderHandleFetchRequest(B)", "ReplicaCrash(B)", "ControllerNoticeFailure(B)")
+    assert state.replicas[A].remote_leos[B] == 1 and state.controller.isr == 1 << A
+    assert not any(following.controller.isr >> B & 1 for _, following in m.successors(state))
 
 
 def test_crash_keeps_durable_state_and_loses_memory():

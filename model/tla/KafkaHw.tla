@@ -1,12 +1,11 @@
 ------------------------------ MODULE KafkaHw ------------------------------
 (***************************************************************************)
 (* Variant `hw`: Kafka before 0.11. A replica that becomes a follower      *)
-(* truncates its log to its own high watermark, the checkpoint, and then  *)
-(* fetches. There is no leader-epoch cache: it stays empty.               *)
+(* truncates its log to its own high watermark, the checkpoint, and then   *)
+(* fetches. There is no leader-epoch cache: it stays empty.                *)
 (*                                                                         *)
-(* This is KafkaTruncateToHighWatermark.tla of the Kafka specifications   *)
-(* for the model of KafkaReplication; HighWatermarkTruncation in          *)
-(* model/protocols.py.                                                    *)
+(* The counterpart of KafkaTruncateToHighWatermark.tla in Kafka's own      *)
+(* specifications, and of HighWatermarkTruncation in model/protocols.py.   *)
 (***************************************************************************)
 EXTENDS Integers, Sequences
 

@@ -7,8 +7,8 @@
 (* ends on the leader (FollowerTruncateByLeaderEpoch), truncates there,    *)
 (* and only then fetches.                                                  *)
 (*                                                                         *)
-(* This is Kip101.tla of the Kafka specifications for the model of        *)
-(* KafkaReplication; LeaderEpochTruncation in model/protocols.py.         *)
+(* The counterpart of Kip101.tla in Kafka's own specifications, and of     *)
+(* LeaderEpochTruncation in model/protocols.py.                            *)
 (***************************************************************************)
 EXTENDS Integers, Sequences
 
@@ -32,7 +32,7 @@ LeEpochsAfterAppend(epochs, records, offset) ==
                        ELSE epochs
          IN  LeEpochsAfterAppend(opened, Tail(records), offset + 1)
 
-(* Cutting the log at an offset drops the epochs that start at or after it. *)
+(* Cutting the log at an offset drops the epochs that start at or after it.*)
 LeEpochsAfterTruncate(epochs, offset) == SelectSeq(epochs, LAMBDA entry : entry[2] < offset)
 
 (* A new leader opens its epoch at its LEO.                                *)

@@ -2,45 +2,45 @@
 (***************************************************************************)
 (* One partition's replication, the TLA+ twin of model/replication.py.     *)
 (*                                                                         *)
-(* The state carries exactly the information of the Python State, value   *)
-(* for value, so that TLC and kafka-mc count the same distinct states:    *)
+(* The state carries exactly the information of the Python State, value    *)
+(* for value, so that TLC and kafka-mc count the same distinct states:     *)
 (*                                                                         *)
-(*   replicas   a function from Replicas to a record per replica:         *)
-(*              durable  log     sequence of [msg, epoch] records         *)
-(*                       hw      the replication-offset-checkpoint        *)
-(*                       epochs  leader-epoch-checkpoint, a sequence of   *)
-(*                               <<epoch, start offset>>                  *)
-(*                       status  Up, Crashed or Offline (Crashed: dead,   *)
-(*                               not yet noticed by the controller)       *)
-(*              memory   role    NoRole, Leader, Truncating or Follower   *)
-(*                       epoch   the leader epoch of the last             *)
-(*                               LeaderAndIsr it acted on (Unknown = -1)  *)
-(*                       response    NoResponse, or the FetchResponse in  *)
-(*                               flight to it: [offset, hw, records,      *)
-(*                               outOfRange]                              *)
-(*                       remoteLeos  NoRemoteLeos, or, on the leader      *)
-(*                               only, its view of every replica's LEO    *)
-(*                               (Unknown = -1 until that replica fetches)*)
-(*   controller [leader, epoch, isr]: the partition state in ZooKeeper;   *)
-(*              leader is NoLeader when the partition is leaderless       *)
-(*   written    producer records written so far (record ids 1, 2, ...)   *)
-(*   crashes    crashes so far                                            *)
-(*   committed  history: every <<offset, msg>> once below the leader's HW *)
+(*   replicas   a function from Replicas to a record per replica:          *)
+(*              durable  log     sequence of [msg, epoch] records          *)
+(*                       hw      the replication-offset-checkpoint         *)
+(*                       epochs  leader-epoch-checkpoint, a sequence of    *)
+(*                               <<epoch, start offset>>                   *)
+(*                       status  Up, Crashed or Offline (Crashed: dead,    *)
+(*                               not yet noticed by the controller)        *)
+(*              memory   role    NoRole, Leader, Truncating or Follower    *)
+(*                       epoch   the leader epoch of the last              *)
+(*                               LeaderAndIsr it acted on (Unknown = -1)   *)
+(*                       response    NoResponse, or the FetchResponse in   *)
+(*                               flight to it: [offset, hw, records,       *)
+(*                               outOfRange]                               *)
+(*                       remoteLeos  NoRemoteLeos, or, on the leader       *)
+(*                               only, its view of every replica's LEO     *)
+(*                               (Unknown = -1 until that replica fetches) *)
+(*   controller [leader, epoch, isr]: the partition state in ZooKeeper;    *)
+(*              leader is NoLeader when the partition is leaderless        *)
+(*   written    producer records written so far (record ids 1, 2, ...)     *)
+(*   crashes    crashes so far                                             *)
+(*   committed  history: every <<offset, msg>> once below the leader's HW  *)
 (*                                                                         *)
-(* Offsets are Kafka's, from 0: the record at offset o of a log is        *)
-(* log[o + 1], a replica's LEO is Len(log).                               *)
+(* Offsets are Kafka's, from 0: the record at offset o of a log is         *)
+(* log[o + 1], a replica's LEO is Len(log).                                *)
 (*                                                                         *)
-(* What is simplified, and why, is the docstring of model/replication.py: *)
-(* a FetchRequest is sent and handled in one event, the ISR lives only in *)
-(* the controller's partition state, every HW change and every append is  *)
-(* durable at once, time is abstract, the controller never fails and      *)
-(* elects only after noticing the leader's crash, and a crashed leader    *)
-(* restarts only once that crash has been noticed.                        *)
+(* What is simplified, and why, is the docstring of model/replication.py:  *)
+(* a FetchRequest is sent and handled in one event, the ISR lives only in  *)
+(* the controller's partition state, every HW change and every append is   *)
+(* durable at once, time is abstract, the controller never fails and       *)
+(* elects only after noticing the leader's crash, and a crashed leader     *)
+(* restarts only once that crash has been noticed.                         *)
 (*                                                                         *)
-(* Truncation is pluggable, as in model/protocols.py: a variant module    *)
-(* (KafkaHw, KafkaLeaderEpoch) instantiates this module with its own      *)
-(* operators for the four CONSTANT operators below and adds its own       *)
-(* actions; everything else is shared.                                    *)
+(* Truncation is pluggable, as in model/protocols.py: a variant module     *)
+(* (KafkaHw, KafkaLeaderEpoch) instantiates this module with its own       *)
+(* operators for the four CONSTANT operators below and adds its own        *)
+(* actions; everything else is shared.                                     *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets
 
@@ -115,7 +115,7 @@ Truncate(rep, offset) ==
                      !.hw = Lesser(@, offset),
                      !.epochs = EpochsAfterTruncate(@, offset)]
 
-(* The controller's leader if it is live and acts as leader, else NoLeader. *)
+(* The controller's leader if it is live and acts as leader, else NoLeader.*)
 LeaderOf(rs, ctl) ==
     IF /\ ctl.leader # NoLeader
        /\ Alive(rs[ctl.leader])
@@ -191,10 +191,11 @@ ProducerWrite(r) ==
         /\ UNCHANGED crashes
 
 (* Fetch, first half: the leader handles follower r's FetchRequest, whose  *)
-(* fetch offset is r's LEO. It takes that offset as r's LEO, recomputes    *)
-(* its HW and builds a response with the records from that offset on and  *)
-(* the new HW. A fetch beyond the leader's LEO gets OffsetOutOfRange,      *)
-(* carrying the leader's LEO.                                              *)
+(* fetch offset is r's LEO. It takes that offset as r's LEO, adds r back   *)
+(* to the ISR if the offset reached its HW (Partition.maybeExpandIsr),     *)
+(* recomputes its HW and builds a response with the records from that      *)
+(* offset on and the new HW. A fetch beyond the leader's LEO gets          *)
+(* OffsetOutOfRange, carrying the leader's LEO.                            *)
 LeaderHandleFetchRequest(r) ==
     LET l == CurrentLeader
         f == replicas[r]
@@ -210,12 +211,15 @@ LeaderHandleFetchRequest(r) ==
                                   [offset |-> Leo(replicas[l]), hw |-> replicas[l].hw,
                                    records |-> <<>>, outOfRange |-> TRUE]]
                 /\ UNCHANGED <<controller, committed>>
-           ELSE LET rs == HwAdvanced([replicas EXCEPT ![l].remoteLeos[r] = offset], controller)
+           ELSE LET ctl == IF r \notin controller.isr /\ offset >= replicas[l].hw
+                           THEN [controller EXCEPT !.isr = @ \cup {r}]
+                           ELSE controller
+                    rs == HwAdvanced([replicas EXCEPT ![l].remoteLeos[r] = offset], ctl)
                     response == [offset |-> offset, hw |-> rs[l].hw,
                                  records |-> Suffix(rs[l].log, offset), outOfRange |-> FALSE]
                 IN  /\ replicas' = [rs EXCEPT ![r].response = response]
-                    /\ committed' = CommittedWith(rs, controller)
-                    /\ UNCHANGED controller
+                    /\ committed' = CommittedWith(rs, ctl)
+                    /\ controller' = ctl
         /\ UNCHANGED <<written, crashes>>
 
 (* Fetch, second half: follower r handles the FetchResponse. It appends    *)
@@ -246,17 +250,6 @@ LeaderShrinkIsr(r) ==
         /\ r \in controller.isr
         /\ replicas[l].remoteLeos[r] < Leo(replicas[l])
         /\ Commit(replicas, [controller EXCEPT !.isr = @ \ {r}])
-        /\ UNCHANGED <<written, crashes>>
-
-(* The leader adds follower r back to the ISR once r's LEO, as last        *)
-(* fetched, has reached the leader's HW.                                   *)
-LeaderExpandIsr(r) ==
-    LET l == CurrentLeader
-    IN  /\ l # NoLeader
-        /\ l # r
-        /\ r \notin controller.isr
-        /\ replicas[l].remoteLeos[r] >= replicas[l].hw
-        /\ Commit(replicas, [controller EXCEPT !.isr = @ \cup {r}])
         /\ UNCHANGED <<written, crashes>>
 
 (* LeaderAndIsr: replica r acts on the controller's partition state        *)
@@ -340,7 +333,6 @@ BaseNext ==
     \/ \E r \in Replicas : LeaderHandleFetchRequest(r)
     \/ \E r \in Replicas : FollowerHandleFetchResponse(r)
     \/ \E r \in Replicas : LeaderShrinkIsr(r)
-    \/ \E r \in Replicas : LeaderExpandIsr(r)
     \/ \E r \in Replicas : BecomeFollower(r)
     \/ \E r \in Replicas : ReplicaCrash(r)
     \/ \E r \in Replicas : ReplicaRestart(r)
