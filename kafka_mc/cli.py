@@ -85,6 +85,8 @@ def check_command(
     dump_dot: Optional[Path] = typer.Option(None, "--dump-dot", help="Write the state graph in TLC's DOT layout."),
     recoverability: bool = typer.Option(False, "--recoverability",
                                         help="Check that every reachable state can reach agreement again."),
+    write_tla: Optional[Path] = typer.Option(None, "--write-tla", metavar="DIR",
+                                             help="Also write the TLA+ twin and its TLC .cfg for this configuration."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress on stderr."),
 ) -> None:
     """Explore every reachable state of one configuration and check the properties."""
@@ -98,6 +100,8 @@ def check_command(
         config = Config(protocol=protocol, acks=acks, unclean=unclean, **counts)
     except ConfigError as error:
         raise Exit(exitcodes.BAD_INPUT, f"--{error.field.replace('_', '-')}: {error}") from None
+    if write_tla is not None:
+        _write_tla(config, _out_dir(write_tla))
     reporter = ProgressReporter(enabled=not quiet)
     try:
         result = check(config, keep_going=keep_going, budget=budget, progress=reporter)
@@ -121,6 +125,18 @@ def check_command(
     if code == exitcodes.OK and recovery is not None and not recovery.holds:
         code = exitcodes.VIOLATION
     raise typer.Exit(code)
+
+
+def _write_tla(config: Config, out: Path) -> None:
+    from kafka_mc.checker.tlc import spec_files
+    from kafka_mc.counterexamples.reports import write_files
+
+    try:
+        files = spec_files(config)
+    except ValueError as error:
+        raise Exit(exitcodes.BAD_INPUT, f"--write-tla: {error}") from None
+    for path in write_files(out, files):
+        print(f"wrote {path}", file=sys.stderr)
 
 
 def _write_violation_reports(result: CheckResult, out: Path) -> list[Path]:

@@ -87,3 +87,19 @@ def test_two_runs_give_identical_summaries(protocol):
 def test_three_replicas_explore_and_find_hw_loss():
     result = check(Config(protocol="hw", replicas=3, messages=1, crashes=1, elections=1), keep_going=True)
     assert result.complete and result.stats.distinct_states > 1000
+
+
+# Regression pins: TLC on the TLA+ twin finds the same numbers (tests/test_tla_twin.py runs
+# the cross-check on smaller configurations; `kafka-mc check --write-tla DIR` writes these).
+PINNED = [
+    ("case-l-hw", 4410),
+    ("case-l-leader-epoch", 5802),
+    ("case-d-hw", 13530),
+    ("case-d-leader-epoch", 16970),
+]
+
+
+@pytest.mark.parametrize("case, distinct", PINNED)
+def test_pinned_state_counts_of_the_documented_configurations(case, distinct):
+    result = check(load_scenario(SCENARIOS[case]).config, keep_going=True)
+    assert result.complete and result.stats.distinct_states == distinct
