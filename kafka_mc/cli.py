@@ -212,9 +212,9 @@ def reproduce_command(
 
     out = _out_dir(out)
     reporter = ProgressReporter(enabled=not quiet)
-    outcomes = reproduce(out, on_case=lambda o: reporter.note(f"{o.scenario.path.stem}: done"))
-    print(tabulate(summary_rows(outcomes), headers=SUMMARY_HEADERS))
-    problems = [f"{o.scenario.path.stem}: {p}" for o in outcomes for p in o.problems]
+    cases, findings = reproduce(out, on_case=lambda o: reporter.note(f"{o.scenario.path.stem}: done"))
+    print(tabulate(summary_rows(cases), headers=SUMMARY_HEADERS))
+    problems = [f"{o.scenario.path.stem}: {p}" for o in (*cases, *findings) for p in o.problems]
     for problem in problems:
         print(f"MISMATCH {problem}")
     print(f"reports written to {out}")

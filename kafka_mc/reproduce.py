@@ -15,18 +15,41 @@ from kafka_mc.counterexamples.reports import write_files, write_reports
 from kafka_mc.counterexamples.summary import config_text, invariant_verdicts
 
 
+FINDINGS = "findings"
+
+
 @dataclass(frozen=True)
-class CaseOutcome:
+class Replayed:
+    """A scenario replayed, with the reports of its steps."""
+
     scenario: Scenario
     replay: Replay
-    result: CheckResult
-    recoverability: Recoverability
     reports: tuple[Path, ...]
 
     @property
     def problems(self) -> list[str]:
         """Where the model disagrees with what the scenario documents."""
-        found = list(self.replay.mismatches)
+        return list(self.replay.mismatches)
+
+
+def replay_with_reports(path: Path, out_dir: Path, title: str) -> Replayed:
+    scenario = load_scenario(path)
+    replayed = replay(scenario)
+    reports = write_reports(scenario.trace, next(iter(replayed.first_breaks), None), out_dir, path.stem,
+                            title.format(title=scenario.title))
+    return Replayed(scenario, replayed, tuple(reports))
+
+
+@dataclass(frozen=True)
+class CaseOutcome(Replayed):
+    """A documented case: its replay, and every reachable state of its configuration checked."""
+
+    result: CheckResult
+    recoverability: Recoverability
+
+    @property
+    def problems(self) -> list[str]:
+        found = super().problems
         expected = self.scenario.exhaustive_violations
         if expected is not None and set(expected) != set(self.result.violated):
             found.append(f"exhaustive check violates {sorted(self.result.violated)}, "
@@ -38,12 +61,8 @@ class CaseOutcome:
 
 
 def reproduce_case(path: Path, out_dir: Path) -> CaseOutcome:
-    scenario = load_scenario(path)
-    replayed = replay(scenario)
-    stem = path.stem
-    breaks = replayed.first_breaks
-    reports = write_reports(scenario.trace, next(iter(breaks), None), out_dir, stem,
-                            f"{scenario.title} (documented steps)")
+    replayed = replay_with_reports(path, out_dir, "{title} (documented steps)")
+    scenario, stem, reports = replayed.scenario, path.stem, list(replayed.reports)
     result = check(scenario.config, keep_going=True)
     for violation in result.violations:
         reports += write_reports(violation.trace, violation.invariant, out_dir,
@@ -53,18 +72,23 @@ def reproduce_case(path: Path, out_dir: Path) -> CaseOutcome:
     if recoverability.example is not None:
         reports += write_reports(recoverability.example, None, out_dir, f"{stem}.unrecoverable",
                                  f"{scenario.title}: a shortest path to a state that can never recover")
-    return CaseOutcome(scenario, replayed, result, recoverability, tuple(reports))
+    return CaseOutcome(scenario, replayed.replay, tuple(reports), result, recoverability)
 
 
-def reproduce(out_dir: Path, on_case: Callable[[CaseOutcome], None] | None = None) -> list[CaseOutcome]:
-    outcomes = []
+def reproduce(out_dir: Path, on_case: Callable[[Replayed], None] | None = None
+              ) -> tuple[list[CaseOutcome], list[Replayed]]:
+    """The documented cases (replayed and checked) and the findings beyond them (replayed)."""
+    cases, findings = [], []
     for path in documented_scenarios():
-        outcome = reproduce_case(path, out_dir)
-        outcomes.append(outcome)
+        cases.append(reproduce_case(path, out_dir))
         if on_case:
-            on_case(outcome)
-    write_files(out_dir, {"README.md": index_markdown(outcomes)})
-    return outcomes
+            on_case(cases[-1])
+    for path in documented_scenarios(FINDINGS):
+        findings.append(replay_with_reports(path, out_dir / FINDINGS, "{title}"))
+        if on_case:
+            on_case(findings[-1])
+    write_files(out_dir, {"README.md": index_markdown(cases, findings)})
+    return cases, findings
 
 
 def summary_rows(outcomes: list[CaseOutcome]) -> list[tuple]:
@@ -90,7 +114,7 @@ SUMMARY_HEADERS = ("case", "protocol", "figures reproduced", "replay breaks", "d
                    "NoCommittedDataLoss", "NoLogDivergence", "recoverability")
 
 
-def index_markdown(outcomes: list[CaseOutcome]) -> str:
+def index_markdown(outcomes: list[CaseOutcome], findings: list[Replayed]) -> str:
     lines = ["# Documented cases, reproduced by `kafka-mc reproduce`", "",
              "Generated; do not edit. Each case replays the documented steps, then checks every "
              "reachable state of the same configuration.", "",
@@ -100,5 +124,15 @@ def index_markdown(outcomes: list[CaseOutcome]) -> str:
         lines += [f"## {scenario.title}", "", f"Source: {scenario.source}. Configuration: "
                   f"`{config_text(scenario.config)}`.", "", scenario.description.strip(), "", "Reports:", ""]
         lines += [f"- [{path.name}]({path.name})" for path in outcome.reports]
+        lines.append("")
+    lines += ["# Findings beyond the documents", "",
+              "Replayed step sequences that the exhaustive checks found (see the project README).", ""]
+    for finding in findings:
+        scenario = finding.scenario
+        breaks = ", ".join(f"{n} at step {i}" for n, i in finding.replay.first_breaks.items()) or "none"
+        lines += [f"## {scenario.title}", "", f"Source: {scenario.source}. Configuration: "
+                  f"`{config_text(scenario.config)}`. Invariants broken: {breaks}.", "",
+                  scenario.description.strip(), "", "Reports:", ""]
+        lines += [f"- [{path.name}]({FINDINGS}/{path.name})" for path in finding.reports]
         lines.append("")
     return "\n".join(lines)
