@@ -14,7 +14,8 @@ from array import array
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from kafka_mc.model import Config, ReplicationModel, State, fingerprint
+from kafka_mc.model import Action, Config, ReplicationModel, State, fingerprint
+from kafka_mc.model.symmetry import canonical, rename, renaming
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
 from .result import CheckResult, Stats, Trace, Violation
@@ -64,12 +65,28 @@ class _Visited:
     def __len__(self) -> int:
         return len(self.parent)
 
-    def trace(self, model: ReplicationModel, node: int) -> Trace:
-        path = []
+    def path(self, model: ReplicationModel, node: int) -> tuple[int, list[Action]]:
+        """The initial-state index and the actions that discovered the node."""
+        actions = []
         while self.parent[node] != ROOT:
-            path.append(model.action_at(self.action[node]))
+            actions.append(model.action_at(self.action[node]))
             node = self.parent[node]
-        return Trace(model.config, self.action[node], tuple(reversed(path)))
+        return self.action[node], actions[::-1]
+
+
+def concrete_trace(model: ReplicationModel, initial: int, actions: list[Action], symmetry: bool) -> Trace:
+    """The trace of a path. Under symmetry the path's actions act on class representatives; each
+    is renamed to act on the concrete state, so the trace replays without symmetry."""
+    if not symmetry:
+        return Trace(model.config, initial, tuple(actions))
+    state = model.initial_states()[initial]
+    representative = canonical(state)
+    concrete = []
+    for action in actions:
+        concrete.append(rename(action, renaming(representative, state)))
+        state = model.next_state(state, concrete[-1])
+        representative = canonical(model.next_state(representative, action))
+    return Trace(model.config, initial, tuple(concrete))
 
 
 def check(
@@ -77,15 +94,19 @@ def check(
     properties: Iterable[Property] = PROPERTIES,
     *,
     keep_going: bool = False,
+    symmetry: bool = False,
     budget: Budget = Budget(),
     progress: Callable[[Progress], None] | None = None,
 ) -> CheckResult:
     """Explore every state reachable under `config`.
 
     Stops at the first invariant violation unless `keep_going`, in which case it
-    explores everything and reports the shortest violation of each invariant.
+    explores everything and reports the shortest violation of each invariant. With
+    `symmetry`, states equal up to renaming replicas count once (see `model.symmetry`);
+    verdicts are the same and traces stay concrete.
     """
     model = ReplicationModel(config)
+    represent = canonical if symmetry else (lambda state: state)
     properties = tuple(properties)
     pending = [p for p in properties if p.kind == ALWAYS]
     state_witnesses = [p for p in properties if p.kind != ALWAYS and not p.on_step]
@@ -111,6 +132,7 @@ def check(
     frontier: list[tuple[int, State]] = []
     for index, state in enumerate(model.initial_states()):
         generated += 1
+        state = represent(state)
         node = visited.add(fingerprint(state), ROOT, index)
         if node is not None:
             frontier.append((node, state))
@@ -136,6 +158,7 @@ def check(
                     if prop.holds(state, following):
                         witness_nodes[prop.name] = (parent, model.action_index(action))
                         step_witnesses.remove(prop)
+                following = represent(following)
                 node = visited.add(fingerprint(following), parent, model.action_index(action))
                 if node is not None:
                     next_frontier.append((node, following))
@@ -151,23 +174,27 @@ def check(
     if violations and not keep_going:
         stopped_because = "stopped at the first violation"
     complete = not frontier and not stopped_because
+    trace_to = _trace_builder(model, visited, symmetry)
     stats = Stats(len(visited), generated, depth, time.perf_counter() - started)
     return CheckResult(
-        engine="bfs",
+        engine="bfs+symmetry" if symmetry else "bfs",
         config=config,
         complete=complete,
         stats=stats,
-        violations=tuple(Violation(name, visited.trace(model, node))
+        violations=tuple(Violation(name, trace_to(node))
                          for name, node in sorted(violations.items(), key=lambda item: item[1])),
         witnesses={p.name: p.name in witness_nodes for p in properties if p.kind != ALWAYS},
         stopped_because=stopped_because,
-        witness_traces={name: _witness_trace(model, visited, where) for name, where in witness_nodes.items()},
+        witness_traces={name: trace_to(where) for name, where in witness_nodes.items()},
     )
 
 
-def _witness_trace(model: ReplicationModel, visited: _Visited, where) -> Trace:
-    if isinstance(where, tuple):  # a step witness: the parent node and the action taken from it
-        parent, action = where
-        trace = visited.trace(model, parent)
-        return Trace(trace.config, trace.initial, trace.actions + (model.action_at(action),))
-    return visited.trace(model, where)
+def _trace_builder(model: ReplicationModel, visited: _Visited, symmetry: bool):
+    def trace_to(where) -> Trace:
+        """The trace to a node, or, for a step witness, to (parent node, action index)."""
+        node, last = where if isinstance(where, tuple) else (where, None)
+        initial, actions = visited.path(model, node)
+        if last is not None:
+            actions.append(model.action_at(last))
+        return concrete_trace(model, initial, actions, symmetry)
+    return trace_to

@@ -80,6 +80,8 @@ def check_command(
     out: Optional[Path] = typer.Option(None, help="Write a report set for every violation into this directory."),
     keep_going: bool = typer.Option(False, "--keep-going", "--continue",
                                     help="Explore everything; report the shortest violation of each invariant."),
+    symmetry: bool = typer.Option(False, "--symmetry",
+                                  help="Count states equal up to renaming replicas once (same verdicts, concrete traces)."),
     max_states: Optional[str] = typer.Option(None, metavar="N", help="Stop after this many distinct states (run incomplete)."),
     max_seconds: Optional[str] = typer.Option(None, metavar="SECONDS", help="Stop after this many seconds (run incomplete)."),
     dump_dot: Optional[Path] = typer.Option(None, "--dump-dot", help="Write the state graph in TLC's DOT layout."),
@@ -104,7 +106,7 @@ def check_command(
         _write_tla(config, _out_dir(write_tla))
     reporter = ProgressReporter(enabled=not quiet)
     try:
-        result = check(config, keep_going=keep_going, budget=budget, progress=reporter)
+        result = check(config, keep_going=keep_going, symmetry=symmetry, budget=budget, progress=reporter)
     finally:
         reporter.close()
     recovery = None
