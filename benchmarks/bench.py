@@ -1,9 +1,14 @@
-"""Exploration speed: distinct states, states/s and peak memory over a ladder of configurations.
+"""Exploration speed: kafka-mc and TLC on the same state spaces.
 
-Each configuration runs in a fresh child process so that its peak RSS is its own.
+For each configuration of a ladder (none of them violates an invariant, so every run
+explores the whole state space), this runs kafka-mc, kafka-mc with `--symmetry`, and TLC
+on the TLA+ twin with one and with two workers, each in a fresh child process so that its
+peak RSS is its own, and prints distinct and generated states, wall time, distinct states
+per second, peak RSS and bytes per distinct state.
 
-    python benchmarks/bench.py              # the whole ladder (a few minutes)
-    python benchmarks/bench.py --up-to 200000   # only rungs expected below that many states
+    python benchmarks/bench.py                    # the whole ladder (about 20 minutes)
+    python benchmarks/bench.py --up-to 200000     # only rungs expected below that many states
+    python benchmarks/bench.py --no-tlc           # kafka-mc only
 """
 
 from __future__ import annotations
@@ -13,78 +18,96 @@ import json
 import os
 import platform
 import resource
+import shutil
 import subprocess
 import sys
 import time
 
 from tabulate import tabulate
 
-# (protocol, replicas, messages, crashes, elections, expected order of magnitude of distinct states)
+# (protocol, replicas, messages, crashes, elections, expected distinct states)
 LADDER = [
-    ("hw", 2, 2, 2, 1, 5e3),
+    ("leader-epoch", 3, 1, 1, 1, 1.4e4),
     ("leader-epoch", 2, 3, 2, 2, 2e4),
-    ("leader-epoch", 3, 2, 1, 1, 1.4e5),
-    ("leader-epoch", 2, 4, 3, 2, 1.9e5),
-    ("hw", 3, 2, 2, 1, 6e5),
-    ("leader-epoch", 3, 2, 2, 1, 7.6e5),
-    ("leader-epoch", 3, 2, 2, 2, 2e6),
+    ("leader-epoch", 3, 2, 1, 1, 1e5),
+    ("leader-epoch", 3, 2, 2, 1, 5.8e5),
+    ("leader-epoch", 3, 2, 3, 1, 1.6e6),
+    ("leader-epoch", 3, 3, 2, 1, 2.8e6),
 ]
+ENGINES = ("kafka-mc", "kafka-mc --symmetry", "TLC -workers 1", "TLC -workers 2")
 
 
-def run_one(protocol: str, replicas: int, messages: int, crashes: int, elections: int) -> dict:
-    """In the child: one complete exploration, reported as JSON."""
-    from kafka_mc.checker import check
+def run_engine(engine: str, config_args: list[str]) -> dict:
+    """In the child: one complete exploration by one engine, as a JSON-ready row."""
     from kafka_mc.model import Config
 
-    config = Config(protocol, replicas, messages, crashes, elections)
+    protocol, replicas, messages, crashes, elections = config_args
+    config = Config(protocol, int(replicas), int(messages), int(crashes), int(elections))
     started = time.perf_counter()
-    result = check(config, keep_going=True)
+    if engine.startswith("TLC"):
+        from kafka_mc.checker.tlc import run_tlc
+
+        result = run_tlc(config, workers=int(engine.split()[-1]), timeout=3600)
+        distinct, generated, violated = result.distinct_states, result.states_generated, result.violated
+        peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    else:
+        from kafka_mc.checker import check
+
+        result = check(config, keep_going=True, symmetry=engine.endswith("--symmetry"))
+        distinct, generated, violated = (result.stats.distinct_states, result.stats.states_generated,
+                                         result.violated)
+        peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     wall = time.perf_counter() - started
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "config": f"{protocol} r={replicas} m={messages} c={crashes} e={elections}",
-        "complete": result.complete,
-        "distinct": result.stats.distinct_states,
-        "generated": result.stats.states_generated,
-        "wall_s": round(wall, 2),
-        "states_per_s": round(result.stats.distinct_states / wall),
-        "peak_rss_mb": round(peak_kib / 1024, 1),
-        "bytes_per_state": round(peak_kib * 1024 / result.stats.distinct_states),
-        "violated": ",".join(result.violated) or "-",
+        "engine": engine,
+        "distinct": distinct,
+        "generated": generated,
+        "wall_s": round(wall, 1),
+        "distinct_per_s": round(distinct / wall),
+        "peak_rss_mb": round(peak_kib / 1024),
+        "bytes_per_state": round(peak_kib * 1024 / distinct),
+        "violated": ",".join(violated) or "-",
     }
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
+    cpu = platform.machine()
     try:
         with open("/proc/cpuinfo") as info:
             cpu = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{cpu}, {os.cpu_count()} cores, {memory:.0f} GiB, Python {platform.python_version()}"
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0] \
+        if shutil.which("java") else "no java"
+    return f"{cpu}, {os.cpu_count()} cores, {memory:.0f} GiB, Python {platform.python_version()}, {java}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--up-to", type=float, default=float("inf"),
                         help="skip rungs expected to exceed this many distinct states")
+    parser.add_argument("--no-tlc", action="store_true", help="run kafka-mc only")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        protocol, *numbers = args.child
-        print(json.dumps(run_one(protocol, *map(int, numbers))))
+        engine, *config_args = args.child
+        print(json.dumps(run_engine(engine, config_args)))
         return
+    engines = [e for e in ENGINES if not (args.no_tlc and e.startswith("TLC"))]
     rows = []
-    for protocol, replicas, messages, crashes, elections, expected in LADDER:
+    for *config_args, expected in LADDER:
         if expected > args.up_to:
             continue
-        child = subprocess.run(
-            [sys.executable, __file__, "--child", protocol, str(replicas), str(messages), str(crashes),
-             str(elections)], capture_output=True, text=True, check=True)
-        rows.append(json.loads(child.stdout))
-        print(f"done: {rows[-1]['config']}", file=sys.stderr)
+        for engine in engines:
+            child = subprocess.run([sys.executable, __file__, "--child", engine, *map(str, config_args)],
+                                   capture_output=True, text=True)
+            if child.returncode != 0:
+                sys.exit(f"{engine} failed on {config_args}:\n{child.stderr}")
+            rows.append(json.loads(child.stdout))
+            print(f"done: {rows[-1]['config']} {engine}", file=sys.stderr)
     if args.json:
         print(json.dumps({"machine": machine(), "rows": rows}, indent=2))
     else:
