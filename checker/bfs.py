@@ -1,26 +1,26 @@
 """Exhaustive breadth-first exploration with shortest counterexamples.
 
-Visited states are kept as fingerprints only (`model.state.fingerprint`), each
-mapped to a node number; parents and action indices live in compact arrays, and a
-trace is rebuilt from them and replayed through the model. Level by level, every new
-state is checked against the invariants not yet violated, so the first violation
-found for an invariant is a shortest one.
+Visited states are kept as fingerprints only (`model.state.fingerprint`), split over
+one or more partitions (`checker.partition`); parents and action indices live in
+compact arrays, and a trace is rebuilt from them and replayed through the model. Level
+by level, every new state is checked against the invariants not yet violated, so the
+first violation found for an invariant is a shortest one. Counts, verdicts and traces
+do not depend on the number of workers.
 """
 
 from __future__ import annotations
 
 import time
-from array import array
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from kafka_mc.model import Action, Config, ReplicationModel, State, fingerprint
+from kafka_mc.model import Action, Config, ReplicationModel
 from kafka_mc.model.symmetry import canonical, rename, renaming
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
+from .partition import ROOT, LevelReport
 from .result import CheckResult, Stats, Trace, Violation
-
-ROOT = -1
+from .workers import LocalPartitions, WorkerPartitions
 
 
 @dataclass(frozen=True)
@@ -43,35 +43,12 @@ class Budget:
     max_states: int | None = None
     max_seconds: float | None = None
 
-
-class _Visited:
-    """Fingerprint -> node number, with each node's parent node and action index in arrays."""
-
-    def __init__(self) -> None:
-        self.node_of: dict[int, int] = {}
-        self.parent = array("q")
-        self.action = array("q")  # action index, or the initial-state index for a root
-
-    def add(self, key: int, parent: int, action: int) -> int | None:
-        """The new node's number, or None if the fingerprint was already visited."""
-        if key in self.node_of:
-            return None
-        node = len(self.parent)
-        self.node_of[key] = node
-        self.parent.append(parent)
-        self.action.append(action)
-        return node
-
-    def __len__(self) -> int:
-        return len(self.parent)
-
-    def path(self, model: ReplicationModel, node: int) -> tuple[int, list[Action]]:
-        """The initial-state index and the actions that discovered the node."""
-        actions = []
-        while self.parent[node] != ROOT:
-            actions.append(model.action_at(self.action[node]))
-            node = self.parent[node]
-        return self.action[node], actions[::-1]
+    def exceeded(self, distinct: int, seconds: float) -> str:
+        if self.max_states is not None and distinct >= self.max_states:
+            return f"state budget of {self.max_states} distinct states reached"
+        if self.max_seconds is not None and seconds >= self.max_seconds:
+            return f"time budget of {self.max_seconds:g} s reached"
+        return ""
 
 
 def concrete_trace(model: ReplicationModel, initial: int, actions: list[Action], symmetry: bool) -> Trace:
@@ -95,106 +72,80 @@ def check(
     *,
     keep_going: bool = False,
     symmetry: bool = False,
+    workers: int = 1,
     budget: Budget = Budget(),
     progress: Callable[[Progress], None] | None = None,
 ) -> CheckResult:
     """Explore every state reachable under `config`.
 
-    Stops at the first invariant violation unless `keep_going`, in which case it
-    explores everything and reports the shortest violation of each invariant. With
-    `symmetry`, states equal up to renaming replicas count once (see `model.symmetry`);
-    verdicts are the same and traces stay concrete.
+    Stops after the level of the first invariant violation unless `keep_going`, in which
+    case it explores everything and reports the shortest violation of each invariant.
+    With `symmetry`, states equal up to renaming replicas count once (see
+    `model.symmetry`); verdicts are the same and traces stay concrete. `workers` > 1
+    spreads the visited set over that many processes, with the same results.
     """
-    model = ReplicationModel(config)
-    represent = canonical if symmetry else (lambda state: state)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, not {workers!r}")
     properties = tuple(properties)
-    pending = [p for p in properties if p.kind == ALWAYS]
-    state_witnesses = [p for p in properties if p.kind != ALWAYS and not p.on_step]
-    step_witnesses = [p for p in properties if p.kind != ALWAYS and p.on_step]
-    witness_nodes: dict[str, int] = {}
-    violations: dict[str, int] = {}
-    visited = _Visited()
+    invariants = {p.name for p in properties if p.kind == ALWAYS}
+    model = ReplicationModel(config)
     started = time.perf_counter()
-    generated = 0
-    depth = 0
-    stopped_because = ""
-
-    def examine(state: State, node: int) -> None:
-        for prop in list(pending):
-            if not prop.holds(state):
-                violations[prop.name] = node
-                pending.remove(prop)
-        for prop in list(state_witnesses):
-            if prop.holds(state):
-                witness_nodes[prop.name] = node
-                state_witnesses.remove(prop)
-
-    frontier: list[tuple[int, State]] = []
-    for index, state in enumerate(model.initial_states()):
-        generated += 1
-        state = represent(state)
-        node = visited.add(fingerprint(state), ROOT, index)
-        if node is not None:
-            frontier.append((node, state))
-            examine(state, node)
-
-    def out_of_budget() -> str:
-        if budget.max_states is not None and len(visited) >= budget.max_states:
-            return f"state budget of {budget.max_states} distinct states reached"
-        if budget.max_seconds is not None and time.perf_counter() - started >= budget.max_seconds:
-            return f"time budget of {budget.max_seconds:g} s reached"
-        return ""
-
-    while frontier and not (violations and not keep_going):
-        stopped_because = out_of_budget()
-        if stopped_because:
-            break
-        depth += 1
-        next_frontier: list[tuple[int, State]] = []
-        for parent, state in frontier:
-            for action, following in model.successors(state):
-                generated += 1
-                for prop in list(step_witnesses):
-                    if prop.holds(state, following):
-                        witness_nodes[prop.name] = (parent, model.action_index(action))
-                        step_witnesses.remove(prop)
-                following = represent(following)
-                node = visited.add(fingerprint(following), parent, model.action_index(action))
-                if node is not None:
-                    next_frontier.append((node, following))
-                    examine(following, node)
-            if violations and not keep_going:
+    found: dict[str, tuple] = {}  # property -> (key, where), from the first level it shows in
+    pool = (LocalPartitions(config, properties, symmetry) if workers == 1
+            else WorkerPartitions(config, properties, symmetry, workers))
+    try:
+        totals = LevelReport()
+        _record(found, pool.seed(), totals)
+        frontier, depth, stopped_because = totals.frontier, 0, ""
+        while frontier:
+            if invariants & set(found) and not keep_going:
+                stopped_because = "stopped after the level of the first violation"
                 break
-        frontier = next_frontier
-        if progress:
-            progress(Progress(depth, generated, len(visited), len(frontier), time.perf_counter() - started))
-        if not next_frontier:
-            depth -= 1
-
-    if violations and not keep_going:
-        stopped_because = "stopped at the first violation"
-    complete = not frontier and not stopped_because
-    trace_to = _trace_builder(model, visited, symmetry)
-    stats = Stats(len(visited), generated, depth, time.perf_counter() - started)
+            stopped_because = budget.exceeded(totals.new_states, time.perf_counter() - started)
+            if stopped_because:
+                break
+            level = LevelReport()
+            _record(found, pool.level(set(found)), level)
+            totals.generated += level.generated
+            totals.new_states += level.new_states
+            frontier = level.frontier
+            depth += 1 if level.new_states else 0
+            if progress:
+                progress(Progress(depth, totals.generated, totals.new_states, frontier,
+                                  time.perf_counter() - started))
+        traces = {name: _trace(model, pool, where, symmetry) for name, (_, where) in found.items()}
+    finally:
+        pool.close()
+    engine = "bfs" + ("+symmetry" if symmetry else "") + (f" ({workers} workers)" if workers > 1 else "")
+    violated = sorted((name for name in found if name in invariants), key=lambda n: (len(traces[n]), n))
     return CheckResult(
-        engine="bfs+symmetry" if symmetry else "bfs",
+        engine=engine,
         config=config,
-        complete=complete,
-        stats=stats,
-        violations=tuple(Violation(name, trace_to(node))
-                         for name, node in sorted(violations.items(), key=lambda item: item[1])),
-        witnesses={p.name: p.name in witness_nodes for p in properties if p.kind != ALWAYS},
+        complete=not frontier and not stopped_because,
+        stats=Stats(totals.new_states, totals.generated, depth, time.perf_counter() - started),
+        violations=tuple(Violation(name, traces[name]) for name in violated),
+        witnesses={p.name: p.name in found for p in properties if p.kind != ALWAYS},
         stopped_because=stopped_because,
-        witness_traces={name: trace_to(where) for name, where in witness_nodes.items()},
+        witness_traces={name: trace for name, trace in traces.items() if name not in invariants},
     )
 
 
-def _trace_builder(model: ReplicationModel, visited: _Visited, symmetry: bool):
-    def trace_to(where) -> Trace:
-        """The trace to a node, or, for a step witness, to (parent node, action index)."""
-        node, last = where if isinstance(where, tuple) else (where, None)
-        initial, actions = visited.path(model, node)
-        if last is not None:
-            actions.append(model.action_at(last))
-        return concrete_trace(model, initial, actions, symmetry)
-    return trace_to
+def _record(found: dict[str, tuple], reports: list[LevelReport], level: LevelReport) -> None:
+    """Merge the partitions' reports of one level; a property's first level is the one kept."""
+    for report in reports:
+        level.merge(report)
+    for name, entry in level.found.items():
+        found.setdefault(name, entry)
+
+
+def _trace(model: ReplicationModel, pool, where: tuple, symmetry: bool) -> Trace:
+    """The trace to (partition, node), or for a step witness to (partition, node, action)."""
+    partition, node, *last = where
+    actions = list(last)
+    while True:
+        parent_partition, parent_node, action = pool.link(partition, node)
+        if parent_partition == ROOT:
+            break
+        actions.append(action)
+        partition, node = parent_partition, parent_node
+    return concrete_trace(model, action, [model.action_at(a) for a in reversed(actions)], symmetry)

@@ -80,6 +80,7 @@ def check_command(
     out: Optional[Path] = typer.Option(None, help="Write a report set for every violation into this directory."),
     keep_going: bool = typer.Option(False, "--keep-going", "--continue",
                                     help="Explore everything; report the shortest violation of each invariant."),
+    workers: str = typer.Option("1", metavar="N", help="Worker processes sharing the exploration (same results)."),
     symmetry: bool = typer.Option(False, "--symmetry",
                                   help="Count states equal up to renaming replicas once (same verdicts, concrete traces)."),
     max_states: Optional[str] = typer.Option(None, metavar="N", help="Stop after this many distinct states (run incomplete)."),
@@ -94,6 +95,7 @@ def check_command(
     """Explore every reachable state of one configuration and check the properties."""
     budget = Budget(_number("--max-states", max_states, positive=True),
                     _number("--max-seconds", max_seconds, float, positive=True))
+    worker_count = _number("--workers", workers, positive=True)
     out = _out_dir(out)
     counts = {name: _number(f"--{name.replace('_', '-')}", value) for name, value in
               dict(replicas=replicas, messages=messages, crashes=crashes, elections=elections,
@@ -106,7 +108,8 @@ def check_command(
         _write_tla(config, _out_dir(write_tla))
     reporter = ProgressReporter(enabled=not quiet)
     try:
-        result = check(config, keep_going=keep_going, symmetry=symmetry, budget=budget, progress=reporter)
+        result = check(config, keep_going=keep_going, symmetry=symmetry, workers=worker_count, budget=budget,
+                       progress=reporter)
     finally:
         reporter.close()
     recovery = None

@@ -103,3 +103,18 @@ PINNED = [
 def test_pinned_state_counts_of_the_documented_configurations(case, distinct):
     result = check(load_scenario(SCENARIOS[case]).config, keep_going=True)
     assert result.complete and result.stats.distinct_states == distinct
+
+
+@pytest.mark.parametrize("symmetry", [False, True])
+def test_workers_give_identical_counts_verdicts_and_traces(symmetry):
+    config = Config(protocol="hw", replicas=3, messages=1, crashes=2, elections=1)
+    runs = [check(config, keep_going=True, symmetry=symmetry, workers=n) for n in (1, 2, 3)]
+    assert summary(runs[0]) == summary(runs[1]) == summary(runs[2])
+    assert runs[0].witness_traces == runs[1].witness_traces == runs[2].witness_traces
+    stopped = [check(Config(protocol="hw"), workers=n) for n in (1, 2)]
+    assert summary(stopped[0]) == summary(stopped[1]) and not stopped[0].complete
+
+
+def test_workers_must_be_positive():
+    with pytest.raises(ValueError, match="workers must be a positive integer, not 0"):
+        check(Config(), workers=0)

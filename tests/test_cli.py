@@ -126,6 +126,8 @@ def test_reproduce_writes_every_case(capsys, tmp_path):
     (["check", "--min-isr", "0"], exitcodes.BAD_INPUT, "min_isr must be an integer from 1 to 2, not 0"),
     (["check", "--format", "xml"], exitcodes.USAGE, "'xml' is not one of"),
     (["check", "--max-states", "0"], exitcodes.BAD_INPUT, "--max-states must be greater than 0, not 0"),
+    (["check", "--workers", "0"], exitcodes.BAD_INPUT, "--workers must be greater than 0, not 0"),
+    (["check", "--workers", "many"], exitcodes.BAD_INPUT, "--workers must be an integer, not 'many'"),
     (["check", "--max-seconds", "-1"], exitcodes.BAD_INPUT, "--max-seconds must be greater than 0, not -1"),
     (["check", "--unclean", "yes"], exitcodes.USAGE, "unexpected extra argument"),
     (["check", "--colour"], exitcodes.USAGE, "No such option: --colour"),

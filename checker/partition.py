@@ -1,0 +1,151 @@
+"""One share of a breadth-first exploration: the states whose fingerprint falls to it.
+
+A run with N workers splits the visited set by `fingerprint % N`; with one worker the
+single partition owns everything. Each level, every partition expands its frontier and
+sends each successor to the partition that owns it, which keeps the new ones.
+
+Which parent a state keeps, and which violating state a level reports, is decided by a
+path key, not by arrival order: the key of an initial state is its index, the key of a
+successor is `parent key * A + action index` (A = the number of action slots). Keys of one
+level compare as their action paths do lexicographically, so every state keeps the least
+shortest path to it, the one a sequential search finds first, whatever N is.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+from typing import Callable, NamedTuple
+
+from kafka_mc.model import Config, ReplicationModel, State, fingerprint
+from kafka_mc.model.symmetry import canonical
+from kafka_mc.properties import ALWAYS, Property
+
+ROOT = -1
+
+
+class Candidate(NamedTuple):
+    """A successor on its way to the partition that owns its fingerprint."""
+
+    key: int
+    fingerprint: int
+    parent_partition: int
+    parent_node: int
+    action: int
+    state: State
+
+
+@dataclass
+class LevelReport:
+    """What one partition saw in one level; `found` maps a property to (key, where)."""
+
+    generated: int = 0
+    new_states: int = 0
+    frontier: int = 0
+    found: dict[str, tuple] = field(default_factory=dict)
+
+    def offer(self, name: str, key: int, where: tuple) -> None:
+        if name not in self.found or key < self.found[name][0]:
+            self.found[name] = (key, where)
+
+    def merge(self, other: "LevelReport") -> "LevelReport":
+        self.generated += other.generated
+        self.new_states += other.new_states
+        self.frontier += other.frontier
+        for name, (key, where) in other.found.items():
+            self.offer(name, key, where)
+        return self
+
+
+class Partition:
+    def __init__(self, config: Config, properties: tuple[Property, ...], index: int, count: int,
+                 symmetry: bool):
+        self.model = ReplicationModel(config)
+        self.index, self.count = index, count
+        self.represent: Callable[[State], State] = canonical if symmetry else (lambda state: state)
+        self.invariants = [p for p in properties if p.kind == ALWAYS]
+        self.state_witnesses = [p for p in properties if p.kind != ALWAYS and not p.on_step]
+        self.step_witnesses = [p for p in properties if p.kind != ALWAYS and p.on_step]
+        self.node_of: dict[int, int] = {}
+        self.parent_partition = array("b")
+        self.parent_node = array("q")
+        self.action = array("q")  # the action index, or the initial-state index of a root
+        self.frontier: list[tuple[int, int, State]] = []  # (node, key, state)
+        self.slots = len(self.model.action_names) * config.replicas
+
+    def __len__(self) -> int:
+        return len(self.parent_node)
+
+    def settle(self, names: set[str]) -> None:
+        """Stop looking for properties whose first occurrence is known."""
+        for group in (self.invariants, self.state_witnesses, self.step_witnesses):
+            group[:] = [p for p in group if p.name not in names]
+
+    def seed(self) -> LevelReport:
+        """Take the initial states this partition owns."""
+        candidates = []
+        for index, state in enumerate(self.model.initial_states()):
+            state = self.represent(state)
+            candidates.append(Candidate(index, fingerprint(state), ROOT, ROOT, index, state))
+        report = self.absorb([[c for c in candidates if c.fingerprint % self.count == self.index]])
+        report.generated = len(candidates) if self.index == 0 else 0
+        return report
+
+    def expand(self) -> tuple[list[list[Candidate]], LevelReport]:
+        """Every successor of the frontier, sorted by owning partition, and the step witnesses seen."""
+        outboxes: list[list[Candidate]] = [[] for _ in range(self.count)]
+        report = LevelReport()
+        slots, successors, represent = self.slots, self.model.successors, self.represent
+        action_index = self.model.action_index
+        for node, key, state in self.frontier:
+            for action, following in successors(state):
+                report.generated += 1
+                index = action_index(action)
+                for prop in self.step_witnesses:
+                    if prop.holds(state, following):
+                        report.offer(prop.name, key * slots + index, (self.index, node, index))
+                following = represent(following)
+                digest = fingerprint(following)
+                outboxes[digest % self.count].append(
+                    Candidate(key * slots + index, digest, self.index, node, index, following))
+        self.frontier = []
+        return outboxes, report
+
+    def absorb(self, batches: list[list[Candidate]]) -> LevelReport:
+        """Keep the successors never seen before, each with its least-key parent, and check them."""
+        best: dict[int, Candidate] = {}
+        for batch in batches:
+            for candidate in batch:
+                key = candidate.fingerprint
+                if key in self.node_of:
+                    continue
+                known = best.get(key)
+                if known is None or candidate.key < known.key:
+                    best[key] = candidate
+        report = LevelReport(new_states=len(best))
+        for key, candidate in sorted(best.items(), key=lambda item: item[1].key):
+            node = len(self.parent_node)
+            self.node_of[key] = node
+            self.parent_partition.append(candidate.parent_partition)
+            self.parent_node.append(candidate.parent_node)
+            self.action.append(candidate.action)
+            self.frontier.append((node, candidate.key, candidate.state))
+            for prop in self.invariants:
+                if not prop.holds(candidate.state):
+                    report.offer(prop.name, candidate.key, (self.index, node))
+            for prop in self.state_witnesses:
+                if prop.holds(candidate.state):
+                    report.offer(prop.name, candidate.key, (self.index, node))
+        report.frontier = len(self.frontier)
+        return report
+
+    def level(self, exchange: Callable[[list[list[Candidate]]], list[list[Candidate]]]) -> LevelReport:
+        """Expand the frontier, hand the successors to their owners through `exchange` (which
+        returns the batches addressed to this partition) and absorb what arrives."""
+        outboxes, report = self.expand()
+        return report.merge(self.absorb(exchange(outboxes)))
+
+    def link(self, node: int) -> tuple[int, int, int]:
+        """(parent partition, parent node, action index) of a node; ROOT partition for an
+        initial state, whose action is its initial-state index."""
+        return self.parent_partition[node], self.parent_node[node], self.action[node]

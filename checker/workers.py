@@ -1,0 +1,105 @@
+"""Where the partitions of an exploration live: in this process, or one worker process each.
+
+Worker processes exchange successors directly, each through its own inbox queue, and
+answer the coordinating process over a pipe.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+
+from kafka_mc.model import Config
+from kafka_mc.properties import Property
+
+from .partition import LevelReport, Partition
+
+
+class LocalPartitions:
+    """One partition, in this process."""
+
+    def __init__(self, config: Config, properties: tuple[Property, ...], symmetry: bool):
+        self.partition = Partition(config, properties, 0, 1, symmetry)
+
+    def seed(self) -> list[LevelReport]:
+        return [self.partition.seed()]
+
+    def level(self, settled: set[str]) -> list[LevelReport]:
+        self.partition.settle(settled)
+        return [self.partition.level(lambda outboxes: outboxes)]
+
+    def link(self, partition: int, node: int) -> tuple[int, int, int]:
+        return self.partition.link(node)
+
+    def close(self) -> None:
+        pass
+
+
+def _serve(config, properties, index, count, symmetry, commands, inboxes) -> None:
+    partition = Partition(config, properties, index, count, symmetry)
+
+    def exchange(outboxes):
+        for target, batch in enumerate(outboxes):
+            if target != index:
+                inboxes[target].put(batch)
+        return [outboxes[index]] + [inboxes[index].get() for _ in range(count - 1)]
+
+    while True:
+        command, argument = commands.recv()
+        if command == "seed":
+            commands.send(partition.seed())
+        elif command == "level":
+            partition.settle(argument)
+            commands.send(partition.level(exchange))
+        elif command == "link":
+            commands.send(partition.link(argument))
+        else:
+            return
+
+
+class WorkerPartitions:
+    """N partitions in N worker processes (forked, so they share the loaded model code)."""
+
+    def __init__(self, config: Config, properties: tuple[Property, ...], symmetry: bool, count: int):
+        context = multiprocessing.get_context("fork")
+        inboxes = [context.Queue() for _ in range(count)]
+        self.pipes, self.processes = [], []
+        for index in range(count):
+            ours, theirs = context.Pipe()
+            process = context.Process(target=_serve, daemon=True,
+                                      args=(config, properties, index, count, symmetry, theirs, inboxes))
+            process.start()
+            self.pipes.append(ours)
+            self.processes.append(process)
+
+    def _all(self, command: str, argument=None) -> list:
+        for pipe in self.pipes:
+            pipe.send((command, argument))
+        return [self._receive(pipe) for pipe in self.pipes]
+
+    @staticmethod
+    def _receive(pipe):
+        try:
+            return pipe.recv()
+        except EOFError:
+            raise RuntimeError("a worker process died") from None
+
+    def seed(self) -> list[LevelReport]:
+        return self._all("seed")
+
+    def level(self, settled: set[str]) -> list[LevelReport]:
+        return self._all("level", settled)
+
+    def link(self, partition: int, node: int) -> tuple[int, int, int]:
+        self.pipes[partition].send(("link", node))
+        return self._receive(self.pipes[partition])
+
+    def close(self) -> None:
+        for pipe in self.pipes:
+            try:
+                pipe.send(("stop", None))
+            except OSError:
+                pass
+        for process in self.processes:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.terminate()
