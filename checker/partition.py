@@ -1,8 +1,11 @@
 """One share of a breadth-first exploration: the states whose fingerprint falls to it.
 
-A run with N workers splits the visited set by `fingerprint % N`; with one worker the
-single partition owns everything. Each level, every partition expands its frontier and
-sends each successor to the partition that owns it, which keeps the new ones.
+A run with N workers splits the visited set over N partitions by `owner_of`, a hash of
+the slowly changing part of a state (records written, crashes, the controller's leader
+and epoch, the committed history), so that most successors belong to the partition that
+generated them and never cross between processes. Each level, every partition expands
+its frontier and sends each successor to the partition that owns it, which keeps the
+new ones, deduplicated by their full fingerprint.
 
 Which parent a state keeps, and which violating state a level reports, is decided by a
 path key, not by arrival order: the key of an initial state is its index, the key of a
@@ -22,6 +25,12 @@ from kafka_mc.model.symmetry import canonical
 from kafka_mc.properties import ALWAYS, Property
 
 ROOT = -1
+
+
+def owner_of(state: State, count: int) -> int:
+    """The partition that owns a state: a stable hash (ints only) of its slowly changing part."""
+    controller = state.controller
+    return hash((state.written, state.crashes, controller.epoch, controller.leader, state.committed)) % count
 
 
 class Candidate(NamedTuple):
@@ -87,7 +96,7 @@ class Partition:
         for index, state in enumerate(self.model.initial_states()):
             state = self.represent(state)
             candidates.append(Candidate(index, fingerprint(state), ROOT, ROOT, index, state))
-        report = self.absorb([[c for c in candidates if c.fingerprint % self.count == self.index]])
+        report = self.absorb([[c for c in candidates if owner_of(c.state, self.count) == self.index]])
         report.generated = len(candidates) if self.index == 0 else 0
         return report
 
@@ -95,7 +104,7 @@ class Partition:
         """Every successor of the frontier, sorted by owning partition, and the step witnesses seen."""
         outboxes: list[list[Candidate]] = [[] for _ in range(self.count)]
         report = LevelReport()
-        slots, successors, represent = self.slots, self.model.successors, self.represent
+        slots, successors, represent, count = self.slots, self.model.successors, self.represent, self.count
         action_index = self.model.action_index
         for node, key, state in self.frontier:
             for action, following in successors(state):
@@ -105,9 +114,8 @@ class Partition:
                     if prop.holds(state, following):
                         report.offer(prop.name, key * slots + index, (self.index, node, index))
                 following = represent(following)
-                digest = fingerprint(following)
-                outboxes[digest % self.count].append(
-                    Candidate(key * slots + index, digest, self.index, node, index, following))
+                outboxes[owner_of(following, count)].append(
+                    Candidate(key * slots + index, fingerprint(following), self.index, node, index, following))
         self.frontier = []
         return outboxes, report
 
