@@ -26,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 
 from kafka_mc.model import Config, ConfigError, ReplicationModel, State, parse_action
-from kafka_mc.model.state import ROLE_NAMES, STATUS_NAMES, record_name, replica_index, replica_name
+from kafka_mc.model.state import ROLE_NAMES, STATUS_NAMES, record_name, replica_index
 from kafka_mc.properties import failing_invariants
 
 from .result import ReplayError, Trace

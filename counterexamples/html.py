@@ -9,10 +9,10 @@ from __future__ import annotations
 from html import escape
 
 from kafka_mc.checker.result import Trace
-from kafka_mc.model.state import ROLE_NAMES, STATUS_NAMES, Record, Replica, State, record_name, replica_name
+from kafka_mc.model.state import ROLE_NAMES, Record, Replica, State, record_name, replica_name
 
 from .steps import Step, controller_text, epoch_text, response_text, trace_steps, verdict
-from .views import epochs_text
+from .views import epochs_text, status_text
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
@@ -141,12 +141,14 @@ def _slot(replica: Replica, offset: int) -> str:
 def _replica_info(state: State, index: int) -> str:
     replica = state.replicas[index]
     facts = [
-        STATUS_NAMES[replica.status],
+        status_text(state, index),
         f"role {ROLE_NAMES[replica.role]}",
         f"leader epoch {epoch_text(replica.epoch)}",
         "in ISR" if state.controller.isr >> index & 1 else "not in ISR",
         f"epoch cache {epochs_text(replica)}",
     ]
+    if replica.unflushed:
+        facts.append(f"{replica.unflushed} record(s) not flushed")
     if replica.response:
         facts.append(f"fetch response in flight: {response_text(replica.response)}")
     return " · ".join(facts)

@@ -14,11 +14,11 @@ import itf_py
 
 from kafka_mc.checker.result import Trace
 from kafka_mc.model import Config, ReplicationModel, State, parse_action
-from kafka_mc.model.state import ROLE_NAMES, STATUS_NAMES, Replica, isr_members, record_name, replica_name
+from kafka_mc.model.state import ROLE_NAMES, STATUS_NAMES, isr_members, record_name, replica_name
 
-from .views import leader_name
+from .views import acked_names, leader_name
 
-ITF_VARS = ("replicas", "controller", "written", "crashes", "committed")
+ITF_VARS = ("replicas", "controller", "written", "crashes", "committed", "consumed", "acked")
 INIT = "Init"
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 
@@ -37,12 +37,15 @@ class LogRecord(NamedTuple):
 
 class ReplicaVar(NamedTuple):
     log: list[LogRecord]
+    unflushed: int
     hw: int
     leo: int
     epochCache: list[tuple[int, int]]
     status: str
     role: str
     leaderEpoch: int
+    reachesZooKeeper: bool
+    reachesBrokers: bool
 
 
 class ControllerVar(NamedTuple):
@@ -55,7 +58,7 @@ def state_values(state: State) -> dict[str, Any]:
     """The ITF variables of a state as Python values: records are named tuples, sequences
     lists, sets SortedSets, functions dicts keyed in sorted order, tuples plain tuples."""
     return {
-        "replicas": {replica_name(i): _replica_var(r) for i, r in enumerate(state.replicas)},
+        "replicas": {replica_name(i): _replica_var(state, i) for i in range(len(state.replicas))},
         "controller": ControllerVar(
             leader_name(state),
             state.controller.epoch,
@@ -64,18 +67,24 @@ def state_values(state: State) -> dict[str, Any]:
         "written": state.written,
         "crashes": state.crashes,
         "committed": SortedSet((offset, f"m{msg}") for offset, msg in state.committed),
+        "consumed": SortedSet((offset, f"m{msg}") for offset, msg in state.consumed),
+        "acked": SortedSet(acked_names(state)),
     }
 
 
-def _replica_var(replica: Replica) -> ReplicaVar:
+def _replica_var(state: State, index: int) -> ReplicaVar:
+    replica = state.replicas[index]
     return ReplicaVar(
         log=[LogRecord(record_name(r), r.epoch) for r in replica.log],
+        unflushed=replica.unflushed,
         hw=replica.hw,
         leo=replica.leo,
         epochCache=list(replica.epochs),
         status=STATUS_NAMES[replica.status],
         role=ROLE_NAMES[replica.role],
         leaderEpoch=replica.epoch,
+        reachesZooKeeper=not state.zk_cut >> index & 1,
+        reachesBrokers=not state.peer_cut >> index & 1,
     )
 
 

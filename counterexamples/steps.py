@@ -9,16 +9,14 @@ from kafka_mc.checker.result import Trace
 from kafka_mc.model import Action, State
 from kafka_mc.model.state import (
     ROLE_NAMES,
-    STATUS_NAMES,
     UNKNOWN,
     FetchResponse,
-    Replica,
     record_name,
     replica_name,
 )
 from kafka_mc.properties import failing_invariants
 
-from .views import epochs_text, isr_text, leader_name
+from .views import epochs_text, isr_text, leader_name, status_text
 
 CONTROLLER = "Controller"
 
@@ -75,8 +73,8 @@ def state_changes(before: State, after: State) -> list[Change]:
     leader epoch, then the controller's leader, epoch and ISR."""
     changes = [
         Change(replica_name(index), text)
-        for index, (old, new) in enumerate(zip(before.replicas, after.replicas))
-        for text in _replica_changes(old, new)
+        for index in range(len(before.replicas))
+        for text in _replica_changes(before, after, index)
     ]
     controller_values = (
         ("leader", leader_name(before), leader_name(after)),
@@ -87,14 +85,16 @@ def state_changes(before: State, after: State) -> list[Change]:
     return changes
 
 
-def _replica_changes(old: Replica, new: Replica) -> list[str]:
+def _replica_changes(before: State, after: State, index: int) -> list[str]:
+    old, new = before.replicas[index], after.replicas[index]
     kept = _common_prefix(old.log, new.log)
     texts = [f"truncated to {kept}"] if kept < old.leo else []
     values = (
         ("LEO", old.leo, new.leo),
         ("HW", old.hw, new.hw),
+        ("unflushed", old.unflushed, new.unflushed),
         ("epoch cache", f"[{epochs_text(old)}]", f"[{epochs_text(new)}]"),
-        ("status", STATUS_NAMES[old.status], STATUS_NAMES[new.status]),
+        ("status", status_text(before, index), status_text(after, index)),
         ("role", ROLE_NAMES[old.role], ROLE_NAMES[new.role]),
         ("leader epoch", epoch_text(old.epoch), epoch_text(new.epoch)),
     )

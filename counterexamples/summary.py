@@ -54,7 +54,8 @@ def replay_text(replay: Replay) -> str:
         parts.append(tabulate(replica_rows(state), headers=TABLE_HEADERS))
         fresh = [name for name in step.broken if replay.first_breaks[name] == step.number]
         if fresh:
-            parts.append(f"<<< invariant {', '.join(fresh)} breaks here >>>")
+            parts.append(f"<<< {'invariants' if len(fresh) > 1 else 'invariant'} {', '.join(fresh)} "
+                         f"{'break' if len(fresh) > 1 else 'breaks'} here >>>")
         parts += [f"!!! {mismatch}" for mismatch in step.mismatches]
         parts.append("")
     mismatches = replay.mismatches

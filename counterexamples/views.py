@@ -18,7 +18,21 @@ TABLE_HEADERS = ("replica", "status", "role", "log (epoch)", "LEO", "HW", "epoch
 
 
 def log_text(replica: Replica) -> str:
-    return " ".join(f"{record_name(r)}({r.epoch})" for r in replica.log) or "-"
+    """The records with their epochs; a record only in the page cache (not flushed) ends in `*`."""
+    flushed = replica.leo - replica.unflushed
+    return " ".join(f"{record_name(r)}({r.epoch})" + ("*" if offset >= flushed else "")
+                    for offset, r in enumerate(replica.log)) or "-"
+
+
+def acked_names(state: State) -> list[str]:
+    return [f"m{msg}" for msg in range(1, state.acked.bit_length()) if state.acked >> msg & 1]
+
+
+def status_text(state: State, index: int) -> str:
+    """The replica's status, with the network failures it is behind."""
+    cut = [name for mask, name in ((state.zk_cut, "no ZooKeeper"), (state.peer_cut, "no brokers"))
+           if mask >> index & 1]
+    return ", ".join([STATUS_NAMES[state.replicas[index].status], *cut])
 
 
 def epochs_text(replica: Replica) -> str:
@@ -39,7 +53,7 @@ def replica_rows(state: State) -> list[tuple]:
     return [
         (
             replica_name(index),
-            STATUS_NAMES[replica.status],
+            status_text(state, index),
             ROLE_NAMES[replica.role],
             log_text(replica),
             replica.leo,
@@ -56,6 +70,7 @@ def replica_view(replica: Replica) -> dict:
     response = replica.response
     return {
         "log": [{"msg": record_name(r), "epoch": r.epoch} for r in replica.log],
+        "unflushed": replica.unflushed,
         "leo": replica.leo,
         "hw": replica.hw,
         "epoch_cache": [{"epoch": e, "start_offset": s} for e, s in replica.epochs],
@@ -84,6 +99,10 @@ def state_view(state: State) -> dict:
         "written": state.written,
         "crashes": state.crashes,
         "committed": [{"offset": o, "msg": f"m{m}"} for o, m in state.committed],
+        "consumed": [{"offset": o, "msg": f"m{m}"} for o, m in state.consumed],
+        "acked": acked_names(state),
+        "cut_from_zookeeper": [replica_name(m) for m in isr_members(state.zk_cut)],
+        "cut_from_brokers": [replica_name(m) for m in isr_members(state.peer_cut)],
     }
 
 
@@ -121,7 +140,7 @@ def result_view(result: CheckResult) -> dict:
 def state_label(state: State) -> str:
     """A short multi-line label: one line per replica, then the controller."""
     lines = [
-        f"{replica_name(i)} {STATUS_NAMES[r.status]} {ROLE_NAMES[r.role]}: [{log_text(r)}] LEO={r.leo} HW={r.hw}"
+        f"{replica_name(i)} {status_text(state, i)} {ROLE_NAMES[r.role]}: [{log_text(r)}] LEO={r.leo} HW={r.hw}"
         for i, r in enumerate(state.replicas)
     ]
     lines.append(f"leader={leader_name(state)} epoch={state.controller.epoch} ISR={isr_text(state)}")

@@ -72,9 +72,13 @@ def check_command(
     messages: str = typer.Option("2", metavar="N", help="Producer writes, at most."),
     crashes: str = typer.Option("2", metavar="N", help="Replica crashes, at most."),
     elections: str = typer.Option("1", metavar="N", help="Leader elections after the initial one, at most."),
-    acks: str = typer.Option("all", metavar="all|1", help="Producer acks: all or 1."),
+    acks: str = typer.Option("all", metavar="all|1|0", help="Producer acks: all, 1 or 0."),
     min_isr: str = typer.Option("1", "--min-isr", metavar="N", help="min.insync.replicas (acks=all writes need this many in the ISR)."),
     unclean: bool = typer.Option(False, "--unclean", help="Enable unclean leader election."),
+    no_flush: bool = typer.Option(False, "--no-flush",
+                                  help="Acknowledge from the page cache: a crash loses what was not flushed."),
+    partitions: str = typer.Option("0", metavar="N",
+                                   help="Network failures, at most (a broker cut off from ZooKeeper or the brokers)."),
     output_format: OutputFormat = typer.Option(OutputFormat.text, "--format",
                                                help="text, or json: one JSON object on stdout."),
     out: Optional[Path] = typer.Option(None, help="Write a report set for every violation into this directory."),
@@ -99,9 +103,9 @@ def check_command(
     out = _out_dir(out)
     counts = {name: _number(f"--{name.replace('_', '-')}", value) for name, value in
               dict(replicas=replicas, messages=messages, crashes=crashes, elections=elections,
-                   min_isr=min_isr).items()}
+                   min_isr=min_isr, partitions=partitions).items()}
     try:
-        config = Config(protocol=protocol, acks=acks, unclean=unclean, **counts)
+        config = Config(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **counts)
     except ConfigError as error:
         raise Exit(exitcodes.BAD_INPUT, f"--{error.field.replace('_', '-')}: {error}") from None
     if write_tla is not None:

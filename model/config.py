@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 MIN_REPLICAS, MAX_REPLICAS = 2, 5
-ACKS = ("all", "1")
+ACKS = ("all", "1", "0")
 
 
 class ConfigError(ValueError):
@@ -20,9 +20,11 @@ class ConfigError(ValueError):
 class Config:
     """One partition's replication, bounded so that exploration terminates.
 
-    `messages`, `crashes` and `elections` bound how many producer writes, replica
-    crashes and controller leader elections a behaviour may contain. The initial
-    leader is chosen by the initial state and does not count as an election.
+    `messages`, `crashes`, `elections` and `partitions` bound how many producer writes,
+    replica crashes, controller leader elections and network failures (a broker cut off
+    from ZooKeeper, or from the other brokers) a behaviour may contain. The initial
+    leader is chosen by the initial state and does not count as an election. With
+    `flush` false, appends stay in the page cache until a flush and a crash loses them.
     """
 
     protocol: str = "hw"
@@ -33,6 +35,8 @@ class Config:
     acks: str = "all"
     min_isr: int = 1
     unclean: bool = False
+    flush: bool = True
+    partitions: int = 0
 
     def __post_init__(self) -> None:
         from .protocols import PROTOCOLS  # late: protocols import nothing from here
@@ -48,6 +52,9 @@ class Config:
         _check_int("min_isr", self.min_isr, 1, self.replicas)
         if not isinstance(self.unclean, bool):
             raise ConfigError("unclean", f"unclean must be true or false, not {self.unclean!r}")
+        if not isinstance(self.flush, bool):
+            raise ConfigError("flush", f"flush must be true or false, not {self.flush!r}")
+        _check_int("partitions", self.partitions, 0, 9)
 
     def to_dict(self) -> dict:
         return asdict(self)

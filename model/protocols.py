@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from .state import FOLLOWER, LEADER, TRUNCATING, UNKNOWN, Record, Replica, State
+from .state import FOLLOWER, NO_LEADER, TRUNCATING, UNKNOWN, Record, Replica, State
 
 if TYPE_CHECKING:
     from .replication import ReplicationModel
@@ -23,6 +23,7 @@ def truncate(replica: Replica, offset: int, protocol: "TruncationProtocol") -> R
         return replica
     return replica._replace(
         log=replica.log[:offset],
+        unflushed=max(0, replica.unflushed - (replica.leo - offset)),
         hw=min(replica.hw, offset),
         epochs=protocol.epochs_after_truncate(replica.epochs, offset),
     )
@@ -112,11 +113,12 @@ def follower_truncate_by_leader_epoch(model: "ReplicationModel", state: State, i
     """One OffsetsForLeaderEpoch exchange: the follower sends its latest epoch, truncates to the
     point the protocol derives from the leader's answer, and fetches once truncation is complete."""
     follower = state.replicas[index]
-    leader = state.leader
-    if not (follower.alive and follower.role == TRUNCATING and follower.epoch == state.controller.epoch):
+    if follower.role != TRUNCATING:
         return None
-    if leader is None or not (leader.alive and leader.role == LEADER):
+    leader_index = model.reachable_leader(state, index)
+    if leader_index == NO_LEADER:
         return None
+    leader = state.replicas[leader_index]
     offset, complete = model.protocol.truncation_point(leader, follower)
     follower = truncate(follower, offset, model.protocol)
     return model.with_replica(state, index, follower._replace(role=FOLLOWER) if complete else follower)

@@ -15,9 +15,10 @@ What is simplified, and why:
 - OffsetsForLeaderEpoch request and response are one event (`FollowerTruncateByLeaderEpoch`).
 - The ISR lives in one place, the controller's partition state: a leader's ISR
   changes are written through at once, as `KafkaReplication.tla` assumes.
-- The HW checkpoint is written on every HW change and every append is flushed:
-  both documented cases assume the checkpoint holds the HW of the moment before the
-  crash. Periodic checkpoints and unflushed data are left to the failure catalogue.
+- The HW checkpoint is written on every HW change: both documented cases assume the
+  checkpoint holds the HW of the moment before the crash. Appends are flushed at once
+  unless `flush` is off; then they wait in the page cache for a `ReplicaFlush`, and
+  every crash is a machine failure that loses them (a process crash would not).
 - Time is abstract: a follower whose LEO, as the leader last saw it, is behind the
   leader's LEO may be dropped from the ISR at any moment (`replica.lag.time.max.ms`).
   A follower rejoins the ISR while the leader handles its fetch, as in Kafka, never
@@ -25,9 +26,23 @@ What is simplified, and why:
 - The response carries the HW the leader computed while handling the request, as the
   documents describe (figure 8-7); Kafka 0.10 reads the HW for a response that carries
   records just before raising it, so its followers can lag one HW update more.
-- The controller never fails and elects only after noticing the leader's crash
-  (no preferred-leader or controlled-shutdown elections); removing a dead follower
-  from the ISR does not bump the leader epoch; the last ISR member is never removed.
+- The controller never fails and elects only after noticing that the leader's
+  ZooKeeper session expired, by a crash or a cut (no preferred-leader or
+  controlled-shutdown elections, no controller failover, so seed 003's partition
+  scenario 8 has no counterpart); removing a dead follower from the ISR does not bump
+  the leader epoch; the last ISR member is never removed.
+- Network failures cut one broker off from ZooKeeper and the controller together
+  (`ZkDisconnect`), or from every other broker (`PeerDisconnect`); a full isolation is
+  both. Clients always reach every broker. A leader cut off from ZooKeeper keeps its
+  role; once deposed it keeps the ISR it believed in (`stale_isr`) and serves the
+  followers that have not yet heard of the new epoch. An ISR change it cannot write
+  (cut off, or deposed: the conditional ZooKeeper update fails) does not happen; a
+  failed shrink makes it refuse writes from then on (seed 003, scenario 4), a failed
+  expansion only leaves the follower out.
+- Producers: acks=all is acknowledged once the record is below the HW of a replica
+  acting as leader (retries after NotLeaderForPartition are not modelled), acks=1 and
+  acks=0 once written; an acks=0 send to a leader that crashed unnoticed is lost on
+  the wire.
 - A crashed leader restarts only once the controller has noticed its crash, as a
   bounced broker is handled as a failure followed by a start-up.
 - Clean election picks any live ISR member (Kafka takes the first in assignment
@@ -44,6 +59,8 @@ from .config import Config
 from .protocols import PROTOCOLS, Transition, truncate
 from .state import (
     CRASHED,
+    EXPIRED,
+    FENCED,
     FOLLOWER,
     LEADER,
     NO_LEADER,
@@ -77,12 +94,23 @@ class ReplicationModel:
             "LeaderShrinkIsr": ReplicationModel.leader_shrink_isr,
             "BecomeFollower": ReplicationModel.become_follower,
         }
+        if config.partitions:
+            base["LeaderShrinkIsrFails"] = ReplicationModel.leader_shrink_isr_fails
+        if not config.flush:
+            base["ReplicaFlush"] = ReplicationModel.replica_flush
         tail: dict[str, Transition] = {
             "ReplicaCrash": ReplicationModel.replica_crash,
             "ReplicaRestart": ReplicationModel.replica_restart,
             "ControllerNoticeFailure": ReplicationModel.controller_notice_failure,
             "ControllerElectLeader": ReplicationModel.controller_elect_leader,
         }
+        if config.partitions:
+            tail |= {
+                "ZkDisconnect": ReplicationModel.zk_disconnect,
+                "ZkReconnect": ReplicationModel.zk_reconnect,
+                "PeerDisconnect": ReplicationModel.peer_disconnect,
+                "PeerReconnect": ReplicationModel.peer_reconnect,
+            }
         self.transitions: dict[str, Transition] = {**base, **self.protocol.extra_actions, **tail}
         self.action_names: tuple[str, ...] = tuple(self.transitions)
         self._table: tuple[tuple[Action, Callable], ...] = tuple(
@@ -100,7 +128,7 @@ class ReplicationModel:
 
     def _initial_state(self, leader: int) -> State:
         n = self.config.replicas
-        follower = Replica((), 0, (), UP, FOLLOWER, 0, (), ())
+        follower = Replica((), 0, 0, (), UP, FOLLOWER, 0, (), 0, ())
         replicas = tuple(
             follower._replace(
                 role=LEADER,
@@ -111,7 +139,7 @@ class ReplicationModel:
             else follower
             for index in range(n)
         )
-        return State(replicas, Controller(leader, 0, (1 << n) - 1), 0, 0, ())
+        return State(replicas, Controller(leader, 0, (1 << n) - 1), 0, 0, (), (), 0, 0, 0, 0)
 
     def successors(self, state: State) -> Iterator[tuple[Action, State]]:
         """Every enabled action with its successor, in a fixed order."""
@@ -148,54 +176,99 @@ class ReplicationModel:
         index = state.controller.leader
         if index != NO_LEADER:
             leader = state.replicas[index]
-            if leader.alive and leader.role == LEADER:
+            if leader.acts_as_leader and leader.epoch == state.controller.epoch:
                 return index
         return NO_LEADER
 
-    def _advance_hw(self, state: State) -> State:
-        """The leader's HW rises to the least LEO over the ISR as it knows them; it never falls.
-        Every record then below it joins the `committed` history."""
-        index = self._current_leader(state)
+    @staticmethod
+    def _acting_leader(state: State, epoch: int) -> int:
+        """The live replica acting as leader in `epoch`, or NO_LEADER: the controller's leader,
+        or a deposed one that has not yet heard of a newer epoch."""
+        index = state.controller.leader
+        if index != NO_LEADER and state.replicas[index].epoch == epoch and state.replicas[index].acts_as_leader:
+            return index
+        for index, replica in enumerate(state.replicas):
+            if replica.epoch == epoch and replica.acts_as_leader:
+                return index
+        return NO_LEADER
+
+    def reachable_leader(self, state: State, index: int) -> int:
+        """The leader a live follower talks to: the one acting in the follower's epoch, when
+        neither is cut off from the other brokers; NO_LEADER otherwise."""
+        follower = state.replicas[index]
+        if not follower.alive or state.peer_cut >> index & 1:
+            return NO_LEADER
+        leader = self._acting_leader(state, follower.epoch)
+        if leader == index or leader == NO_LEADER or state.peer_cut >> leader & 1:
+            return NO_LEADER
+        return leader
+
+    @staticmethod
+    def _isr_of(state: State, index: int) -> int:
+        """The ISR the replica acting as leader at `index` works with."""
+        return state.controller.isr if index == state.controller.leader else state.replicas[index].stale_isr
+
+    @staticmethod
+    def _can_write_isr(state: State, index: int) -> bool:
+        """A leader's ISR change reaches ZooKeeper only from the controller's leader, connected."""
+        return index == state.controller.leader and not state.zk_cut >> index & 1
+
+    def _advance_hw(self, state: State, index: int) -> State:
+        """The HW of the leader at `index` rises to the least LEO over its ISR as it knows them;
+        it never falls. Every record then below it becomes readable (`consumed`) and, on the
+        controller's leader, joins the `committed` history."""
         if index == NO_LEADER:
             return state
         leader = state.replicas[index]
         isr_leos = (leader.leo if member == index else leader.remote_leos[member]
-                    for member in isr_members(state.controller.isr))
+                    for member in isr_members(self._isr_of(state, index)))
         hw = max(leader.hw, min(isr_leos))
         if hw != leader.hw:
-            state = self.with_replica(state, index, leader._replace(hw=hw))
-        return self._note_committed(state, state.replicas[index])
-
-    @staticmethod
-    def _note_committed(state: State, leader: Replica) -> State:
-        known = set(state.committed)
-        fresh = [(offset, leader.log[offset].msg) for offset in range(leader.hw)
-                 if (offset, leader.log[offset].msg) not in known]
-        if not fresh:
-            return state
-        return state._replace(committed=tuple(sorted(known.union(fresh))))
+            leader = leader._replace(hw=hw)
+            state = self.with_replica(state, index, leader)
+        below_hw = [(offset, leader.log[offset].msg) for offset in range(leader.hw)]
+        state = state._replace(consumed=_union(state.consumed, below_hw))
+        if self.config.acks == "all":
+            state = state._replace(acked=state.acked | sum(1 << msg for _, msg in below_hw))
+        if index == self._current_leader(state):
+            state = state._replace(committed=_union(state.committed, below_hw))
+        return state
 
     def _with_isr(self, state: State, isr: int) -> State:
-        return self._advance_hw(state._replace(controller=state.controller._replace(isr=isr)))
+        state = state._replace(controller=state.controller._replace(isr=isr))
+        return self._advance_hw(state, self._current_leader(state))
+
+    def _appended(self, replica: Replica, records: tuple[Record, ...]) -> Replica:
+        """The replica with `records` at the end of its log, in the page cache unless flushed."""
+        return replica._replace(
+            log=replica.log + records,
+            unflushed=0 if self.config.flush else replica.unflushed + len(records),
+            epochs=self.protocol.epochs_after_append(replica.epochs, records, replica.leo),
+        )
 
     # ------------------------------------------------------------------- actions
 
     def producer_write(self, state: State, index: int) -> State | None:
         """The leader appends a producer record. With acks=all it refuses (NotEnoughReplicas)
-        while the ISR is smaller than min.insync.replicas."""
+        while its ISR is smaller than min.insync.replicas; a fenced leader refuses every write.
+        A producer's stale metadata may send to a deposed leader that still acts; an acks=0 send
+        to a leader that crashed unnoticed counts as written and reaches no log."""
         config = self.config
-        if index != self._current_leader(state) or state.written >= config.messages:
-            return None
-        if config.acks == "all" and bin(state.controller.isr).count("1") < config.min_isr:
+        if state.written >= config.messages:
             return None
         leader = state.replicas[index]
-        record = Record(state.written + 1, leader.epoch)
-        leader = leader._replace(
-            log=leader.log + (record,),
-            epochs=self.protocol.epochs_after_append(leader.epochs, (record,), leader.leo),
-        )
-        state = self.with_replica(state, index, leader)._replace(written=state.written + 1)
-        return self._advance_hw(state)
+        lost_on_wire = config.acks == "0" and index == state.controller.leader and leader.status == CRASHED
+        if not (lost_on_wire or leader.role == LEADER and leader.alive):
+            return None
+        if config.acks == "all" and bin(self._isr_of(state, index)).count("1") < config.min_isr:
+            return None
+        sent = state._replace(written=state.written + 1)
+        if config.acks != "all":
+            sent = sent._replace(acked=state.acked | 1 << sent.written)
+        if lost_on_wire:
+            return sent
+        leader = self._appended(leader, (Record(sent.written, leader.epoch),))
+        return self._advance_hw(self.with_replica(sent, index, leader), index)
 
     def leader_handle_fetch_request(self, state: State, index: int) -> State | None:
         """The leader takes the follower's fetch offset as its LEO, adds the follower back to the
@@ -203,10 +276,10 @@ class ReplicationModel:
         HW and builds a response with the records from that offset on and the new HW. A fetch
         beyond the leader's LEO gets OffsetOutOfRange."""
         follower = state.replicas[index]
-        leader_index = self._current_leader(state)
-        if leader_index in (NO_LEADER, index) or follower.response:
+        if follower.response or follower.role != FOLLOWER:
             return None
-        if not (follower.alive and follower.role == FOLLOWER and follower.epoch == state.controller.epoch):
+        leader_index = self.reachable_leader(state, index)
+        if leader_index == NO_LEADER:
             return None
         leader = state.replicas[leader_index]
         offset = follower.leo
@@ -214,10 +287,10 @@ class ReplicationModel:
             response = FetchResponse(leader.leo, leader.hw, (), True)
         else:
             isr = state.controller.isr
-            if not isr >> index & 1 and offset >= leader.hw:
+            if not isr >> index & 1 and offset >= leader.hw and self._can_write_isr(state, leader_index):
                 state = state._replace(controller=state.controller._replace(isr=isr | 1 << index))
             leader = leader._replace(remote_leos=_put(leader.remote_leos, index, offset))
-            state = self._advance_hw(self.with_replica(state, leader_index, leader))
+            state = self._advance_hw(self.with_replica(state, leader_index, leader), leader_index)
             leader = state.replicas[leader_index]
             response = FetchResponse(offset, leader.hw, leader.log[offset:], False)
         return self.with_replica(state, index, follower._replace(response=response))
@@ -227,30 +300,37 @@ class ReplicationModel:
         on OffsetOutOfRange it truncates to the leader's LEO."""
         follower = state.replicas[index]
         response = follower.response
-        if not (follower.alive and response):
+        if not (follower.alive and response) or state.peer_cut >> index & 1:
             return None
         follower = follower._replace(response=())
         if response.out_of_range:
             follower = truncate(follower, response.offset, self.protocol)
         else:
-            log = follower.log + response.records
-            follower = follower._replace(
-                log=log,
-                hw=min(len(log), response.hw),
-                epochs=self.protocol.epochs_after_append(follower.epochs, response.records, follower.leo),
-            )
+            follower = self._appended(follower, response.records)
+            follower = follower._replace(hw=min(follower.leo, response.hw))
         return self.with_replica(state, index, follower)
 
     def leader_shrink_isr(self, state: State, index: int) -> State | None:
         """The leader drops a follower it has not seen reach its LEO."""
         leader_index = self._current_leader(state)
         isr = state.controller.isr
-        if leader_index in (NO_LEADER, index) or not isr >> index & 1:
+        if leader_index in (NO_LEADER, index) or not isr >> index & 1 or not self._can_write_isr(state, leader_index):
             return None
         leader = state.replicas[leader_index]
         if leader.remote_leos[index] >= leader.leo:
             return None
         return self._with_isr(state, isr & ~(1 << index))
+
+    def leader_shrink_isr_fails(self, state: State, index: int) -> State | None:
+        """A leader that cannot write to ZooKeeper (cut off, or deposed) tries to drop a lagging
+        follower, fails, and refuses writes from then on (seed 003, partition scenario 4)."""
+        leader = state.replicas[index]
+        if not (leader.role == LEADER and leader.alive) or self._can_write_isr(state, index):
+            return None
+        if not any(member != index and leader.remote_leos[member] < leader.leo
+                   for member in isr_members(self._isr_of(state, index))):
+            return None
+        return self.with_replica(state, index, leader._replace(role=FENCED))
 
     def become_follower(self, state: State, index: int) -> State | None:
         """The replica acts on a LeaderAndIsr naming another leader in a newer epoch; the
@@ -259,15 +339,27 @@ class ReplicationModel:
         controller = state.controller
         if not replica.alive or controller.leader in (NO_LEADER, index) or replica.epoch >= controller.epoch:
             return None
-        replica = replica._replace(epoch=controller.epoch, response=(), remote_leos=())
+        if state.zk_cut >> index & 1:
+            return None
+        replica = replica._replace(epoch=controller.epoch, response=(), stale_isr=0, remote_leos=())
         return self.with_replica(state, index, self.protocol.become_follower(replica))
 
+    def replica_flush(self, state: State, index: int) -> State | None:
+        """The broker's page cache reaches the disk (log.flush.interval, or the OS writing back)."""
+        replica = state.replicas[index]
+        if not replica.unflushed or not replica.alive:
+            return None
+        return self.with_replica(state, index, replica._replace(unflushed=0))
+
     def replica_crash(self, state: State, index: int) -> State | None:
-        """The broker dies: its log, HW checkpoint and epoch cache survive; in-memory state does not."""
+        """The broker dies: its log, HW checkpoint and epoch cache survive, except records not yet
+        flushed; in-memory state does not. A broker whose session had already expired is offline."""
         replica = state.replicas[index]
         if not replica.alive or state.crashes >= self.config.crashes:
             return None
-        replica = replica._replace(status=CRASHED, role=NO_ROLE, epoch=UNKNOWN, response=(), remote_leos=())
+        replica = truncate(replica, replica.leo - replica.unflushed, self.protocol)
+        replica = replica._replace(status=OFFLINE if replica.status == EXPIRED else CRASHED, role=NO_ROLE,
+                                   epoch=UNKNOWN, response=(), stale_isr=0, remote_leos=())
         return self.with_replica(state, index, replica)._replace(crashes=state.crashes + 1)
 
     def replica_restart(self, state: State, index: int) -> State | None:
@@ -275,15 +367,24 @@ class ReplicationModel:
         replica = state.replicas[index]
         if replica.alive or (replica.status == CRASHED and state.controller.leader == index):
             return None
+        if state.zk_cut >> index & 1:
+            return None
         return self.with_replica(state, index, replica._replace(status=UP))
 
     def controller_notice_failure(self, state: State, index: int) -> State | None:
-        """The controller sees the broker's ZooKeeper session expire: a dead leader leaves the
-        partition leaderless; a dead member leaves the ISR unless it is the last one."""
+        """The controller sees the broker's ZooKeeper session expire, after a crash or a cut: a lost
+        leader leaves the partition leaderless (a live one keeps believing in its ISR); a lost
+        member leaves the ISR unless it is the last one."""
         replica = state.replicas[index]
-        if replica.status != CRASHED:
+        if replica.status == CRASHED:
+            replica = replica._replace(status=OFFLINE)
+        elif replica.status == UP and state.zk_cut >> index & 1:
+            replica = replica._replace(status=EXPIRED)
+            if index == state.controller.leader:
+                replica = replica._replace(stale_isr=state.controller.isr)
+        else:
             return None
-        state = self.with_replica(state, index, replica._replace(status=OFFLINE))
+        state = self.with_replica(state, index, replica)
         controller = state.controller
         if controller.leader == index:
             state = state._replace(controller=controller._replace(leader=NO_LEADER))
@@ -294,12 +395,15 @@ class ReplicationModel:
 
     def controller_elect_leader(self, state: State, index: int) -> State | None:
         """The controller elects a live ISR member (any live replica, as the only ISR member,
-        when unclean election is enabled and no ISR member is live) in a new epoch."""
+        when unclean election is enabled and no ISR member is live) in a new epoch. It cannot
+        make a broker it cannot reach the leader."""
         controller = state.controller
         candidate = state.replicas[index]
-        if controller.leader != NO_LEADER or controller.epoch >= self.config.elections or not candidate.alive:
+        if controller.leader != NO_LEADER or controller.epoch >= self.config.elections:
             return None
-        live_isr = [m for m in isr_members(controller.isr) if state.replicas[m].alive]
+        if candidate.status != UP or state.zk_cut >> index & 1:
+            return None
+        live_isr = [m for m in isr_members(controller.isr) if state.replicas[m].status == UP]
         if index in live_isr:
             isr = controller.isr
         elif self.config.unclean and not live_isr:
@@ -311,8 +415,49 @@ class ReplicationModel:
             role=LEADER,
             epoch=epoch,
             response=(),
+            stale_isr=0,
             remote_leos=(UNKNOWN,) * self.config.replicas,
             epochs=self.protocol.epochs_on_become_leader(candidate.epochs, epoch, candidate.leo),
         )
         state = self.with_replica(state, index, leader)._replace(controller=Controller(index, epoch, isr))
-        return self._advance_hw(state)
+        return self._advance_hw(state, index)
+
+    # ------------------------------------------------------------ network failures
+
+    def zk_disconnect(self, state: State, index: int) -> State | None:
+        """The broker loses ZooKeeper and the controller; it keeps running and serving."""
+        if state.cuts >= self.config.partitions or state.replicas[index].status != UP or state.zk_cut >> index & 1:
+            return None
+        return state._replace(zk_cut=state.zk_cut | 1 << index, cuts=state.cuts + 1)
+
+    def zk_reconnect(self, state: State, index: int) -> State | None:
+        """The broker reaches ZooKeeper again: with an expired session it registers anew (and
+        hears of a newer leader by LeaderAndIsr); a fenced leader still leading may write again."""
+        if not state.zk_cut >> index & 1:
+            return None
+        state = state._replace(zk_cut=state.zk_cut & ~(1 << index))
+        replica = state.replicas[index]
+        if replica.status == EXPIRED:
+            replica = replica._replace(status=UP)
+        if replica.role == FENCED and self._can_write_isr(state, index):
+            replica = replica._replace(role=LEADER)
+        return self.with_replica(state, index, replica)
+
+    def peer_disconnect(self, state: State, index: int) -> State | None:
+        """The broker loses every other broker: no fetches to or from it."""
+        if state.cuts >= self.config.partitions or not state.replicas[index].alive or state.peer_cut >> index & 1:
+            return None
+        return state._replace(peer_cut=state.peer_cut | 1 << index, cuts=state.cuts + 1)
+
+    def peer_reconnect(self, state: State, index: int) -> State | None:
+        if not state.peer_cut >> index & 1:
+            return None
+        return state._replace(peer_cut=state.peer_cut & ~(1 << index))
+
+
+def _union(history: tuple[tuple[int, int], ...], entries: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """A sorted history with `entries` added; the same tuple when nothing is new."""
+    known = set(history)
+    if known.issuperset(entries):
+        return history
+    return tuple(sorted(known.union(entries)))

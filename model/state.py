@@ -12,13 +12,15 @@ from typing import NamedTuple
 NO_LEADER = -1
 UNKNOWN = -1  # an epoch or offset a replica does not know
 
-# Replica.status: liveness, and whether the controller has noticed a crash.
-UP, CRASHED, OFFLINE = 0, 1, 2
-STATUS_NAMES = ("up", "crashed", "offline")
+# Replica.status: liveness, and whether the controller has noticed a crash; EXPIRED: the
+# broker runs, but the controller has seen its ZooKeeper session expire.
+UP, CRASHED, OFFLINE, EXPIRED = 0, 1, 2, 3
+STATUS_NAMES = ("up", "crashed", "offline", "expired")
 
-# Replica.role: the in-memory role, set by LeaderAndIsr; NO_ROLE after a restart.
-NO_ROLE, LEADER, TRUNCATING, FOLLOWER = 0, 1, 2, 3
-ROLE_NAMES = ("-", "leader", "truncating", "follower")
+# Replica.role: the in-memory role, set by LeaderAndIsr; NO_ROLE after a restart. FENCED: a
+# leader that failed to write an ISR change to ZooKeeper and refuses writes since.
+NO_ROLE, LEADER, TRUNCATING, FOLLOWER, FENCED = 0, 1, 2, 3, 4
+ROLE_NAMES = ("-", "leader", "truncating", "follower", "fenced leader")
 
 FINGERPRINT_MASK = (1 << 64) - 1
 
@@ -44,8 +46,9 @@ class FetchResponse(NamedTuple):
 
 
 class Replica(NamedTuple):
-    # durable: survives a crash
+    # durable: survives a crash (except the unflushed tail of the log)
     log: tuple[Record, ...]
+    unflushed: int  # how many records at the end of the log are in the page cache only
     hw: int  # the replication-offset-checkpoint
     epochs: tuple[tuple[int, int], ...]  # leader-epoch-checkpoint: (epoch, start offset)
     status: int
@@ -53,6 +56,7 @@ class Replica(NamedTuple):
     role: int
     epoch: int  # the leader epoch of the last LeaderAndIsr it acted on
     response: tuple  # () or a FetchResponse in flight to this replica
+    stale_isr: int  # a deposed leader cut off from the controller: the ISR it still believes in
     remote_leos: tuple[int, ...]  # leader only: its view of every replica's LEO
 
     @property
@@ -61,7 +65,12 @@ class Replica(NamedTuple):
 
     @property
     def alive(self) -> bool:
-        return self.status == UP
+        """The broker process runs (its ZooKeeper session may have expired)."""
+        return self.status == UP or self.status == EXPIRED
+
+    @property
+    def acts_as_leader(self) -> bool:
+        return (self.role == LEADER or self.role == FENCED) and self.alive
 
 
 class Controller(NamedTuple):
@@ -78,6 +87,12 @@ class State(NamedTuple):
     written: int  # producer records written so far
     crashes: int  # crashes so far
     committed: tuple[tuple[int, int], ...]  # history: every (offset, msg) once below the leader's HW
+    consumed: tuple[tuple[int, int], ...]  # history: every (offset, msg) once below the HW of any
+    # replica acting as leader, so readable by a consumer (a deposed leader's too)
+    acked: int  # bitmask over message numbers: writes acknowledged to the producer
+    zk_cut: int  # bitmask: brokers cut off from ZooKeeper and the controller
+    peer_cut: int  # bitmask: brokers cut off from the other brokers
+    cuts: int  # network failures so far
 
     @property
     def leader(self) -> Replica | None:

@@ -14,24 +14,32 @@ from .actions import Action
 from .state import NO_LEADER, State
 
 
+def _permute_mask(mask: int, order: tuple[int, ...]) -> int:
+    return sum(1 << new for new, old in enumerate(order) if mask >> old & 1)
+
+
 def permute(state: State, order: tuple[int, ...]) -> State:
     """The state whose replica i is `state`'s replica order[i], with every reference renamed."""
-    position = {old: new for new, old in enumerate(order)}
     replicas = tuple(
-        replica._replace(remote_leos=tuple(replica.remote_leos[old] for old in order))
+        replica._replace(remote_leos=tuple(replica.remote_leos[old] for old in order),
+                         stale_isr=_permute_mask(replica.stale_isr, order))
         if replica.remote_leos else replica
         for replica in (state.replicas[old] for old in order)
     )
     controller = state.controller
-    leader = NO_LEADER if controller.leader == NO_LEADER else position[controller.leader]
-    isr = sum(1 << position[old] for old in range(len(order)) if controller.isr >> old & 1)
-    return state._replace(replicas=replicas, controller=controller._replace(leader=leader, isr=isr))
+    leader = NO_LEADER if controller.leader == NO_LEADER else order.index(controller.leader)
+    return state._replace(
+        replicas=replicas,
+        controller=controller._replace(leader=leader, isr=_permute_mask(controller.isr, order)),
+        zk_cut=_permute_mask(state.zk_cut, order),
+        peer_cut=_permute_mask(state.peer_cut, order),
+    )
 
 
 def _candidate_orders(state: State):
     """The replica orders that sort replicas by everything but their (order-dependent) view of
     the others; only these can give the least permuted state."""
-    keys = [replica[:-1] for replica in state.replicas]
+    keys = [replica[:-2] for replica in state.replicas]  # not stale_isr, remote_leos
     ranked = sorted(range(len(keys)), key=keys.__getitem__)
     groups: list[list[int]] = []
     for index in ranked:

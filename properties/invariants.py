@@ -9,13 +9,33 @@ from kafka_mc.model.state import NO_LEADER, UNKNOWN, State
 from .base import ALWAYS, Property
 
 
-def no_committed_data_loss(state: State) -> bool:
-    """Every record once below the leader's HW is at the same offset in the current leader's log."""
+def _in_leader_log(state: State, history: tuple[tuple[int, int], ...]) -> bool:
+    """Every (offset, msg) of `history` is at that offset in the controller's leader's log."""
     leader = state.leader
     if leader is None:
         return True
     log = leader.log
-    return all(offset < len(log) and log[offset].msg == msg for offset, msg in state.committed)
+    return all(offset < len(log) and log[offset].msg == msg for offset, msg in history)
+
+
+def no_committed_data_loss(state: State) -> bool:
+    """Every record once below the leader's HW is at the same offset in the current leader's log."""
+    return _in_leader_log(state, state.committed)
+
+
+def no_consumed_record_lost(state: State) -> bool:
+    """Every record a consumer could read below some acting leader's HW (a deposed leader's
+    too) is at the same offset in the current leader's log."""
+    return _in_leader_log(state, state.consumed)
+
+
+def no_acked_data_loss(state: State) -> bool:
+    """Every write acknowledged to the producer is in the current leader's log."""
+    leader = state.leader
+    if leader is None or not state.acked:
+        return True
+    held = sum(1 << record.msg for record in leader.log)
+    return state.acked & ~held == 0
 
 
 def no_log_divergence(state: State) -> bool:
@@ -55,14 +75,19 @@ def leader_in_isr(state: State) -> bool:
 
 
 def epoch_known_only_when_live(state: State) -> bool:
-    """A crashed replica has no in-memory leader epoch, response or remote view."""
-    return all(replica.alive or (replica.epoch == UNKNOWN and not replica.response and not replica.remote_leos)
+    """A crashed replica has no in-memory leader epoch, response or view of the others."""
+    return all(replica.alive or (replica.epoch == UNKNOWN and not replica.response and not replica.remote_leos
+                                 and not replica.stale_isr)
                for replica in state.replicas)
 
 
 INVARIANTS: tuple[Property, ...] = (
     Property("NoCommittedDataLoss", ALWAYS, "seed 000 figures 8-9 to 8-11 (Case L)", no_committed_data_loss),
     Property("NoLogDivergence", ALWAYS, "seed 000 figures 8-12 to 8-14 (Case D)", no_log_divergence),
+    Property("NoAckedDataLoss", ALWAYS, "seed 003, ways to lose acknowledged writes; SCENARIOS section 5",
+             no_acked_data_loss),
+    Property("NoConsumedRecordLost", ALWAYS, "seed 003, partition scenarios 4 and 6: two leaders",
+             no_consumed_record_lost),
     Property("HwBelowLeo", ALWAYS, "seed 000 section 1.3: HW <= LEO", hw_below_leo),
     Property("LeaderEpochMonotonic", ALWAYS, "seed 000 section 1.4: epochs only grow", leader_epoch_monotonic),
     Property("LeaderInIsr", ALWAYS, "seed 002 and SCENARIOS section 2: the leader is in the ISR", leader_in_isr),

@@ -33,7 +33,8 @@ def test_json_summary_has_the_documented_fields(capsys):
     assert code == exitcodes.VIOLATION
     assert {"protocol", "config", "complete", "distinct_states", "violations", "witnesses"} <= set(summary)
     assert summary["complete"] is True and summary["protocol"] == "hw"
-    assert {v["invariant"] for v in summary["violations"]} == {"NoCommittedDataLoss", "NoLogDivergence"}
+    assert {v["invariant"] for v in summary["violations"]} == {"NoAckedDataLoss", "NoCommittedDataLoss",
+                                                              "NoConsumedRecordLost", "NoLogDivergence"}
     step = summary["violations"][0]["trace"][1]
     assert set(step) == {"action", "state"} and step["state"]["replicas"]["A"]["leo"] >= 0
 
@@ -95,7 +96,7 @@ def test_replay_marks_the_breaking_step(capsys):
     case_l = next(p for p in documented_scenarios() if p.stem == "case-l-hw")
     _, out, _ = run(capsys, "replay", str(case_l))
     assert "Step 13: ControllerElectLeader(A)" in out
-    assert "<<< invariant NoCommittedDataLoss breaks here >>>" in out
+    assert "<<< invariants NoCommittedDataLoss, NoAckedDataLoss, NoConsumedRecordLost break here >>>" in out
 
 
 def test_replay_of_a_disabled_step_names_it(capsys, tmp_path):
@@ -121,7 +122,9 @@ def test_reproduce_writes_every_case(capsys, tmp_path):
     (["check", "--messages", "-1"], exitcodes.BAD_INPUT, "messages must be an integer from 0 to 9, not -1"),
     (["check", "--crashes", "12"], exitcodes.BAD_INPUT, "crashes must be an integer from 0 to 9, not 12"),
     (["check", "--elections", "-3"], exitcodes.BAD_INPUT, "elections must be an integer from 0 to 9, not -3"),
-    (["check", "--acks", "0"], exitcodes.BAD_INPUT, "acks '0' is not supported; allowed: all, 1"),
+    (["check", "--acks", "2"], exitcodes.BAD_INPUT, "acks '2' is not supported; allowed: all, 1, 0"),
+    (["check", "--partitions", "10"], exitcodes.BAD_INPUT, "partitions must be an integer from 0 to 9, not 10"),
+    (["check", "--partitions", "x"], exitcodes.BAD_INPUT, "--partitions must be an integer, not 'x'"),
     (["check", "--min-isr", "3"], exitcodes.BAD_INPUT, "min_isr must be an integer from 1 to 2, not 3"),
     (["check", "--min-isr", "0"], exitcodes.BAD_INPUT, "min_isr must be an integer from 1 to 2, not 0"),
     (["check", "--format", "xml"], exitcodes.USAGE, "'xml' is not one of"),

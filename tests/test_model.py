@@ -238,7 +238,9 @@ def test_successor_order_is_deterministic():
     ({"messages": -1}, "messages must be an integer from 0 to 9"),
     ({"crashes": 10}, "crashes must be an integer from 0 to 9"),
     ({"elections": "2"}, "elections must be an integer"),
-    ({"acks": "0"}, "acks '0' is not supported; allowed: all, 1"),
+    ({"acks": "2"}, "acks '2' is not supported; allowed: all, 1, 0"),
+    ({"flush": "no"}, "flush must be true or false, not 'no'"),
+    ({"partitions": -1}, "partitions must be an integer from 0 to 9, not -1"),
     ({"min_isr": 3}, "min_isr must be an integer from 1 to 2, not 3"),
     ({"unclean": "yes"}, "unclean must be true or false"),
 ])

@@ -32,14 +32,15 @@ def test_every_checkpoint_matches_its_figure(case):
 def test_case_l_under_hw_ends_with_m2_on_no_replica():
     replayed, state = final("case-l-hw")
     assert all("m2" not in msgs(replica) for replica in state.replicas)
-    assert replayed.first_breaks == {"NoCommittedDataLoss": 13}  # when A is elected without m2
+    # when A is elected without m2: committed, acknowledged and readable, now lost
+    assert replayed.first_breaks == {"NoCommittedDataLoss": 13, "NoAckedDataLoss": 13, "NoConsumedRecordLost": 13}
 
 
 def test_case_d_under_hw_ends_diverged_with_both_hw_2():
     replayed, state = final("case-d-hw")
     a, b = state.replicas
     assert (msgs(a), a.hw, msgs(b), b.hw) == (["m1", "m2"], 2, ["m1", "m3"], 2)
-    assert set(replayed.first_breaks) == {"NoCommittedDataLoss", "NoLogDivergence"}
+    assert set(replayed.first_breaks) == {"NoAckedDataLoss", "NoCommittedDataLoss", "NoConsumedRecordLost", "NoLogDivergence"}
     assert "NoLogDivergence" in replayed.steps[-1].broken  # and it stays broken
 
 
@@ -57,7 +58,8 @@ def test_case_d_under_leader_epoch_converges_as_figure_8_22():
     a, b = state.replicas
     assert msgs(a) == msgs(b) == ["m1", "m3"] and a.hw == b.hw == a.leo == b.leo == 2
     assert a.epochs == b.epochs == ((0, 0), (1, 1))
-    assert replayed.steps[-1].broken == ("NoCommittedDataLoss",)  # m2 was committed; divergence is gone
+    # m2 was committed and acknowledged; divergence is gone
+    assert set(replayed.steps[-1].broken) == {"NoAckedDataLoss", "NoCommittedDataLoss", "NoConsumedRecordLost"}
 
 
 FINDINGS = {path.stem: path for path in documented_scenarios("findings")}

@@ -351,6 +351,22 @@ NoCommittedDataLoss ==
         LET log == replicas[controller.leader].log
         IN  \A c \in committed : c[1] < Len(log) /\ log[c[1] + 1].msg = c[2]
 
+(* Every write acknowledged to the producer is in the current leader's log *)
+(* (seed 003). acks=all acknowledges what is below a leader's HW, acks=1   *)
+(* every write the leader appended. The twin has no network failures, so  *)
+(* the controller's leader is the only replica ever acting as leader.      *)
+Acked == IF AcksAll THEN {c[2] : c \in committed} ELSE 1 .. written
+
+NoAckedDataLoss ==
+    controller.leader # NoLeader =>
+        \A m \in Acked : \E o \in 1 .. Len(replicas[controller.leader].log) :
+            replicas[controller.leader].log[o].msg = m
+
+(* What a consumer read below a leader's HW stays at its offset. Without   *)
+(* network failures there is no deposed leader still serving, so what was *)
+(* readable is exactly what was committed.                                 *)
+NoConsumedRecordLost == NoCommittedDataLoss
+
 (* No two replicas, live or not, hold different records at an offset below *)
 (* both their HWs (seed 000, Case D).                                      *)
 NoLogDivergence ==
