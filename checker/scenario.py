@@ -6,6 +6,7 @@ A scenario is TOML::
     source = "seed 000, figures 8-9 to 8-11"
     initial_leader = "B"
     steps = ["ProducerWrite(B)", "LeaderHandleFetchRequest(A)", ...]
+    article = "row-1"   # optional: the catalogue case it illustrates (ARTICLE_CASES)
     expected_violations = ["NoCommittedDataLoss"]   # invariants the replay breaks
     exhaustive_violations = ["NoCommittedDataLoss"] # invariants a full check of `config` breaks
 
@@ -33,7 +34,10 @@ from .result import ReplayError, Trace
 
 REPLICA_FIELDS = {"log", "hw", "leo", "epochs", "role", "status"}
 TOP_LEVEL = {"title", "source", "initial_leader", "steps", "config", "checkpoint",
-             "expected_violations", "exhaustive_violations", "description"}
+             "expected_violations", "exhaustive_violations", "description", "article"}
+# What a catalogue scenario illustrates: a row of seed 003's table of ways to lose data, one of
+# its network partition scenarios, or seed 004's three-replica example.
+ARTICLE_CASES = (*(f"row-{n}" for n in range(1, 6)), *(f"partition-{n}" for n in range(1, 9)), "seed-004")
 
 
 class ScenarioError(ValueError):
@@ -57,6 +61,7 @@ class Scenario:
     checkpoints: tuple[Checkpoint, ...]
     expected_violations: tuple[str, ...]
     exhaustive_violations: tuple[str, ...] | None
+    article: str = ""
 
     @property
     def config(self) -> Config:
@@ -146,7 +151,15 @@ def _parse(path: Path, data: dict) -> Scenario:
         checkpoints=tuple(_checkpoint(entry, len(actions), config) for entry in data.get("checkpoint", [])),
         expected_violations=_invariant_names(data, "expected_violations") or (),
         exhaustive_violations=_invariant_names(data, "exhaustive_violations"),
+        article=_article_case(data),
     )
+
+
+def _article_case(data: dict) -> str:
+    case = data.get("article", "")
+    if case and case not in ARTICLE_CASES:
+        raise ValueError(f"article must be one of {', '.join(ARTICLE_CASES)}, not {case!r}")
+    return case
 
 
 def _string(data: dict, key: str) -> str:
@@ -217,5 +230,5 @@ def replay(scenario: Scenario) -> Replay:
     return result
 
 
-__all__ = ["Checkpoint", "Replay", "ReplayError", "ReplayStep", "Scenario", "ScenarioError",
+__all__ = ["ARTICLE_CASES", "Checkpoint", "Replay", "ReplayError", "ReplayStep", "Scenario", "ScenarioError",
            "documented_scenarios", "load_scenario", "replay"]

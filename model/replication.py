@@ -39,10 +39,11 @@ What is simplified, and why:
   (cut off, or deposed: the conditional ZooKeeper update fails) does not happen; a
   failed shrink makes it refuse writes from then on (seed 003, scenario 4), a failed
   expansion only leaves the follower out.
-- Producers: acks=all is acknowledged once the record is below the HW of a replica
-  acting as leader (retries after NotLeaderForPartition are not modelled), acks=1 and
-  acks=0 once written; an acks=0 send to a leader that crashed unnoticed is lost on
-  the wire.
+- Producers: an acks=all write is acknowledged when the HW of the replica acting as
+  leader passes it while that leader's ISR has at least min.insync.replicas members
+  (otherwise the producer gets NotEnoughReplicasAfterAppend); retries are not
+  modelled. acks=1 and acks=0 writes are acknowledged once sent; an acks=0 send to a
+  leader that crashed unnoticed is lost on the wire.
 - A crashed leader restarts only once the controller has noticed its crash, as a
   bounced broker is handled as a failure followed by a start-up.
 - Clean election picks any live ISR member (Kafka takes the first in assignment
@@ -220,16 +221,19 @@ class ReplicationModel:
         if index == NO_LEADER:
             return state
         leader = state.replicas[index]
-        isr_leos = (leader.leo if member == index else leader.remote_leos[member]
-                    for member in isr_members(self._isr_of(state, index)))
-        hw = max(leader.hw, min(isr_leos))
-        if hw != leader.hw:
+        isr = self._isr_of(state, index)
+        isr_leos = (leader.leo if member == index else leader.remote_leos[member] for member in isr_members(isr))
+        old_hw, hw = leader.hw, max(leader.hw, min(isr_leos))
+        if hw != old_hw:
             leader = leader._replace(hw=hw)
             state = self.with_replica(state, index, leader)
-        below_hw = [(offset, leader.log[offset].msg) for offset in range(leader.hw)]
+            if self.config.acks == "all" and bin(isr).count("1") >= self.config.min_isr:
+                # the delayed produce completes (Partition.checkEnoughReplicasReachOffset); with
+                # too small an ISR the producer gets NotEnoughReplicasAfterAppend instead
+                acked = sum(1 << leader.log[offset].msg for offset in range(old_hw, hw))
+                state = state._replace(acked=state.acked | acked)
+        below_hw = [(offset, leader.log[offset].msg) for offset in range(hw)]
         state = state._replace(consumed=_union(state.consumed, below_hw))
-        if self.config.acks == "all":
-            state = state._replace(acked=state.acked | sum(1 << msg for _, msg in below_hw))
         if index == self._current_leader(state):
             state = state._replace(committed=_union(state.committed, below_hw))
         return state

@@ -11,7 +11,7 @@ EXTENDS Integers, Sequences
 
 CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean
 
-VARIABLES replicas, controller, written, crashes, committed
+VARIABLES replicas, controller, written, crashes, committed, acked
 
 (* The LeaderAndIsr naming another leader: cut the log at the local HW and *)
 (* become a follower ("follower" is KafkaReplication's Follower). With no  *)

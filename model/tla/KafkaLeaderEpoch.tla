@@ -14,7 +14,7 @@ EXTENDS Integers, Sequences
 
 CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean
 
-VARIABLES replicas, controller, written, crashes, committed
+VARIABLES replicas, controller, written, crashes, committed, acked
 
 (* The LeaderAndIsr naming another leader: keep the log and wait for the   *)
 (* leader's answer to OffsetsForLeaderEpoch ("truncating" is               *)
@@ -75,7 +75,7 @@ FollowerTruncateByLeaderEpoch(r) ==
         /\ Alive(replicas[l])
         /\ replicas[l].role = Leader
         /\ replicas' = [replicas EXCEPT ![r] = [Truncate(f, target) EXCEPT !.role = Follower]]
-        /\ UNCHANGED <<controller, written, crashes, committed>>
+        /\ UNCHANGED <<controller, written, crashes, committed, acked>>
 
 Next == BaseNext \/ \E r \in Replicas : FollowerTruncateByLeaderEpoch(r)
 

@@ -26,6 +26,7 @@
 (*   written    producer records written so far (record ids 1, 2, ...)     *)
 (*   crashes    crashes so far                                             *)
 (*   committed  history: every <<offset, msg>> once below the leader's HW  *)
+(*   acked      the messages acknowledged to the producer                   *)
 (*                                                                         *)
 (* Offsets are Kafka's, from 0: the record at offset o of a log is         *)
 (* log[o + 1], a replica's LEO is Len(log).                                *)
@@ -73,9 +74,10 @@ ASSUME
     /\ AcksAll \in BOOLEAN /\ Unclean \in BOOLEAN
     /\ MinIsr \in 1 .. Cardinality(Replicas)
 
-VARIABLES replicas, controller, written, crashes, committed
+VARIABLES replicas, controller, written, crashes, committed, acked
 
-vars == <<replicas, controller, written, crashes, committed>>
+vars == <<replicas, controller, written, crashes, committed, acked>>
+history == <<committed, acked>>
 
 NoLeader == "none"      \* controller.leader of a leaderless partition
 Unknown == -1           \* an epoch or offset a replica does not know
@@ -139,13 +141,24 @@ CommittedWith(rs, ctl) ==
     IN  IF l = NoLeader THEN committed
         ELSE committed \cup {<<o, rs[l].log[o + 1].msg>> : o \in 0 .. rs[l].hw - 1}
 
+(* With acks=all, the records the leader's HW passes while its ISR has at  *)
+(* least MinIsr members are acknowledged (Partition.                       *)
+(* checkEnoughReplicasReachOffset); otherwise NotEnoughReplicasAfterAppend. *)
+AckedWith(before, after, ctl) ==
+    LET l == LeaderOf(after, ctl)
+    IN  IF l = NoLeader \/ ~AcksAll \/ Cardinality(ctl.isr) < MinIsr THEN acked
+        ELSE acked \cup {after[l].log[o + 1].msg : o \in before[l].hw .. after[l].hw - 1}
+
 (* The replicas and controller an event produced become the next state,    *)
-(* after the leader has advanced its HW.                                   *)
-Commit(rs, ctl) ==
+(* after the leader has advanced its HW; `sent` is acknowledged at once.    *)
+CommitAcking(rs, ctl, sent) ==
     LET advanced == HwAdvanced(rs, ctl)
     IN  /\ replicas' = advanced
         /\ controller' = ctl
         /\ committed' = CommittedWith(advanced, ctl)
+        /\ acked' = AckedWith(rs, advanced, ctl) \cup sent
+
+Commit(rs, ctl) == CommitAcking(rs, ctl, {})
 
 ----------------------------------------------------------------------------
 (***************************************************************************)
@@ -168,6 +181,7 @@ Init ==
         /\ written = 0
         /\ crashes = 0
         /\ committed = {}
+        /\ acked = {}
 
 ----------------------------------------------------------------------------
 (***************************************************************************)
@@ -183,10 +197,11 @@ ProducerWrite(r) ==
     IN  /\ r = CurrentLeader
         /\ written < MaxMessages
         /\ AcksAll => Cardinality(controller.isr) >= MinIsr
-        /\ Commit([replicas EXCEPT ![r] =
-                      [rep EXCEPT !.log = Append(@, record),
-                                  !.epochs = EpochsAfterAppend(@, <<record>>, Leo(rep))]],
-                  controller)
+        /\ CommitAcking([replicas EXCEPT ![r] =
+                            [rep EXCEPT !.log = Append(@, record),
+                                        !.epochs = EpochsAfterAppend(@, <<record>>, Leo(rep))]],
+                        controller,
+                        IF AcksAll THEN {} ELSE {written + 1})
         /\ written' = written + 1
         /\ UNCHANGED crashes
 
@@ -210,15 +225,17 @@ LeaderHandleFetchRequest(r) ==
            THEN /\ replicas' = [replicas EXCEPT ![r].response =
                                   [offset |-> Leo(replicas[l]), hw |-> replicas[l].hw,
                                    records |-> <<>>, outOfRange |-> TRUE]]
-                /\ UNCHANGED <<controller, committed>>
+                /\ UNCHANGED <<controller, history>>
            ELSE LET ctl == IF r \notin controller.isr /\ offset >= replicas[l].hw
                            THEN [controller EXCEPT !.isr = @ \cup {r}]
                            ELSE controller
-                    rs == HwAdvanced([replicas EXCEPT ![l].remoteLeos[r] = offset], ctl)
+                    seen == [replicas EXCEPT ![l].remoteLeos[r] = offset]
+                    rs == HwAdvanced(seen, ctl)
                     response == [offset |-> offset, hw |-> rs[l].hw,
                                  records |-> Suffix(rs[l].log, offset), outOfRange |-> FALSE]
                 IN  /\ replicas' = [rs EXCEPT ![r].response = response]
                     /\ committed' = CommittedWith(rs, ctl)
+                    /\ acked' = AckedWith(seen, rs, ctl)
                     /\ controller' = ctl
         /\ UNCHANGED <<written, crashes>>
 
@@ -238,7 +255,7 @@ FollowerHandleFetchResponse(r) ==
                       !.log = @ \o response.records,
                       !.hw = Lesser(Leo(f) + Len(response.records), response.hw),
                       !.epochs = EpochsAfterAppend(@, response.records, Leo(f))]]
-        /\ UNCHANGED <<controller, written, crashes, committed>>
+        /\ UNCHANGED <<controller, written, crashes, history>>
 
 (* replica.lag.time.max.ms: the leader drops follower r from the ISR, as   *)
 (* it has not seen r reach its LEO. Time is abstract: this may happen at   *)
@@ -265,7 +282,7 @@ BecomeFollower(r) ==
               BecomeFollowerReplica([rep EXCEPT !.epoch = controller.epoch,
                                                 !.response = NoResponse,
                                                 !.remoteLeos = NoRemoteLeos])]
-        /\ UNCHANGED <<controller, written, crashes, committed>>
+        /\ UNCHANGED <<controller, written, crashes, history>>
 
 (* The broker dies: its log, HW checkpoint and epoch cache survive; its    *)
 (* in-memory state (role, epoch, response, remote LEOs) does not.          *)
@@ -276,7 +293,7 @@ ReplicaCrash(r) ==
           [@ EXCEPT !.status = Crashed, !.role = NoRole, !.epoch = Unknown,
                     !.response = NoResponse, !.remoteLeos = NoRemoteLeos]]
     /\ crashes' = crashes + 1
-    /\ UNCHANGED <<controller, written, committed>>
+    /\ UNCHANGED <<controller, written, history>>
 
 (* The broker starts again and registers; it waits for a LeaderAndIsr. A   *)
 (* crashed leader restarts only once the controller has noticed its crash. *)
@@ -284,7 +301,7 @@ ReplicaRestart(r) ==
     /\ ~ Alive(replicas[r])
     /\ ~ (replicas[r].status = Crashed /\ controller.leader = r)
     /\ replicas' = [replicas EXCEPT ![r].status = Up]
-    /\ UNCHANGED <<controller, written, crashes, committed>>
+    /\ UNCHANGED <<controller, written, crashes, history>>
 
 (* The controller sees r's ZooKeeper session expire: a dead leader leaves  *)
 (* the partition leaderless; a dead member leaves the ISR unless it is the *)
@@ -300,7 +317,7 @@ ControllerNoticeFailure(r) ==
            THEN Commit(rs, [ctl EXCEPT !.isr = remaining])
            ELSE /\ replicas' = rs
                 /\ controller' = ctl
-                /\ UNCHANGED committed
+                /\ UNCHANGED history
         /\ UNCHANGED <<written, crashes>>
 
 (* The controller elects live replica r in a new epoch: a live ISR member, *)
@@ -352,14 +369,10 @@ NoCommittedDataLoss ==
         IN  \A c \in committed : c[1] < Len(log) /\ log[c[1] + 1].msg = c[2]
 
 (* Every write acknowledged to the producer is in the current leader's log *)
-(* (seed 003). acks=all acknowledges what is below a leader's HW, acks=1   *)
-(* every write the leader appended. The twin has no network failures, so  *)
-(* the controller's leader is the only replica ever acting as leader.      *)
-Acked == IF AcksAll THEN {c[2] : c \in committed} ELSE 1 .. written
-
+(* (seed 003).                                                             *)
 NoAckedDataLoss ==
     controller.leader # NoLeader =>
-        \A m \in Acked : \E o \in 1 .. Len(replicas[controller.leader].log) :
+        \A m \in acked : \E o \in 1 .. Len(replicas[controller.leader].log) :
             replicas[controller.leader].log[o].msg = m
 
 (* What a consumer read below a leader's HW stays at its offset. Without   *)
