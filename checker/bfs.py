@@ -79,7 +79,8 @@ def check(
     """Explore every state reachable under `config`.
 
     Stops after the level of the first invariant violation unless `keep_going`, in which
-    case it explores everything and reports the shortest violation of each invariant.
+    case it explores everything and reports the shortest violation of each invariant
+    (stopping early only once every property is decided: all violated or reached).
     With `symmetry`, states equal up to renaming replicas count once (see
     `model.symmetry`); verdicts are the same and traces stay concrete. `workers` > 1
     spreads the visited set over that many processes, with the same results.
@@ -100,6 +101,9 @@ def check(
         while frontier:
             if invariants & set(found) and not keep_going:
                 stopped_because = "stopped after the level of the first violation"
+                break
+            if len(found) == len(properties):
+                stopped_because = "every invariant violated and every witness reached"
                 break
             stopped_because = budget.exceeded(totals.new_states, time.perf_counter() - started)
             if stopped_because:

@@ -211,6 +211,101 @@ def replay_command(
     raise typer.Exit(exitcodes.FAILED if replayed.mismatches else exitcodes.OK)
 
 
+def _choices(flag: str, text: str, allowed: dict[str, object]) -> tuple:
+    """A comma-separated list of values, each one of `allowed` (by its spelling)."""
+    values = [value.strip() for value in text.split(",") if value.strip()]
+    bad = [value for value in values if value not in allowed]
+    if bad or not values:
+        raise Exit(exitcodes.BAD_INPUT, f"{flag}: {', '.join(map(repr, bad)) or 'nothing'} is not allowed; "
+                                        f"give a comma-separated list of {', '.join(allowed)}")
+    return tuple(dict.fromkeys(allowed[value] for value in values))
+
+
+_YES_NO = {"no": False, "yes": True}
+
+
+@app.command("matrix")
+def matrix_command(
+    protocols: str = typer.Option(",".join(PROTOCOLS), metavar="LIST", help="Protocols, comma-separated."),
+    acks: str = typer.Option("all,1,0", metavar="LIST", help="Producer acks values, comma-separated."),
+    min_isr: str = typer.Option("1,2", "--min-isr", metavar="LIST", help="min.insync.replicas values."),
+    unclean: str = typer.Option("no,yes", metavar="LIST", help="Unclean leader election: no, yes or both."),
+    flush: str = typer.Option("yes,no", metavar="LIST", help="Flush every write: yes, no or both."),
+    replicas: str = typer.Option("2", metavar="N", help="Number of replicas in every cell."),
+    messages: str = typer.Option("2", metavar="N", help="Producer writes, at most."),
+    crashes: str = typer.Option("2", metavar="N", help="Replica crashes, at most."),
+    elections: str = typer.Option("1", metavar="N", help="Leader elections after the initial one, at most."),
+    partitions: str = typer.Option("1", metavar="N", help="Network failures, at most."),
+    workers: str = typer.Option("1", metavar="N", help="Cells checked at once, one process each."),
+    max_states: Optional[str] = typer.Option(None, metavar="N", help="Per cell: stop after this many states."),
+    compare: bool = typer.Option(True, "--compare/--no-compare",
+                                 help="Also compare the model with the article's table and partition scenarios."),
+    output_format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text, or json on stdout."),
+    out: Optional[Path] = typer.Option(None, help="Write catalogue.md and a report per violated cell property here."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress on stderr."),
+) -> None:
+    """Which data properties each configuration can violate (protocol x acks x min.insync.replicas x
+    unclean x flush), with the shortest counterexample behind every cell."""
+    from kafka_mc.checker.matrix import Axes, run_matrix
+    from kafka_mc.counterexamples import catalogue
+
+    out = _out_dir(out)
+    axes = Axes(
+        protocols=_choices("--protocols", protocols, {name: name for name in PROTOCOLS}),
+        acks=_choices("--acks", acks, {"all": "all", "1": "1", "0": "0"}),
+        min_isr=_choices("--min-isr", min_isr, {str(n): n for n in range(1, 6)}),
+        unclean=_choices("--unclean", unclean, _YES_NO),
+        flush=_choices("--flush", flush, _YES_NO),
+    )
+    counts = {name: _number(f"--{name}", value) for name, value in
+              dict(replicas=replicas, messages=messages, crashes=crashes, elections=elections,
+                   partitions=partitions).items()}
+    try:
+        bounds = Config(**counts)
+        configs = list(axes.configs(bounds))
+    except ConfigError as error:
+        raise Exit(exitcodes.BAD_INPUT, f"--{error.field.replace('_', '-')}: {error}") from None
+    budget = Budget(_number("--max-states", max_states, positive=True))
+    reporter = ProgressReporter(enabled=not quiet)
+    done = iter(range(1, len(configs) + 1))
+    try:
+        cells = run_matrix(axes, bounds, workers=_number("--workers", workers, positive=True), budget=budget,
+                           progress=lambda cell: reporter.note(f"cell {next(done)}/{len(configs)}: {cell.name}"))
+        comparisons = []
+        if compare:
+            from kafka_mc.checker.article import compare as compare_with_article
+
+            reporter.note("comparing with the article")
+            comparisons = compare_with_article()
+    finally:
+        reporter.close()
+    described = (f"{bounds.replicas} replicas, {bounds.messages} messages, {bounds.crashes} crashes, "
+                 f"{bounds.elections} elections and {bounds.partitions} network failures")
+    if out is not None:
+        _write_catalogue(out, cells, comparisons, described)
+    if output_format is OutputFormat.json:
+        print(json.dumps({"bounds": described, "cells": catalogue.matrix_json(cells)}, indent=2))
+    else:
+        print(catalogue.matrix_table(cells))
+        if comparisons:
+            print()
+            print(catalogue.comparison_table(comparisons, "simple"))
+    undecided = [cell for cell in cells if not cell.decided]
+    raise typer.Exit(exitcodes.INCOMPLETE if undecided else exitcodes.OK)
+
+
+def _write_catalogue(out: Path, cells, comparisons, described: str) -> None:
+    from kafka_mc.counterexamples.catalogue import catalogue_markdown
+    from kafka_mc.counterexamples.reports import write_files, write_reports
+
+    for cell in cells:
+        for violation in cell.result.violations:
+            write_reports(violation.trace, violation.invariant, out / "cells" / cell.name, violation.invariant,
+                          f"{violation.invariant} violated: {cell.name}")
+    for path in write_files(out, {"catalogue.md": catalogue_markdown(cells, comparisons, described)}):
+        print(f"wrote {path}", file=sys.stderr)
+
+
 @app.command("reproduce")
 def reproduce_command(
     out: Path = typer.Option(Path("counterexamples/documented"), help="Directory for the reports."),

@@ -10,9 +10,10 @@ from .base import ALWAYS, Property
 
 
 def _in_leader_log(state: State, history: tuple[tuple[int, int], ...]) -> bool:
-    """Every (offset, msg) of `history` is at that offset in the controller's leader's log."""
+    """Every (offset, msg) of `history` is at that offset in the log of the controller's leader,
+    while it is live (a crashed leader without flushed data is no later leader yet)."""
     leader = state.leader
-    if leader is None:
+    if leader is None or not leader.alive:
         return True
     log = leader.log
     return all(offset < len(log) and log[offset].msg == msg for offset, msg in history)
@@ -30,9 +31,9 @@ def no_consumed_record_lost(state: State) -> bool:
 
 
 def no_acked_data_loss(state: State) -> bool:
-    """Every write acknowledged to the producer is in the current leader's log."""
+    """Every write acknowledged to the producer is in the live current leader's log."""
     leader = state.leader
-    if leader is None or not state.acked:
+    if leader is None or not leader.alive or not state.acked:
         return True
     held = sum(1 << record.msg for record in leader.log)
     return state.acked & ~held == 0

@@ -362,16 +362,16 @@ BaseNext ==
 (***************************************************************************)
 
 (* Every record once below the leader's HW is at the same offset in the    *)
-(* current leader's log (seed 000, Case L).                                *)
+(* current leader's log, while it is live (seed 000, Case L).              *)
 NoCommittedDataLoss ==
-    controller.leader # NoLeader =>
+    controller.leader # NoLeader /\ Alive(replicas[controller.leader]) =>
         LET log == replicas[controller.leader].log
         IN  \A c \in committed : c[1] < Len(log) /\ log[c[1] + 1].msg = c[2]
 
 (* Every write acknowledged to the producer is in the current leader's log *)
 (* (seed 003).                                                             *)
 NoAckedDataLoss ==
-    controller.leader # NoLeader =>
+    controller.leader # NoLeader /\ Alive(replicas[controller.leader]) =>
         \A m \in acked : \E o \in 1 .. Len(replicas[controller.leader].log) :
             replicas[controller.leader].log[o].msg = m
 

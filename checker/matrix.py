@@ -1,0 +1,94 @@
+"""The failure catalogue: which data properties each producer and broker configuration can
+violate, with the shortest counterexample behind every cell.
+
+A matrix is the product of its axes (protocol x acks x min.insync.replicas x unclean
+election x flush), every cell checked exhaustively under the same bounds, with symmetry
+reduction (same verdicts and shortest lengths, concrete traces) and a process per cell.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from itertools import product
+from typing import Callable, Iterator
+
+from kafka_mc.model import PROTOCOLS, Config
+from kafka_mc.model.config import ACKS
+from kafka_mc.properties import INVARIANTS, WITNESSES
+
+from .bfs import Budget, check
+from .result import CheckResult
+
+DATA_PROPERTIES = ("NoAckedDataLoss", "NoCommittedDataLoss", "NoConsumedRecordLost", "NoLogDivergence")
+_CHECKED = tuple(p for p in INVARIANTS if p.name in DATA_PROPERTIES) + WITNESSES
+
+
+@dataclass(frozen=True)
+class Axes:
+    """The settings a matrix varies; every combination is a cell."""
+
+    protocols: tuple[str, ...] = tuple(PROTOCOLS)
+    acks: tuple[str, ...] = ACKS
+    min_isr: tuple[int, ...] = (1, 2)
+    unclean: tuple[bool, ...] = (False, True)
+    flush: tuple[bool, ...] = (True, False)
+
+    def configs(self, bounds: Config) -> Iterator[Config]:
+        """One configuration per cell: `bounds` with the cell's settings."""
+        for protocol, acks, min_isr, unclean, flush in product(
+                self.protocols, self.acks, self.min_isr, self.unclean, self.flush):
+            yield dataclasses.replace(bounds, protocol=protocol, acks=acks, min_isr=min_isr, unclean=unclean,
+                                      flush=flush)
+
+
+DEFAULT_BOUNDS = Config(replicas=2, messages=2, crashes=2, elections=1, partitions=1)
+
+
+@dataclass(frozen=True)
+class Cell:
+    config: Config
+    result: CheckResult
+
+    @property
+    def name(self) -> str:
+        c = self.config
+        return (f"{c.protocol}-acks-{c.acks}-min-isr-{c.min_isr}-{'unclean' if c.unclean else 'clean'}"
+                f"-{'flush' if c.flush else 'no-flush'}")
+
+    @property
+    def decided(self) -> bool:
+        """The verdicts are final: the space was explored, or every property was decided."""
+        return self.result.complete or len(self.result.violations) == len(DATA_PROPERTIES)
+
+    def shortest(self, invariant: str) -> int | None:
+        """The length of the invariant's shortest counterexample, None when it holds."""
+        return next((len(v.trace) for v in self.result.violations if v.invariant == invariant), None)
+
+    def verdict(self, invariant: str) -> str:
+        length = self.shortest(invariant)
+        if length is not None:
+            return f"violated ({length} steps)"
+        return "holds" if self.decided else "unknown (budget)"
+
+
+def check_cell(config: Config, budget: Budget = Budget()) -> Cell:
+    return Cell(config, check(config, _CHECKED, keep_going=True, symmetry=True, budget=budget))
+
+
+def run_matrix(axes: Axes, bounds: Config = DEFAULT_BOUNDS, *, workers: int = 1, budget: Budget = Budget(),
+               progress: Callable[[Cell], None] | None = None) -> list[Cell]:
+    """Check every cell, `workers` cells at a time; cells come back in axis order."""
+    configs = list(axes.configs(bounds))
+    if workers == 1:
+        cells = (check_cell(config, budget) for config in configs)
+        return [_reported(cell, progress) for cell in cells]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return [_reported(cell, progress) for cell in pool.map(check_cell, configs, [budget] * len(configs))]
+
+
+def _reported(cell: Cell, progress: Callable[[Cell], None] | None) -> Cell:
+    if progress:
+        progress(cell)
+    return cell
