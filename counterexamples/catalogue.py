@@ -60,7 +60,7 @@ def comparison_table(comparisons: list[Comparison], tablefmt: str = "github") ->
         broken = ", ".join(f"{name} at step {step}" for name, step in comparison.replayed.first_breaks.items()) \
             if comparison.replayed else "-"
         closing = ", ".join(f"{key}={value}" for key, value in claim.closed_by.items()) or "-"
-        agrees = {True: "agrees", False: "**disagrees**", None: "not expressible"}[comparison.agrees]
+        agrees = {True: "agrees", False: "**disagrees**", None: "no catalogue scenario"}[comparison.agrees]
         rows.append([
             claim.case,
             claim.says,
