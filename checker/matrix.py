@@ -66,12 +66,6 @@ class Cell:
         """The length of the invariant's shortest counterexample, None when it holds."""
         return next((len(v.trace) for v in self.result.violations if v.invariant == invariant), None)
 
-    def verdict(self, invariant: str) -> str:
-        length = self.shortest(invariant)
-        if length is not None:
-            return f"violated ({length} steps)"
-        return "holds" if self.decided else "unknown (budget)"
-
 
 def check_cell(config: Config, budget: Budget = Budget()) -> Cell:
     return Cell(config, check(config, _CHECKED, keep_going=True, symmetry=True, budget=budget))

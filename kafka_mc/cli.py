@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -47,6 +48,20 @@ def _number(flag: str, text: Optional[str], kind: type = int, positive: bool = F
     if positive and value <= 0:
         raise Exit(exitcodes.BAD_INPUT, f"{flag} must be greater than 0, not {text}")
     return value
+
+
+def _counts(**options: str) -> dict[str, int]:
+    """Integer options by their Config field name, each parsed with the flag named in errors."""
+    return {name: _number(f"--{name.replace('_', '-')}", value) for name, value in options.items()}
+
+
+@contextmanager
+def _config_errors():
+    """A ConfigError becomes a bad-input exit naming the option and the allowed values."""
+    try:
+        yield
+    except ConfigError as error:
+        raise Exit(exitcodes.BAD_INPUT, f"--{error.field.replace('_', '-')}: {error}") from None
 
 
 def _out_dir(out: Optional[Path]) -> Optional[Path]:
@@ -101,13 +116,10 @@ def check_command(
                     _number("--max-seconds", max_seconds, float, positive=True))
     worker_count = _number("--workers", workers, positive=True)
     out = _out_dir(out)
-    counts = {name: _number(f"--{name.replace('_', '-')}", value) for name, value in
-              dict(replicas=replicas, messages=messages, crashes=crashes, elections=elections,
-                   min_isr=min_isr, partitions=partitions).items()}
-    try:
+    counts = _counts(replicas=replicas, messages=messages, crashes=crashes, elections=elections,
+                     min_isr=min_isr, partitions=partitions)
+    with _config_errors():
         config = Config(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **counts)
-    except ConfigError as error:
-        raise Exit(exitcodes.BAD_INPUT, f"--{error.field.replace('_', '-')}: {error}") from None
     if write_tla is not None:
         _write_tla(config, _out_dir(write_tla))
     reporter = ProgressReporter(enabled=not quiet)
@@ -257,14 +269,11 @@ def matrix_command(
         unclean=_choices("--unclean", unclean, _YES_NO),
         flush=_choices("--flush", flush, _YES_NO),
     )
-    counts = {name: _number(f"--{name}", value) for name, value in
-              dict(replicas=replicas, messages=messages, crashes=crashes, elections=elections,
-                   partitions=partitions).items()}
-    try:
+    counts = _counts(replicas=replicas, messages=messages, crashes=crashes, elections=elections,
+                     partitions=partitions)
+    with _config_errors():
         bounds = Config(**counts)
         configs = list(axes.configs(bounds))
-    except ConfigError as error:
-        raise Exit(exitcodes.BAD_INPUT, f"--{error.field.replace('_', '-')}: {error}") from None
     budget = Budget(_number("--max-states", max_states, positive=True))
     reporter = ProgressReporter(enabled=not quiet)
     done = iter(range(1, len(configs) + 1))
