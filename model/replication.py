@@ -39,10 +39,12 @@ What is simplified, and why:
   (cut off, or deposed: the conditional ZooKeeper update fails) does not happen; a
   failed shrink makes it refuse writes from then on (seed 003, scenario 4), a failed
   expansion only leaves the follower out.
-- Producers: an acks=all write is acknowledged when the HW of the replica acting as
-  leader passes it while that leader's ISR has at least min.insync.replicas members
-  (otherwise the producer gets NotEnoughReplicasAfterAppend); retries are not
-  modelled. acks=1 and acks=0 writes are acknowledged once sent; an acks=0 send to a
+- Producers: an acks=all write is acknowledged when the HW of the replica that took
+  it passes it, in the epoch it took it in, while that leader's ISR has at least
+  min.insync.replicas members (otherwise the producer gets NotEnoughReplicasAfterAppend);
+  a leader that crashes or moves to another epoch first answers with an error (Kafka's
+  purgatory also survives a re-election of the same live broker; here it does not).
+  Retries are not modelled. acks=1 and acks=0 writes are acknowledged once sent; an acks=0 send to a
   leader that crashed unnoticed is lost on the wire.
 - A crashed leader restarts only once the controller has noticed its crash, as a
   bounced broker is handled as a failure followed by a start-up.
@@ -230,7 +232,9 @@ class ReplicationModel:
             if self.config.acks == "all" and bin(isr).count("1") >= self.config.min_isr:
                 # the delayed produce completes (Partition.checkEnoughReplicasReachOffset); with
                 # too small an ISR the producer gets NotEnoughReplicasAfterAppend instead
-                acked = sum(1 << leader.log[offset].msg for offset in range(old_hw, hw))
+                # only the leader that took the write holds it in purgatory: its own records carry
+                # its epoch; a crash or a new epoch ends the wait without an acknowledgement
+                acked = sum(1 << record.msg for record in leader.log[old_hw:hw] if record.epoch == leader.epoch)
                 state = state._replace(acked=state.acked | acked)
         below_hw = [(offset, leader.log[offset].msg) for offset in range(hw)]
         state = state._replace(consumed=_union(state.consumed, below_hw))

@@ -94,10 +94,10 @@ def test_three_replicas_explore_and_find_hw_loss():
 # Regression pins: TLC on the TLA+ twin finds the same numbers (tests/test_tla_twin.py runs
 # the cross-check on smaller configurations; `kafka-mc check --write-tla DIR` writes these).
 PINNED = [
-    ("case-l-hw", 4410),
-    ("case-l-leader-epoch", 5802),
-    ("case-d-hw", 13530),
-    ("case-d-leader-epoch", 16970),
+    ("case-l-hw", 4980),
+    ("case-l-leader-epoch", 6462),
+    ("case-d-hw", 15816),
+    ("case-d-leader-epoch", 19584),
 ]
 
 

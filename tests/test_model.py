@@ -65,6 +65,19 @@ def test_acks_all_refused_below_min_isr_but_acks_1_accepted():
     assert enabled(relaxed, run(relaxed, A, "LeaderShrinkIsr(B)"), "ProducerWrite(A)")
 
 
+def test_acks_all_acknowledged_only_by_the_leader_that_took_the_write():
+    m = model(replicas=3, crashes=1, elections=1)
+    state = run(m, A, "ProducerWrite(A)", "LeaderHandleFetchRequest(B)", "FollowerHandleFetchResponse(B)",
+                "LeaderHandleFetchRequest(C)", "FollowerHandleFetchResponse(C)", "LeaderHandleFetchRequest(B)",
+                "LeaderHandleFetchRequest(C)")
+    assert state.replicas[A].hw == 1 and state.acked == 0b10  # A's HW passed m1 in A's epoch
+    state = run(m, A, "ProducerWrite(A)", "LeaderHandleFetchRequest(B)", "FollowerHandleFetchResponse(B)",
+                "ReplicaCrash(A)", "ControllerNoticeFailure(A)", "ControllerElectLeader(B)",
+                "BecomeFollower(C)", "LeaderHandleFetchRequest(C)", "FollowerHandleFetchResponse(C)",
+                "LeaderHandleFetchRequest(C)")
+    # B's HW passes m1, but A's producer request died with A: m1 is committed, never acknowledged
+    assert state.replicas[B].hw == 1 and state.committed == ((0, 1),) and state.acked == 0
+
 def test_fetch_request_records_follower_leo_and_advances_hw():
     m = model()
     state = run(m, A, "ProducerWrite(A)", "LeaderHandleFetchRequest(B)")

@@ -144,10 +144,13 @@ CommittedWith(rs, ctl) ==
 (* With acks=all, the records the leader's HW passes while its ISR has at  *)
 (* least MinIsr members are acknowledged (Partition.                       *)
 (* checkEnoughReplicasReachOffset); otherwise NotEnoughReplicasAfterAppend. *)
+(* Only the leader that took a write acknowledges it: its own records carry *)
+(* its epoch; a crash or a new epoch ends the wait with an error.          *)
 AckedWith(before, after, ctl) ==
     LET l == LeaderOf(after, ctl)
     IN  IF l = NoLeader \/ ~AcksAll \/ Cardinality(ctl.isr) < MinIsr THEN acked
-        ELSE acked \cup {after[l].log[o + 1].msg : o \in before[l].hw .. after[l].hw - 1}
+        ELSE acked \cup {after[l].log[o + 1].msg : o \in {o \in before[l].hw .. after[l].hw - 1 :
+                                                          after[l].log[o + 1].epoch = after[l].epoch}}
 
 (* The replicas and controller an event produced become the next state,    *)
 (* after the leader has advanced its HW; `sent` is acknowledged at once.    *)
