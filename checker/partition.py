@@ -16,7 +16,9 @@ shortest path to it, the one a sequential search finds first, whatever N is.
 
 from __future__ import annotations
 
+import gc
 from array import array
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
@@ -31,6 +33,20 @@ def owner_of(state: State, count: int) -> int:
     """The partition that owns a state: a stable hash (ints only) of its slowly changing part."""
     controller = state.controller
     return hash((state.written, state.crashes, controller.epoch, controller.leader, state.committed)) % count
+
+
+@contextmanager
+def without_cyclic_gc():
+    """States are acyclic tuples of ints, freed by reference counting; the cyclic collector
+    would only walk the growing frontier and visited set again and again (on a 6.5e5-state run
+    it took more than half the time)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class Candidate(NamedTuple):
@@ -75,7 +91,7 @@ class Partition:
         self.invariants = [p for p in properties if p.kind == ALWAYS]
         self.state_witnesses = [p for p in properties if p.kind != ALWAYS and not p.on_step]
         self.step_witnesses = [p for p in properties if p.kind != ALWAYS and p.on_step]
-        self.node_of: dict[int, int] = {}
+        self.seen: set[int] = set()  # the fingerprints of every state this partition owns
         self.parent_partition = array("b")
         self.parent_node = array("q")
         self.action = array("q")  # the action index, or the initial-state index of a root
@@ -104,20 +120,23 @@ class Partition:
         """Every successor of the frontier, sorted by owning partition, and the step witnesses seen."""
         outboxes: list[list[Candidate]] = [[] for _ in range(self.count)]
         report = LevelReport()
-        slots, successors, represent, count = self.slots, self.model.successors, self.represent, self.count
-        action_index = self.model.action_index
-        for node, key, state in self.frontier:
-            for action, following in successors(state):
+        for node, key, state, slot, following in self._successors(report):
+            outboxes[owner_of(following, self.count)].append(
+                Candidate(key * self.slots + slot, fingerprint(following), self.index, node, slot, following))
+        return outboxes, report
+
+    def _successors(self, report: LevelReport):
+        """(node, key, state, action slot, successor) for the whole frontier, which it empties,
+        in key order; counts them and offers the step witnesses to `report`."""
+        frontier, self.frontier = self.frontier, []
+        slots, successors, represent = self.slots, self.model.indexed_successors, self.represent
+        for node, key, state in frontier:
+            for slot, following in successors(state):
                 report.generated += 1
-                index = action_index(action)
                 for prop in self.step_witnesses:
                     if prop.holds(state, following):
-                        report.offer(prop.name, key * slots + index, (self.index, node, index))
-                following = represent(following)
-                outboxes[owner_of(following, count)].append(
-                    Candidate(key * slots + index, fingerprint(following), self.index, node, index, following))
-        self.frontier = []
-        return outboxes, report
+                        report.offer(prop.name, key * slots + slot, (self.index, node, slot))
+                yield node, key, state, slot, represent(following)
 
     def absorb(self, batches: list[list[Candidate]]) -> LevelReport:
         """Keep the successors never seen before, each with its least-key parent, and check them."""
@@ -125,25 +144,44 @@ class Partition:
         for batch in batches:
             for candidate in batch:
                 key = candidate.fingerprint
-                if key in self.node_of:
+                if key in self.seen:
                     continue
                 known = best.get(key)
                 if known is None or candidate.key < known.key:
                     best[key] = candidate
-        report = LevelReport(new_states=len(best))
-        for key, candidate in sorted(best.items(), key=lambda item: item[1].key):
-            node = len(self.parent_node)
-            self.node_of[key] = node
-            self.parent_partition.append(candidate.parent_partition)
-            self.parent_node.append(candidate.parent_node)
-            self.action.append(candidate.action)
-            self.frontier.append((node, candidate.key, candidate.state))
-            for prop in self.invariants:
-                if not prop.holds(candidate.state):
-                    report.offer(prop.name, candidate.key, (self.index, node))
-            for prop in self.state_witnesses:
-                if prop.holds(candidate.state):
-                    report.offer(prop.name, candidate.key, (self.index, node))
+        report = LevelReport()
+        for fingerprint_, c in sorted(best.items(), key=lambda item: item[1].key):
+            self._keep(fingerprint_, c.parent_partition, c.parent_node, c.action, c.key, c.state, report)
+        report.frontier = len(self.frontier)
+        return report
+
+    def _keep(self, fingerprint_: int, parent_partition: int, parent_node: int, action: int, key: int,
+              state: State, report: LevelReport) -> None:
+        """Number a new state, link it to its parent, queue it and check it."""
+        node = len(self.parent_node)
+        self.seen.add(fingerprint_)
+        self.parent_partition.append(parent_partition)
+        self.parent_node.append(parent_node)
+        self.action.append(action)
+        self.frontier.append((node, key, state))
+        report.new_states += 1
+        for prop in self.invariants:
+            if not prop.holds(state):
+                report.offer(prop.name, key, (self.index, node))
+        for prop in self.state_witnesses:
+            if prop.holds(state):
+                report.offer(prop.name, key, (self.index, node))
+
+    def level_alone(self) -> LevelReport:
+        """`level` for the only partition of a run: the frontier is in key order and each
+        state's successors come in action order, so the first path to a new state is its
+        least one; successors are kept as they come, with no candidates and no sorting."""
+        report = LevelReport()
+        seen, slots = self.seen, self.slots
+        for node, key, _, slot, following in self._successors(report):
+            fingerprint_ = fingerprint(following)
+            if fingerprint_ not in seen:
+                self._keep(fingerprint_, self.index, node, slot, key * slots + slot, following, report)
         report.frontier = len(self.frontier)
         return report
 

@@ -11,7 +11,7 @@ import multiprocessing
 from kafka_mc.model import Config
 from kafka_mc.properties import Property
 
-from .partition import LevelReport, Partition
+from .partition import LevelReport, Partition, without_cyclic_gc
 
 
 class LocalPartitions:
@@ -25,7 +25,7 @@ class LocalPartitions:
 
     def level(self, settled: set[str]) -> list[LevelReport]:
         self.partition.settle(settled)
-        return [self.partition.level(lambda outboxes: outboxes)]
+        return [self.partition.level_alone()]
 
     def link(self, partition: int, node: int) -> tuple[int, int, int]:
         return self.partition.link(node)
@@ -35,6 +35,11 @@ class LocalPartitions:
 
 
 def _serve(config, properties, index, count, symmetry, commands, inboxes) -> None:
+    with without_cyclic_gc():
+        _serve_partition(config, properties, index, count, symmetry, commands, inboxes)
+
+
+def _serve_partition(config, properties, index, count, symmetry, commands, inboxes) -> None:
     partition = Partition(config, properties, index, count, symmetry)
 
     def exchange(outboxes):

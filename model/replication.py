@@ -116,8 +116,8 @@ class ReplicationModel:
             }
         self.transitions: dict[str, Transition] = {**base, **self.protocol.extra_actions, **tail}
         self.action_names: tuple[str, ...] = tuple(self.transitions)
-        self._table: tuple[tuple[Action, Callable], ...] = tuple(
-            (Action(name, replica), transition)
+        self._slots: tuple[tuple[Action, Callable, int], ...] = tuple(
+            (Action(name, replica), transition, replica)
             for name, transition in self.transitions.items()
             for replica in range(config.replicas)
         )
@@ -146,10 +146,17 @@ class ReplicationModel:
 
     def successors(self, state: State) -> Iterator[tuple[Action, State]]:
         """Every enabled action with its successor, in a fixed order."""
-        for action, transition in self._table:
-            following = transition(self, state, action.replica)
+        for action, transition, replica in self._slots:
+            following = transition(self, state, replica)
             if following is not None:
                 yield action, following
+
+    def indexed_successors(self, state: State) -> Iterator[tuple[int, State]]:
+        """`successors` with each action as its slot index (`action_index`), for the checker."""
+        for slot, (_, transition, replica) in enumerate(self._slots):
+            following = transition(self, state, replica)
+            if following is not None:
+                yield slot, following
 
     def actions(self, state: State) -> list[Action]:
         return [action for action, _ in self.successors(state)]
@@ -165,7 +172,7 @@ class ReplicationModel:
         return self.action_names.index(action.name) * self.config.replicas + action.replica
 
     def action_at(self, index: int) -> Action:
-        return self._table[index][0]
+        return self._slots[index][0]
 
     # ------------------------------------------------------------------- helpers
 

@@ -25,6 +25,21 @@ ROLE_NAMES = ("-", "leader", "truncating", "follower", "fenced leader")
 FINGERPRINT_MASK = (1 << 64) - 1
 
 
+def _fast_replace(cls: type) -> type:
+    """Give a NamedTuple a `_replace` that builds the new tuple directly, without the
+    `_make` classmethod hop; successor generation calls it several times per state."""
+    fields, new = cls._fields, tuple.__new__
+
+    def _replace(self, /, **changes):
+        result = new(cls, map(changes.pop, fields, self))
+        if changes:
+            raise ValueError(f"{cls.__name__} has no field(s) {', '.join(changes)}")
+        return result
+
+    cls._replace = _replace
+    return cls
+
+
 class Record(NamedTuple):
     """A producer record: a unique message number (m1, m2, ...) and the leader epoch it was written in."""
 
@@ -45,6 +60,7 @@ class FetchResponse(NamedTuple):
     out_of_range: bool
 
 
+@_fast_replace
 class Replica(NamedTuple):
     # durable: survives a crash (except the unflushed tail of the log)
     log: tuple[Record, ...]
@@ -73,6 +89,7 @@ class Replica(NamedTuple):
         return (self.role == LEADER or self.role == FENCED) and self.alive
 
 
+@_fast_replace
 class Controller(NamedTuple):
     """The partition state the controller keeps in ZooKeeper."""
 
@@ -81,6 +98,7 @@ class Controller(NamedTuple):
     isr: int  # bitmask of replica indices
 
 
+@_fast_replace
 class State(NamedTuple):
     replicas: tuple[Replica, ...]
     controller: Controller
