@@ -2,8 +2,9 @@
 violate, with the shortest counterexample behind every cell.
 
 A matrix is the product of its axes (protocol x acks x min.insync.replicas x unclean
-election x flush), every cell checked exhaustively under the same bounds, with symmetry
-reduction (same verdicts and shortest lengths, concrete traces) and a process per cell.
+election x flush), every cell explored under the same bounds until each property is decided
+(violated, or holding in every reachable state), with symmetry reduction (same verdicts and
+shortest lengths, concrete traces) and a process per cell.
 """
 
 from __future__ import annotations

@@ -82,9 +82,10 @@ def catalogue_markdown(cells: list[Cell], comparisons: list[Comparison], bounds:
     lines = [
         "# Failure catalogue",
         "",
-        f"Every cell was checked exhaustively with {bounds}. `✗ N`: the property is violated, the shortest",
-        "counterexample has N steps (each links to its report); `holds`: no reachable state violates it;",
-        "`?`: the budget ran out first.",
+        f"Every cell was explored breadth-first with {bounds}, with symmetry, to the last reachable",
+        "state or until every property was violated (`states` counts the states explored). `✗ N`: the",
+        "property is violated, the shortest counterexample has N steps (each links to its report);",
+        "`holds`: no reachable state violates it; `?`: the budget ran out first.",
         "",
         matrix_table(cells, "github", links=True),
         "",
