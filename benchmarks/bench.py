@@ -7,7 +7,7 @@ in a fresh child process so that its peak RSS is its own (for several processes,
 largest one's), and prints distinct and generated states, wall time, distinct states per
 second, peak RSS and bytes per distinct state.
 
-    python benchmarks/bench.py                    # the whole ladder (about 20 minutes)
+    python benchmarks/bench.py                    # the whole ladder (about 30 minutes)
     python benchmarks/bench.py --up-to 200000     # only rungs expected below that many states
     python benchmarks/bench.py --no-tlc           # kafka-mc only
 """
@@ -31,6 +31,7 @@ LADDER = [
     ("leader-epoch", 3, 1, 1, 1, 1.4e4),
     ("leader-epoch", 2, 3, 2, 2, 2e4),
     ("leader-epoch", 3, 2, 1, 1, 1e5),
+    ("leader-epoch", 4, 1, 1, 1, 4.5e5),
     ("leader-epoch", 3, 2, 2, 1, 5.8e5),
     ("leader-epoch", 3, 2, 3, 1, 1.6e6),
     ("leader-epoch", 3, 3, 2, 1, 2.8e6),
