@@ -11,6 +11,7 @@ do not depend on the number of workers.
 from __future__ import annotations
 
 import time
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -92,35 +93,32 @@ def check(
     model = ReplicationModel(config)
     started = time.perf_counter()
     found: dict[str, tuple] = {}  # property -> (key, where), from the first level it shows in
-    with without_cyclic_gc():
-        pool = (LocalPartitions(config, properties, symmetry) if workers == 1
-                else WorkerPartitions(config, properties, symmetry, workers))
-        try:
-            totals = LevelReport()
-            _record(found, pool.seed(), totals)
-            frontier, depth, stopped_because = totals.frontier, 0, ""
-            while frontier:
-                if invariants & set(found) and not keep_going:
-                    stopped_because = "stopped after the level of the first violation"
-                    break
-                if len(found) == len(properties):
-                    stopped_because = "every invariant violated and every witness reached"
-                    break
-                stopped_because = budget.exceeded(totals.new_states, time.perf_counter() - started)
-                if stopped_because:
-                    break
-                level = LevelReport()
-                _record(found, pool.level(set(found)), level)
-                totals.generated += level.generated
-                totals.new_states += level.new_states
-                frontier = level.frontier
-                depth += 1 if level.new_states else 0
-                if progress:
-                    progress(Progress(depth, totals.generated, totals.new_states, frontier,
-                                      time.perf_counter() - started))
-            traces = {name: _trace(model, pool, where, symmetry) for name, (_, where) in found.items()}
-        finally:
-            pool.close()
+    pool = (LocalPartitions(config, properties, symmetry) if workers == 1
+            else WorkerPartitions(config, properties, symmetry, workers))
+    with without_cyclic_gc(), closing(pool):
+        totals = LevelReport()
+        _record(found, pool.seed(), totals)
+        frontier, depth, stopped_because = totals.frontier, 0, ""
+        while frontier:
+            if invariants & set(found) and not keep_going:
+                stopped_because = "stopped after the level of the first violation"
+                break
+            if len(found) == len(properties):
+                stopped_because = "every invariant violated and every witness reached"
+                break
+            stopped_because = budget.exceeded(totals.new_states, time.perf_counter() - started)
+            if stopped_because:
+                break
+            level = LevelReport()
+            _record(found, pool.level(set(found)), level)
+            totals.generated += level.generated
+            totals.new_states += level.new_states
+            frontier = level.frontier
+            depth += 1 if level.new_states else 0
+            if progress:
+                progress(Progress(depth, totals.generated, totals.new_states, frontier,
+                                  time.perf_counter() - started))
+        traces = {name: _trace(model, pool, where, symmetry) for name, (_, where) in found.items()}
     engine = "bfs" + ("+symmetry" if symmetry else "") + (f" ({workers} workers)" if workers > 1 else "")
     violated = sorted((name for name in found if name in invariants), key=lambda n: (len(traces[n]), n))
     return CheckResult(

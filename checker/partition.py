@@ -120,13 +120,13 @@ class Partition:
         """Every successor of the frontier, sorted by owning partition, and the step witnesses seen."""
         outboxes: list[list[Candidate]] = [[] for _ in range(self.count)]
         report = LevelReport()
-        for node, key, state, slot, following in self._successors(report):
+        for node, key, slot, following in self._successors(report):
             outboxes[owner_of(following, self.count)].append(
                 Candidate(key * self.slots + slot, fingerprint(following), self.index, node, slot, following))
         return outboxes, report
 
     def _successors(self, report: LevelReport):
-        """(node, key, state, action slot, successor) for the whole frontier, which it empties,
+        """(node, key, action slot, successor) for the whole frontier, which it empties,
         in key order; counts them and offers the step witnesses to `report`."""
         frontier, self.frontier = self.frontier, []
         slots, successors, represent = self.slots, self.model.indexed_successors, self.represent
@@ -136,7 +136,7 @@ class Partition:
                 for prop in self.step_witnesses:
                     if prop.holds(state, following):
                         report.offer(prop.name, key * slots + slot, (self.index, node, slot))
-                yield node, key, state, slot, represent(following)
+                yield node, key, slot, represent(following)
 
     def absorb(self, batches: list[list[Candidate]]) -> LevelReport:
         """Keep the successors never seen before, each with its least-key parent, and check them."""
@@ -178,7 +178,7 @@ class Partition:
         least one; successors are kept as they come, with no candidates and no sorting."""
         report = LevelReport()
         seen, slots = self.seen, self.slots
-        for node, key, _, slot, following in self._successors(report):
+        for node, key, slot, following in self._successors(report):
             fingerprint_ = fingerprint(following)
             if fingerprint_ not in seen:
                 self._keep(fingerprint_, self.index, node, slot, key * slots + slot, following, report)
