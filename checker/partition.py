@@ -4,14 +4,21 @@ A run with N workers splits the visited set over N partitions by `owner_of`, a h
 the slowly changing part of a state (records written, crashes, the controller's leader
 and epoch, the committed history), so that most successors belong to the partition that
 generated them and never cross between processes. Each level, every partition expands
-its frontier and sends each successor to the partition that owns it, which keeps the
-new ones, deduplicated by their full fingerprint.
+its frontier, keeps its own new successors as they come and sends the others, packed, to
+the partition that owns them, which keeps the new ones, deduplicated by fingerprint.
 
 Which parent a state keeps, and which violating state a level reports, is decided by a
 path key, not by arrival order: the key of an initial state is its index, the key of a
 successor is `parent key * A + action index` (A = the number of action slots). Keys of one
 level compare as their action paths do lexicographically, so every state keeps the least
-shortest path to it, the one a sequential search finds first, whatever N is.
+shortest path to it, the one a sequential search finds first, whatever N is. A frontier
+is expanded in key order, so the first path to a state found in one partition is its least
+one there; a state that arrives later from another partition on a lesser path is linked
+to that path instead, and the next frontier is sorted by key. With one partition nothing
+arrives, node numbers are handed out in key order and stand in for the keys.
+
+Memory per state: 8 bytes in the visited table (`checker.fingerprints`), 7 in the parent
+arrays; a frontier holds packed states (`checker.packing`), 48 bytes each for 3 replicas.
 """
 
 from __future__ import annotations
@@ -20,11 +27,14 @@ import gc
 from array import array
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple
+from typing import Callable, Iterator
 
 from kafka_mc.model import Config, ReplicationModel, State, fingerprint
 from kafka_mc.model.symmetry import canonical
 from kafka_mc.properties import ALWAYS, Property
+
+from .fingerprints import FingerprintTable
+from .packing import StatePacker
 
 ROOT = -1
 
@@ -49,17 +59,6 @@ def without_cyclic_gc():
             gc.enable()
 
 
-class Candidate(NamedTuple):
-    """A successor on its way to the partition that owns its fingerprint."""
-
-    key: int
-    fingerprint: int
-    parent_partition: int
-    parent_node: int
-    action: int
-    state: State
-
-
 @dataclass
 class LevelReport:
     """What one partition saw in one level; `found` maps a property to (key, where)."""
@@ -82,6 +81,42 @@ class LevelReport:
         return self
 
 
+@dataclass
+class Frontier:
+    """The states of one level in one partition, packed, with their node numbers and (with
+    several partitions) their path keys."""
+
+    records: bytearray = field(default_factory=bytearray)
+    nodes: array = field(default_factory=lambda: array("I"))
+    keys: list[int] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def key(self, position: int) -> int:
+        return self.keys[position] if self.keys else self.nodes[position]
+
+    def sorted_by_key(self, record_size: int) -> "Frontier":
+        order = sorted(range(len(self.keys)), key=self.keys.__getitem__)
+        records = memoryview(self.records)
+        return Frontier(bytearray(b"".join(records[i * record_size:(i + 1) * record_size] for i in order)),
+                        array("I", (self.nodes[i] for i in order)), [self.keys[i] for i in order])
+
+
+@dataclass
+class Outbox:
+    """Successors on their way from partition `sender` to the partition that owns them:
+    packed with the sender's numbering, and the interned values the owner has not had yet."""
+
+    sender: int
+    fingerprints: array = field(default_factory=lambda: array("Q"))
+    keys: list[int] = field(default_factory=list)
+    parent_nodes: array = field(default_factory=lambda: array("I"))
+    actions: array = field(default_factory=lambda: array("H"))
+    records: bytearray = field(default_factory=bytearray)
+    objects: list = field(default_factory=list)
+
+
 class Partition:
     def __init__(self, config: Config, properties: tuple[Property, ...], index: int, count: int,
                  symmetry: bool):
@@ -91,12 +126,16 @@ class Partition:
         self.invariants = [p for p in properties if p.kind == ALWAYS]
         self.state_witnesses = [p for p in properties if p.kind != ALWAYS and not p.on_step]
         self.step_witnesses = [p for p in properties if p.kind != ALWAYS and p.on_step]
-        self.seen: set[int] = set()  # the fingerprints of every state this partition owns
+        self.visited = FingerprintTable()  # the fingerprints of every state this partition owns
         self.parent_partition = array("b")
-        self.parent_node = array("q")
-        self.action = array("q")  # the action index, or the initial-state index of a root
-        self.frontier: list[tuple[int, int, State]] = []  # (node, key, state)
+        self.parent_node = array("I")
+        self.action = array("H")  # the action index, or the initial-state index of a root
+        self.packer = StatePacker(self.model.initial_states()[0])
+        self.frontier = Frontier()
         self.slots = len(self.model.action_names) * config.replicas
+        self._shared = [0] * count  # how many of our interned values each partition has had
+        self._received: list[list] = [[] for _ in range(count)]  # every partition's interned values
+        self._violations: list[tuple[str, int]] = []  # (invariant or witness, frontier position)
 
     def __len__(self) -> int:
         return len(self.parent_node)
@@ -108,29 +147,54 @@ class Partition:
 
     def seed(self) -> LevelReport:
         """Take the initial states this partition owns."""
-        candidates = []
+        report = LevelReport()
         for index, state in enumerate(self.model.initial_states()):
             state = self.represent(state)
-            candidates.append(Candidate(index, fingerprint(state), ROOT, ROOT, index, state))
-        report = self.absorb([[c for c in candidates if owner_of(c.state, self.count) == self.index]])
-        report.generated = len(candidates) if self.index == 0 else 0
-        return report
+            report.generated += self.index == 0
+            if owner_of(state, self.count) == self.index and self.visited.add(fingerprint(state)):
+                self._keep(ROOT, 0, index, index, state, report)
+        return self._close(report, self.frontier)
 
-    def expand(self) -> tuple[list[list[Candidate]], LevelReport]:
-        """Every successor of the frontier, sorted by owning partition, and the step witnesses seen."""
-        outboxes: list[list[Candidate]] = [[] for _ in range(self.count)]
+    def level_alone(self) -> LevelReport:
+        """A level of the only partition of a run: each new successor is kept as it comes."""
         report = LevelReport()
-        for node, key, slot, following in self._successors(report):
-            outboxes[owner_of(following, self.count)].append(
-                Candidate(key * self.slots + slot, fingerprint(following), self.index, node, slot, following))
-        return outboxes, report
+        current, self.frontier = self.frontier, Frontier()
+        visited, index = self.visited, self.index
+        for node, _, slot, following in self._successors(current, report):
+            if visited.add(fingerprint(following)):
+                self._keep(index, node, slot, None, following, report)
+        return self._close(report, self.frontier)
 
-    def _successors(self, report: LevelReport):
-        """(node, key, action slot, successor) for the whole frontier, which it empties,
-        in key order; counts them and offers the step witnesses to `report`."""
-        frontier, self.frontier = self.frontier, []
+    def level(self, exchange: Callable[[list[Outbox]], list[Outbox]]) -> LevelReport:
+        """A level of one of several partitions: keep our own new successors as they come, hand
+        the others to their owners through `exchange` (which returns the outboxes addressed to
+        us), then keep or relink what arrives and sort the next frontier by key."""
+        report = LevelReport()
+        current, self.frontier = self.frontier, Frontier()
+        visited, index, count, slots = self.visited, self.index, self.count, self.slots
+        fresh: dict[int, int] = {}  # fingerprint -> frontier position, for this level's new states
+        outboxes = [Outbox(index) for _ in range(count)]
+        sent: list[set[int]] = [set() for _ in range(count)]
+        for node, key, slot, following in self._successors(current, report):
+            fingerprint_ = fingerprint(following)
+            owner = owner_of(following, count)
+            if owner == index:
+                if visited.add(fingerprint_):
+                    fresh[fingerprint_] = len(self.frontier)
+                    self._keep(index, node, slot, key * slots + slot, following, report)
+            elif fingerprint_ not in sent[owner]:  # the first one sent has the least key
+                sent[owner].add(fingerprint_)
+                self._post(outboxes[owner], fingerprint_, key * slots + slot, node, slot, following)
+        for outbox in exchange(self._share(outboxes)):
+            self._receive(outbox, fresh, report)
+        return self._close(report, self.frontier)
+
+    def _successors(self, current: Frontier, report: LevelReport) -> Iterator[tuple[int, int, int, State]]:
+        """(node, key, action slot, successor) for a whole frontier, in key order; counts them
+        and offers the step witnesses to `report`."""
         slots, successors, represent = self.slots, self.model.indexed_successors, self.represent
-        for node, key, state in frontier:
+        for position, state in enumerate(self.packer.unpack(current.records)):
+            node, key = current.nodes[position], current.key(position)
             for slot, following in successors(state):
                 report.generated += 1
                 for prop in self.step_witnesses:
@@ -138,58 +202,76 @@ class Partition:
                         report.offer(prop.name, key * slots + slot, (self.index, node, slot))
                 yield node, key, slot, represent(following)
 
-    def absorb(self, batches: list[list[Candidate]]) -> LevelReport:
-        """Keep the successors never seen before, each with its least-key parent, and check them."""
-        best: dict[int, Candidate] = {}
-        for batch in batches:
-            for candidate in batch:
-                key = candidate.fingerprint
-                if key in self.seen:
-                    continue
-                known = best.get(key)
-                if known is None or candidate.key < known.key:
-                    best[key] = candidate
-        report = LevelReport()
-        for fingerprint_, c in sorted(best.items(), key=lambda item: item[1].key):
-            self._keep(fingerprint_, c.parent_partition, c.parent_node, c.action, c.key, c.state, report)
-        report.frontier = len(self.frontier)
-        return report
-
-    def _keep(self, fingerprint_: int, parent_partition: int, parent_node: int, action: int, key: int,
-              state: State, report: LevelReport) -> None:
-        """Number a new state, link it to its parent, queue it and check it."""
+    def _keep(self, parent_partition: int, parent_node: int, action: int, key: int | None, state: State,
+              report: LevelReport) -> None:
+        """Number a new state, link it to its parent, queue it and check it; `key` is None when
+        node numbers stand in for keys."""
         node = len(self.parent_node)
-        self.seen.add(fingerprint_)
         self.parent_partition.append(parent_partition)
         self.parent_node.append(parent_node)
         self.action.append(action)
-        self.frontier.append((node, key, state))
+        frontier = self.frontier
+        position = len(frontier)
+        frontier.records += self.packer.pack(state)
+        frontier.nodes.append(node)
+        if key is not None:
+            frontier.keys.append(key)
         report.new_states += 1
         for prop in self.invariants:
             if not prop.holds(state):
-                report.offer(prop.name, key, (self.index, node))
+                self._violations.append((prop.name, position))
         for prop in self.state_witnesses:
             if prop.holds(state):
-                report.offer(prop.name, key, (self.index, node))
+                self._violations.append((prop.name, position))
 
-    def level_alone(self) -> LevelReport:
-        """`level` for the only partition of a run: the frontier is in key order and each
-        state's successors come in action order, so the first path to a new state is its
-        least one; successors are kept as they come, with no candidates and no sorting."""
-        report = LevelReport()
-        seen, slots = self.seen, self.slots
-        for node, key, slot, following in self._successors(report):
-            fingerprint_ = fingerprint(following)
-            if fingerprint_ not in seen:
-                self._keep(fingerprint_, self.index, node, slot, key * slots + slot, following, report)
-        report.frontier = len(self.frontier)
+    def _post(self, outbox: Outbox, fingerprint_: int, key: int, parent_node: int, action: int,
+              state: State) -> None:
+        outbox.fingerprints.append(fingerprint_)
+        outbox.keys.append(key)
+        outbox.parent_nodes.append(parent_node)
+        outbox.actions.append(action)
+        outbox.records += self.packer.pack(state)
+
+    def _share(self, outboxes: list[Outbox]) -> list[Outbox]:
+        """Add to each outbox the interned values its partition has not had from us yet."""
+        objects = self.packer.objects
+        for target, outbox in enumerate(outboxes):
+            outbox.objects = objects[self._shared[target]:]
+            self._shared[target] = len(objects)
+        return outboxes
+
+    def _receive(self, outbox: Outbox, fresh: dict[int, int], report: LevelReport) -> None:
+        """Keep the new states of another partition's outbox; relink one of this level to a
+        lesser path when the outbox brings one."""
+        objects = self._received[outbox.sender]
+        objects.extend(outbox.objects)
+        frontier, size = self.frontier, self.packer.size
+        for position, fingerprint_ in enumerate(outbox.fingerprints):
+            key = outbox.keys[position]
+            if self.visited.add(fingerprint_):
+                record = outbox.records[position * size:(position + 1) * size]
+                fresh[fingerprint_] = len(frontier)
+                self._keep(outbox.sender, outbox.parent_nodes[position], outbox.actions[position], key,
+                           next(self.packer.unpack(record, objects)), report)
+                continue
+            mine = fresh.get(fingerprint_)
+            if mine is not None and key < frontier.keys[mine]:
+                node = frontier.nodes[mine]
+                self.parent_partition[node] = outbox.sender
+                self.parent_node[node] = outbox.parent_nodes[position]
+                self.action[node] = outbox.actions[position]
+                frontier.keys[mine] = key
+
+    def _close(self, report: LevelReport, frontier: Frontier) -> LevelReport:
+        """Offer the level's violations and witnesses under their final keys; put the next
+        frontier in key order."""
+        for name, position in self._violations:
+            report.offer(name, frontier.key(position), (self.index, frontier.nodes[position]))
+        self._violations.clear()
+        if frontier.keys:
+            self.frontier = frontier.sorted_by_key(self.packer.size)
+        report.frontier = len(frontier)
         return report
-
-    def level(self, exchange: Callable[[list[list[Candidate]]], list[list[Candidate]]]) -> LevelReport:
-        """Expand the frontier, hand the successors to their owners through `exchange` (which
-        returns the batches addressed to this partition) and absorb what arrives."""
-        outboxes, report = self.expand()
-        return report.merge(self.absorb(exchange(outboxes)))
 
     def link(self, node: int) -> tuple[int, int, int]:
         """(parent partition, parent node, action index) of a node; ROOT partition for an

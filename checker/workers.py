@@ -43,10 +43,10 @@ def _serve_partition(config, properties, index, count, symmetry, commands, inbox
     partition = Partition(config, properties, index, count, symmetry)
 
     def exchange(outboxes):
-        for target, batch in enumerate(outboxes):
+        for target, outbox in enumerate(outboxes):
             if target != index:
-                inboxes[target].put(batch)
-        return [outboxes[index]] + [inboxes[index].get() for _ in range(count - 1)]
+                inboxes[target].put(outbox)
+        return sorted((inboxes[index].get() for _ in range(count - 1)), key=lambda outbox: outbox.sender)
 
     while True:
         command, argument = commands.recv()
