@@ -27,12 +27,19 @@ class StatePacker:
         self.size = self._record.size
         self.objects: list = []  # the interned values, by number
         self._numbers: dict = {}
+        # the numbers of the interned objects themselves, by identity: a successor shares most of
+        # its nested values with its parent, which was unpacked from this table (an interned
+        # object lives as long as the table, so its id is never another object's)
+        self._numbers_by_id: dict[int, int] = {}
 
     def _intern(self, value) -> int:
-        number = self._numbers.get(value)
+        number = self._numbers_by_id.get(id(value))
         if number is None:
-            number = self._numbers[value] = len(self.objects)
-            self.objects.append(value)
+            number = self._numbers.get(value)
+            if number is None:
+                number = self._numbers[value] = len(self.objects)
+                self._numbers_by_id[id(value)] = number
+                self.objects.append(value)
         return number
 
     def pack(self, state: State) -> bytes:

@@ -242,7 +242,10 @@ class ReplicationModel:
                 # its epoch; a crash or a new epoch ends the wait without an acknowledgement
                 acked = sum(1 << record.msg for record in leader.log[old_hw:hw] if record.epoch == leader.epoch)
                 state = state._replace(acked=state.acked | acked)
-        below_hw = [(offset, leader.log[offset].msg) for offset in range(hw)]
+        if not hw:
+            return state
+        log = leader.log
+        below_hw = [(offset, log[offset].msg) for offset in range(hw)]
         state = state._replace(consumed=_union(state.consumed, below_hw))
         if index == self._current_leader(state):
             state = state._replace(committed=_union(state.committed, below_hw))
@@ -326,9 +329,11 @@ class ReplicationModel:
 
     def leader_shrink_isr(self, state: State, index: int) -> State | None:
         """The leader drops a follower it has not seen reach its LEO."""
-        leader_index = self._current_leader(state)
         isr = state.controller.isr
-        if leader_index in (NO_LEADER, index) or not isr >> index & 1 or not self._can_write_isr(state, leader_index):
+        if not isr >> index & 1:
+            return None
+        leader_index = self._current_leader(state)
+        if leader_index in (NO_LEADER, index) or not self._can_write_isr(state, leader_index):
             return None
         leader = state.replicas[leader_index]
         if leader.remote_leos[index] >= leader.leo:

@@ -50,7 +50,7 @@ def no_log_divergence(state: State) -> bool:
 
 def hw_below_leo(state: State) -> bool:
     """Every replica's high watermark is at most its log end offset."""
-    return all(replica.hw <= replica.leo for replica in state.replicas)
+    return all(replica.hw <= len(replica.log) for replica in state.replicas)
 
 
 def leader_epoch_monotonic(state: State) -> bool:
@@ -58,8 +58,14 @@ def leader_epoch_monotonic(state: State) -> bool:
     entries rise in epoch and offset, and nobody is ahead of the controller's epoch."""
     current = state.controller.epoch
     for replica in state.replicas:
-        epochs = [record.epoch for record in replica.log]
-        if epochs != sorted(epochs) or (epochs and epochs[-1] > current) or replica.epoch > current:
+        if replica.epoch > current:
+            return False
+        latest = UNKNOWN
+        for record in replica.log:
+            if record.epoch < latest:
+                return False
+            latest = record.epoch
+        if latest > current:
             return False
         cache = replica.epochs
         if any(a[0] >= b[0] or a[1] > b[1] for a, b in zip(cache, cache[1:])):
