@@ -7,7 +7,7 @@ in a fresh child process so that its peak RSS is its own (for several processes,
 largest one's), and prints distinct and generated states, wall time, distinct states per
 second, peak RSS and bytes per distinct state.
 
-    python benchmarks/bench.py                    # the whole ladder (about 30 minutes)
+    python benchmarks/bench.py                    # the whole ladder (about 90 minutes)
     python benchmarks/bench.py --up-to 200000     # only rungs expected below that many states
     python benchmarks/bench.py --no-tlc           # kafka-mc only
 """
@@ -34,7 +34,8 @@ LADDER = [
     ("leader-epoch", 4, 1, 1, 1, 4.5e5),
     ("leader-epoch", 3, 2, 2, 1, 5.8e5),
     ("leader-epoch", 3, 2, 3, 1, 1.6e6),
-    ("leader-epoch", 3, 3, 2, 1, 2.8e6),
+    ("leader-epoch", 3, 3, 2, 1, 3.3e6),
+    ("leader-epoch", 3, 4, 2, 1, 1.3e7),
 ]
 ENGINES = ("kafka-mc", "kafka-mc --workers 2", "kafka-mc --symmetry", "TLC -workers 1", "TLC -workers 2")
 
@@ -92,8 +93,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--up-to", type=float, default=float("inf"),
                         help="skip rungs expected to exceed this many distinct states")
+    parser.add_argument("--at-least", type=float, default=0,
+                        help="skip rungs expected below this many distinct states")
     parser.add_argument("--no-tlc", action="store_true", help="run kafka-mc only")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.add_argument("--save", metavar="FILE",
+                        help="write the rows as JSON to FILE after every run (a long run keeps what it measured)")
     parser.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -103,7 +108,7 @@ def main() -> None:
     engines = [e for e in ENGINES if not (args.no_tlc and e.startswith("TLC"))]
     rows = []
     for *config_args, expected in LADDER:
-        if expected > args.up_to:
+        if not args.at_least <= expected <= args.up_to:
             continue
         for engine in engines:
             child = subprocess.run([sys.executable, __file__, "--child", engine, *map(str, config_args)],
@@ -112,6 +117,9 @@ def main() -> None:
                 sys.exit(f"{engine} failed on {config_args}:\n{child.stderr}")
             rows.append(json.loads(child.stdout))
             print(f"done: {rows[-1]['config']} {engine}", file=sys.stderr)
+            if args.save:
+                with open(args.save, "w") as saved:
+                    json.dump({"machine": machine(), "rows": rows}, saved, indent=2)
     if args.json:
         print(json.dumps({"machine": machine(), "rows": rows}, indent=2))
     else:

@@ -116,6 +116,7 @@ class ReplicationModel:
             }
         self.transitions: dict[str, Transition] = {**base, **self.protocol.extra_actions, **tail}
         self.action_names: tuple[str, ...] = tuple(self.transitions)
+        self._histories: dict[tuple, tuple] = {}  # see _history_with
         self._slots: tuple[tuple[Action, Callable, int], ...] = tuple(
             (Action(name, replica), transition, replica)
             for name, transition in self.transitions.items()
@@ -230,7 +231,8 @@ class ReplicationModel:
             return state
         leader = state.replicas[index]
         isr = self._isr_of(state, index)
-        isr_leos = (leader.leo if member == index else leader.remote_leos[member] for member in isr_members(isr))
+        remote_leos = leader.remote_leos
+        isr_leos = [len(leader.log) if member == index else remote_leos[member] for member in isr_members(isr)]
         old_hw, hw = leader.hw, max(leader.hw, min(isr_leos))
         if hw != old_hw:
             leader = leader._replace(hw=hw)
@@ -244,12 +246,23 @@ class ReplicationModel:
                 state = state._replace(acked=state.acked | acked)
         if not hw:
             return state
-        log = leader.log
-        below_hw = [(offset, log[offset].msg) for offset in range(hw)]
-        state = state._replace(consumed=_union(state.consumed, below_hw))
+        consumed = self._history_with(state.consumed, leader.log, hw)
+        if consumed is not state.consumed:
+            state = state._replace(consumed=consumed)
         if index == self._current_leader(state):
-            state = state._replace(committed=_union(state.committed, below_hw))
+            committed = self._history_with(state.committed, leader.log, hw)
+            if committed is not state.committed:
+                state = state._replace(committed=committed)
         return state
+
+    def _history_with(self, history: tuple[tuple[int, int], ...], log: tuple[Record, ...], hw: int) -> tuple:
+        """`history` with every (offset, msg) below `hw` in `log` added; the same tuple when none
+        is new. Memoized: few histories and logs recur across millions of states."""
+        key = (history, log, hw)
+        result = self._histories.get(key)
+        if result is None:
+            result = self._histories[key] = _union(history, [(offset, log[offset].msg) for offset in range(hw)])
+        return result
 
     def _with_isr(self, state: State, isr: int) -> State:
         state = state._replace(controller=state.controller._replace(isr=isr))

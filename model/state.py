@@ -130,7 +130,11 @@ def replica_index(name: str, replicas: int) -> int:
 
 
 def isr_members(isr: int) -> tuple[int, ...]:
-    return tuple(i for i in range(isr.bit_length()) if isr >> i & 1)
+    """The replica indices of a bitmask, in order."""
+    return _MEMBERS[isr] if isr < len(_MEMBERS) else tuple(i for i in range(isr.bit_length()) if isr >> i & 1)
+
+
+_MEMBERS = tuple(tuple(i for i in range(5) if isr >> i & 1) for isr in range(1 << 5))
 
 
 def record_name(record: Record) -> str:
