@@ -26,15 +26,18 @@ FINGERPRINT_MASK = (1 << 64) - 1
 
 
 def _fast_replace(cls: type) -> type:
-    """Give a NamedTuple a `_replace` that builds the new tuple directly, without the
-    `_make` classmethod hop; successor generation calls it several times per state."""
-    fields, new = cls._fields, tuple.__new__
+    """Give a NamedTuple a `_replace` that builds the new tuple directly from a list, without
+    the `_make` classmethod hop; successor generation calls it about 14 times per state."""
+    positions, new = {name: position for position, name in enumerate(cls._fields)}, tuple.__new__
 
     def _replace(self, /, **changes):
-        result = new(cls, map(changes.pop, fields, self))
-        if changes:
-            raise ValueError(f"{cls.__name__} has no field(s) {', '.join(changes)}")
-        return result
+        values = list(self)
+        try:
+            for name, value in changes.items():
+                values[positions[name]] = value
+        except KeyError as unknown:
+            raise ValueError(f"{cls.__name__} has no field {unknown.args[0]!r}") from None
+        return new(cls, values)
 
     cls._replace = _replace
     return cls
