@@ -7,7 +7,7 @@ in a fresh child process so that its peak RSS is its own (for several processes,
 largest one's), and prints distinct and generated states, wall time, distinct states per
 second, peak RSS and bytes per distinct state.
 
-    python benchmarks/bench.py                    # the whole ladder (about 90 minutes)
+    python benchmarks/bench.py                    # the whole ladder (about 80 minutes)
     python benchmarks/bench.py --up-to 200000     # only rungs expected below that many states
     python benchmarks/bench.py --no-tlc           # kafka-mc only
 """

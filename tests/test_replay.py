@@ -74,6 +74,14 @@ def test_kip_101_fast_failover_diverges_and_kip_279_converges():
     assert b.log == c.log and b.hw == c.hw == 1
 
 
+def test_kip_101_fast_failover_with_a_third_message_appends_an_older_epoch_after_a_newer_one():
+    replayed = replay(load_scenario(FINDINGS["fast-failover-epoch-order-leader-epoch"]))
+    assert replayed.mismatches == []
+    assert replayed.first_breaks == {"NoLogDivergence": 16, "LeaderEpochMonotonic": 16}
+    c = replayed.steps[-1].state.replicas[2]
+    assert [(record.msg, record.epoch) for record in c.log] == [(3, 1), (2, 0)]
+
+
 def write(tmp_path, text):
     path = tmp_path / "scenario.toml"
     path.write_text(text)
