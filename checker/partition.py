@@ -147,10 +147,10 @@ class Partition:
 
     def seed(self) -> LevelReport:
         """Take the initial states this partition owns."""
-        report = LevelReport()
-        for index, state in enumerate(self.model.initial_states()):
+        initial_states = self.model.initial_states()
+        report = LevelReport(generated=len(initial_states) if self.index == 0 else 0)
+        for index, state in enumerate(initial_states):
             state = self.represent(state)
-            report.generated += self.index == 0
             if owner_of(state, self.count) == self.index and self.visited.add(fingerprint(state)):
                 self._keep(ROOT, 0, index, index, state, report)
         return self._close(report, self.frontier)
