@@ -232,7 +232,7 @@ class ReplicationModel:
         leader = state.replicas[index]
         isr = self._isr_of(state, index)
         remote_leos = leader.remote_leos
-        isr_leos = [len(leader.log) if member == index else remote_leos[member] for member in isr_members(isr)]
+        isr_leos = [leader.leo if member == index else remote_leos[member] for member in isr_members(isr)]
         old_hw, hw = leader.hw, max(leader.hw, min(isr_leos))
         if hw != old_hw:
             leader = leader._replace(hw=hw)

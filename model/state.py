@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .config import MAX_REPLICAS
+
 NO_LEADER = -1
 UNKNOWN = -1  # an epoch or offset a replica does not know
 
@@ -133,11 +135,11 @@ def replica_index(name: str, replicas: int) -> int:
 
 
 def isr_members(isr: int) -> tuple[int, ...]:
-    """The replica indices of a bitmask, in order."""
-    return _MEMBERS[isr] if isr < len(_MEMBERS) else tuple(i for i in range(isr.bit_length()) if isr >> i & 1)
+    """The replica indices of a bitmask of replicas, in order."""
+    return _MEMBERS[isr]
 
 
-_MEMBERS = tuple(tuple(i for i in range(5) if isr >> i & 1) for isr in range(1 << 5))
+_MEMBERS = tuple(tuple(i for i in range(MAX_REPLICAS) if isr >> i & 1) for isr in range(1 << MAX_REPLICAS))
 
 
 def record_name(record: Record) -> str:

@@ -50,7 +50,7 @@ def no_log_divergence(state: State) -> bool:
 
 def hw_below_leo(state: State) -> bool:
     """Every replica's high watermark is at most its log end offset."""
-    return all(replica.hw <= len(replica.log) for replica in state.replicas)
+    return all(replica.hw <= replica.leo for replica in state.replicas)
 
 
 def leader_epoch_monotonic(state: State) -> bool:

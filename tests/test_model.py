@@ -78,6 +78,7 @@ def test_acks_all_acknowledged_only_by_the_leader_that_took_the_write():
     # B's HW passes m1, but A's producer request died with A: m1 is committed, never acknowledged
     assert state.replicas[B].hw == 1 and state.committed == ((0, 1),) and state.acked == 0
 
+
 def test_fetch_request_records_follower_leo_and_advances_hw():
     m = model()
     state = run(m, A, "ProducerWrite(A)", "LeaderHandleFetchRequest(B)")
