@@ -137,9 +137,6 @@ class Partition:
         self._received: list[list] = [[] for _ in range(count)]  # every partition's interned values
         self._violations: list[tuple[str, int]] = []  # (invariant or witness, frontier position)
 
-    def __len__(self) -> int:
-        return len(self.parent_node)
-
     def settle(self, names: set[str]) -> None:
         """Stop looking for properties whose first occurrence is known."""
         for group in (self.invariants, self.state_witnesses, self.step_witnesses):
