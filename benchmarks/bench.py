@@ -5,7 +5,7 @@ explores the whole state space), this runs kafka-mc with one and with two worker
 kafka-mc with `--symmetry`, and TLC on the TLA+ twin with one and with two workers, each
 in a fresh child process so that its peak RSS is its own (for several processes, the
 largest one's), and prints distinct and generated states, wall time, distinct states per
-second, peak RSS and bytes per distinct state.
+second, CPU seconds of every process, peak RSS and bytes per distinct state.
 
     python benchmarks/bench.py                    # the whole ladder (about 80 minutes)
     python benchmarks/bench.py --up-to 200000     # only rungs expected below that many states
@@ -63,17 +63,30 @@ def run_engine(engine: str, config_args: list[str]) -> dict:
         peak_kib = max(resource.getrusage(who).ru_maxrss
                        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     wall = time.perf_counter() - started
+    cpu = sum(usage.ru_utime + usage.ru_stime
+              for usage in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
     return {
         "config": f"{protocol} r={replicas} m={messages} c={crashes} e={elections}",
         "engine": engine,
         "distinct": distinct,
         "generated": generated,
-        "wall_s": round(wall, 1),
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
         "distinct_per_s": round(distinct / wall),
         "peak_rss_mb": round(peak_kib / 1024),
         "bytes_per_state": round(peak_kib * 1024 / distinct),
         "violated": ",".join(violated) or "-",
     }
+
+
+def run_child(engine: str, config_args: list) -> dict:
+    """One complete exploration by one engine in a fresh process (so that its peak RSS is its
+    own), as a row; `config_args` are protocol, replicas, messages, crashes and elections."""
+    child = subprocess.run([sys.executable, __file__, "--child", engine, *map(str, config_args)],
+                           capture_output=True, text=True)
+    if child.returncode != 0:
+        sys.exit(f"{engine} failed on {config_args}:\n{child.stderr}")
+    return json.loads(child.stdout)
 
 
 def machine() -> str:
@@ -111,11 +124,7 @@ def main() -> None:
         if not args.at_least <= expected <= args.up_to:
             continue
         for engine in engines:
-            child = subprocess.run([sys.executable, __file__, "--child", engine, *map(str, config_args)],
-                                   capture_output=True, text=True)
-            if child.returncode != 0:
-                sys.exit(f"{engine} failed on {config_args}:\n{child.stderr}")
-            rows.append(json.loads(child.stdout))
+            rows.append(run_child(engine, config_args))
             print(f"done: {rows[-1]['config']} {engine}", file=sys.stderr)
             if args.save:
                 with open(args.save, "w") as saved:

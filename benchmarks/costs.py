@@ -9,9 +9,10 @@ the checker; what they leave out is the visited table, the parent arrays and the
 
 Two workers: wall and CPU seconds of `check` with one worker (once before and once after the
 rest, which shows this machine's run-to-run noise), with two, and of two one-worker runs side
-by side, which tells how well the machine runs two busy processes at all. From these: the
-partitioned path's extra CPU (the owner hash, path keys, outboxes, their pickling, sorted
-frontiers) and the time workers wait for each other at the end of a level.
+by side, which tells how well the machine runs two busy processes at all; each run is a fresh
+process of `bench.py`. From these: the partitioned path's extra CPU (the owner hash, path
+keys, outboxes, their pickling, sorted frontiers) and the time workers wait for each other at
+the end of a level.
 
     python benchmarks/costs.py                          # leader-epoch r=3 m=2 c=2 e=1 (about 4 minutes)
     python benchmarks/costs.py --messages 3 --no-per-state   # the two-worker part on 3.3e6 states (10 min)
@@ -20,16 +21,12 @@ frontiers) and the time workers wait for each other at the end of a level.
 from __future__ import annotations
 
 import argparse
-import json
-import resource
-import subprocess
-import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
-from bench import machine
+from bench import machine, run_child
 from tabulate import tabulate
 
-from kafka_mc.checker import check
 from kafka_mc.checker.packing import StatePacker
 from kafka_mc.checker.partition import without_cyclic_gc
 from kafka_mc.model import Config, ReplicationModel, fingerprint
@@ -86,32 +83,14 @@ def per_state_costs(config: Config, chunk: int = 4096) -> list[dict]:
     return rows
 
 
-def child_command(config: Config, workers: int) -> list[str]:
-    return [sys.executable, __file__, "--child", json.dumps(config.to_dict()), str(workers)]
-
-
-def run_child(config: Config, workers: int) -> dict:
-    return json.loads(subprocess.run(child_command(config, workers), capture_output=True, text=True,
-                                     check=True).stdout)
-
-
-def child(config: Config, workers: int) -> dict:
-    """In a fresh process: one whole exploration, its wall time and every process's CPU time."""
-    started = time.perf_counter()
-    result = check(config, keep_going=True, workers=workers)
-    wall = time.perf_counter() - started
-    cpu = sum(usage.ru_utime + usage.ru_stime
-              for usage in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
-    return {"distinct": result.stats.distinct_states, "wall_s": wall, "cpu_s": cpu}
-
-
 def scaling(config: Config) -> list[dict]:
     """One worker before and after the others (their difference is this machine's run-to-run
     noise), two workers, and two one-worker runs side by side."""
-    before, two = run_child(config, 1), run_child(config, 2)
-    pair = [subprocess.Popen(child_command(config, 1), stdout=subprocess.PIPE, text=True) for _ in range(2)]
-    side_by_side = max(json.loads(process.communicate()[0])["wall_s"] for process in pair)
-    after = run_child(config, 1)
+    bounds = (config.protocol, config.replicas, config.messages, config.crashes, config.elections)
+    before, two = run_child("kafka-mc", bounds), run_child("kafka-mc --workers 2", bounds)
+    with ThreadPoolExecutor(2) as pair:
+        side_by_side = max(row["wall_s"] for row in pair.map(run_child, ["kafka-mc"] * 2, [bounds] * 2))
+    after = run_child("kafka-mc", bounds)
     one = (before["wall_s"] + after["wall_s"]) / 2
     one_cpu = (before["cpu_s"] + after["cpu_s"]) / 2
     return [
@@ -135,12 +114,7 @@ def main() -> None:
     parser.add_argument("--crashes", type=int, default=2)
     parser.add_argument("--elections", type=int, default=1)
     parser.add_argument("--no-per-state", action="store_true", help="only the two-worker part")
-    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child:
-        config, workers = Config(**json.loads(args.child[0])), int(args.child[1])
-        print(json.dumps(child(config, workers)))
-        return
     try:
         config = Config(args.protocol, args.replicas, args.messages, args.crashes, args.elections)
     except ValueError as error:
