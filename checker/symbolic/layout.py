@@ -1,0 +1,284 @@
+"""The symbolic state: one Z3 constant per leaf of a `State`, in arrays of fixed size.
+
+The layout follows the packed state: per replica its log (length, then the message number
+and epoch at each offset), its page-cache count, HW, epoch cache (length, then epoch and start
+offset per entry), status, role, in-memory epoch, the fetch response in flight, the stale ISR
+of a deposed leader and the leader's view of every replica's LEO; then the controller, the
+counters and the histories. Bitmasks of replicas and sets of (offset, msg) become one Bool per
+member. Arrays are padded with zeros past their length, so a State has exactly one encoding
+and every solver model decodes into a State.
+
+Sizes: a log holds at most `messages` records (every record sits at the offset it was written
+at, so a log never holds one twice), a response at most as many, and an epoch cache at most
+`elections + 1` entries (its epochs rise strictly); `prove`, where elections are unbounded,
+takes the cache's capacity as a bound of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import z3
+
+from kafka_mc.model import Config, State
+from kafka_mc.model.state import Controller, FetchResponse, Record, Replica
+
+__all__ = ["Shape", "SymReplica", "SymState", "replace"]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The array sizes of one configuration: replicas, log capacity and epoch-cache capacity."""
+
+    replicas: int
+    log: int
+    cache: int
+
+    @staticmethod
+    def of(config: Config, cache: int | None = None) -> "Shape":
+        if cache is None:
+            cache = 0 if config.protocol == "hw" else config.elections + 1
+        return Shape(config.replicas, config.messages, cache)
+
+
+# Fields whose leaves are Bools; every other leaf is an Int.
+BOOLS = {"has_response", "resp_oor", "stale_isr", "leading", "isr", "committed", "consumed", "acked",
+         "zk_cut", "peer_cut"}
+
+
+@dataclass(frozen=True)
+class SymReplica:
+    log_len: Any
+    log_msg: list
+    log_epoch: list
+    unflushed: Any
+    hw: Any
+    cache_len: Any
+    cache_epoch: list
+    cache_start: list
+    status: Any
+    role: Any
+    epoch: Any
+    has_response: Any
+    resp_offset: Any
+    resp_hw: Any
+    resp_len: Any
+    resp_msg: list
+    resp_epoch: list
+    resp_oor: Any
+    stale_isr: list  # one per replica
+    leading: Any  # the replica keeps a view of the others' LEOs (it was made leader)
+    remote_leo: list  # one per replica
+
+
+@dataclass(frozen=True)
+class SymState:
+    replicas: list  # of SymReplica
+    leader: Any
+    epoch: Any
+    isr: list  # one per replica
+    written: Any
+    crashes: Any
+    committed: list  # offset * log + (msg - 1)
+    consumed: list
+    acked: list  # msg - 1
+    zk_cut: list
+    peer_cut: list
+    cuts: Any
+
+
+def _sizes(shape: Shape) -> dict[str, int]:
+    n, m = shape.replicas, shape.log
+    return {"log_msg": m, "log_epoch": m, "cache_epoch": shape.cache, "cache_start": shape.cache, "resp_msg": m,
+            "resp_epoch": m, "stale_isr": n, "remote_leo": n, "isr": n, "committed": m * m, "consumed": m * m,
+            "acked": m, "zk_cut": n, "peer_cut": n}
+
+
+def _build(cls, shape: Shape, leaf, path: str):
+    """An instance of `cls` whose every leaf is `leaf(name, is_bool)`."""
+    sizes, values = _sizes(shape), {}
+    for f in fields(cls):
+        is_bool = f.name in BOOLS
+        if f.name == "replicas":
+            values[f.name] = [_build(SymReplica, shape, leaf, f"{path}r{i}.") for i in range(shape.replicas)]
+        elif f.name in sizes:
+            values[f.name] = [leaf(f"{path}{f.name}{i}", is_bool) for i in range(sizes[f.name])]
+        else:
+            values[f.name] = leaf(f"{path}{f.name}", is_bool)
+    return cls(**values)
+
+
+def fresh(shape: Shape, prefix: str) -> SymState:
+    """A state of fresh Z3 constants named after `prefix` (one copy of the variables per step)."""
+    return _build(SymState, shape, lambda name, is_bool: z3.Bool(name) if is_bool else z3.Int(name), f"{prefix}.")
+
+
+def leaves(value) -> list:
+    """Every leaf of a SymState (or SymReplica), in layout order."""
+    if isinstance(value, (SymState, SymReplica)):
+        return [leaf for f in fields(value) for leaf in leaves(getattr(value, f.name))]
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in leaves(item)]
+    return [value]
+
+
+def rebuild(shape: Shape, values: list, cls: type = SymState):
+    """The SymState (or SymReplica) whose leaves, in layout order, are `values`."""
+    items = iter(values)
+    return _build(cls, shape, lambda name, is_bool: next(items), "")
+
+
+def equal(a: SymState, b: SymState) -> z3.BoolRef:
+    """Every leaf of `a` equals the same leaf of `b`: a full frame condition."""
+    return z3.And([x == y for x, y in zip(leaves(a), leaves(b)) if not _same(x, y)])
+
+
+def merge(condition, then, otherwise):
+    """Leafwise `If(condition, then, otherwise)` of two SymStates (or two SymReplicas), sharing
+    leaves that are the same term."""
+    if z3.is_true(condition) or then is otherwise:
+        return then
+    if z3.is_false(condition):
+        return otherwise
+    merged = [x if _same(x, y) else z3.If(condition, x, y) for x, y in zip(leaves(then), leaves(otherwise))]
+    replica = then.replicas[0] if isinstance(then, SymState) else then
+    shape = Shape(len(replica.stale_isr), len(replica.log_msg), len(replica.cache_epoch))
+    return rebuild(shape, merged, type(then))
+
+
+def _same(x, y) -> bool:
+    return x is y or (z3.is_expr(x) and z3.is_expr(y) and x.eq(y))
+
+
+def shape_of(s: SymState) -> Shape:
+    return Shape(len(s.replicas), len(s.replicas[0].log_msg), len(s.replicas[0].cache_epoch))
+
+
+# ------------------------------------------------------------------ concrete states
+
+
+class CapacityError(ValueError):
+    """A concrete state that does not fit the arrays of a Shape."""
+
+
+def values_of(shape: Shape, state: State) -> SymState:
+    """The leaves of `state` as Python ints and bools, in the symbolic layout."""
+    n, m = shape.replicas, shape.log
+
+    def padded(items: list, size: int, what: str) -> list:
+        if len(items) > size:
+            raise CapacityError(f"{what} has {len(items)} entries, more than the encoding's {size}")
+        return list(items) + [0] * (size - len(items))
+
+    def bits(mask: int) -> list[bool]:
+        return [bool(mask >> i & 1) for i in range(n)]
+
+    def history(entries) -> list[bool]:
+        flags = [False] * (m * m)
+        for offset, msg in entries:
+            flags[offset * m + msg - 1] = True
+        return flags
+
+    replicas = []
+    for replica in state.replicas:
+        response = replica.response or FetchResponse(0, 0, (), False)
+        replicas.append(SymReplica(
+            log_len=replica.leo,
+            log_msg=padded([r.msg for r in replica.log], m, "a log"),
+            log_epoch=padded([r.epoch for r in replica.log], m, "a log"),
+            unflushed=replica.unflushed,
+            hw=replica.hw,
+            cache_len=len(replica.epochs),
+            cache_epoch=padded([e for e, _ in replica.epochs], shape.cache, "an epoch cache"),
+            cache_start=padded([s for _, s in replica.epochs], shape.cache, "an epoch cache"),
+            status=replica.status,
+            role=replica.role,
+            epoch=replica.epoch,
+            has_response=bool(replica.response),
+            resp_offset=response.offset,
+            resp_hw=response.hw,
+            resp_len=len(response.records),
+            resp_msg=padded([r.msg for r in response.records], m, "a fetch response"),
+            resp_epoch=padded([r.epoch for r in response.records], m, "a fetch response"),
+            resp_oor=response.out_of_range,
+            stale_isr=bits(replica.stale_isr),
+            leading=bool(replica.remote_leos),
+            remote_leo=padded(list(replica.remote_leos), n, "a leader's view of LEOs"),
+        ))
+    return SymState(
+        replicas=replicas,
+        leader=state.controller.leader,
+        epoch=state.controller.epoch,
+        isr=bits(state.controller.isr),
+        written=state.written,
+        crashes=state.crashes,
+        committed=history(state.committed),
+        consumed=history(state.consumed),
+        acked=[bool(state.acked >> msg & 1) for msg in range(1, m + 1)],
+        zk_cut=bits(state.zk_cut),
+        peer_cut=bits(state.peer_cut),
+        cuts=state.cuts,
+    )
+
+
+def constant(shape: Shape, state: State) -> SymState:
+    """`state` as a SymState of Z3 values."""
+    return rebuild(shape, [z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v)
+                           for v in leaves(values_of(shape, state))])
+
+
+def to_state(shape: Shape, values: SymState) -> State:
+    """The State whose leaves, in the symbolic layout, are the Python values in `values`."""
+    m = shape.log
+
+    def mask(flags: list) -> int:
+        return sum(1 << i for i, flag in enumerate(flags) if flag)
+
+    def history(flags: list) -> tuple:
+        return tuple((i // m, i % m + 1) for i, flag in enumerate(flags) if flag)
+
+    replicas = []
+    for r in values.replicas:
+        response = ()
+        if r.has_response:
+            records = tuple(Record(r.resp_msg[k], r.resp_epoch[k]) for k in range(r.resp_len))
+            response = FetchResponse(r.resp_offset, r.resp_hw, records, r.resp_oor)
+        replicas.append(Replica(
+            log=tuple(Record(r.log_msg[i], r.log_epoch[i]) for i in range(r.log_len)),
+            unflushed=r.unflushed,
+            hw=r.hw,
+            epochs=tuple((r.cache_epoch[j], r.cache_start[j]) for j in range(r.cache_len)),
+            status=r.status,
+            role=r.role,
+            epoch=r.epoch,
+            response=response,
+            stale_isr=mask(r.stale_isr),
+            remote_leos=tuple(r.remote_leo) if r.leading else (),
+        ))
+    return State(
+        replicas=tuple(replicas),
+        controller=Controller(values.leader, values.epoch, mask(values.isr)),
+        written=values.written,
+        crashes=values.crashes,
+        committed=history(values.committed),
+        consumed=history(values.consumed),
+        acked=sum(1 << (i + 1) for i, flag in enumerate(values.acked) if flag),
+        zk_cut=mask(values.zk_cut),
+        peer_cut=mask(values.peer_cut),
+        cuts=values.cuts,
+    )
+
+
+def evaluate(model: z3.ModelRef, s: SymState) -> SymState:
+    """The Python values a solver model gives the leaves of `s`."""
+    def value(term):
+        term = model.eval(term, model_completion=True)
+        return z3.is_true(term) if z3.is_bool(term) else term.as_long()
+
+    return rebuild(shape_of(s), [value(leaf) for leaf in leaves(s)])
+
+
+def decode(model: z3.ModelRef, s: SymState) -> State:
+    """The State a solver model gives `s`."""
+    return to_state(shape_of(s), evaluate(model, s))

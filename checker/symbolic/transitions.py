@@ -1,0 +1,363 @@
+"""The replication model's transition relation as Z3 formulas, action by action.
+
+Each method mirrors the action of the same name in `model/replication.py`: a guard over the
+state before and the state after as terms over it. A replica index an action concerns is a
+concrete number (one formula per action slot); an index the state decides (the leader a
+follower fetches from, the controller's leader) is split into one case per replica and the
+cases merged with `If`. `transition` conjoins the guard with a frame condition on every
+variable of the next state, so the relation is exact: it admits one successor per enabled
+slot, the one the explicit model computes, which the agreement tests check on every
+reachable state of small configurations.
+
+Where the two could differ only on unreachable states, the encoding says so: a log or epoch
+cache that would grow past its capacity disables the transition (`overflow`; see `layout`),
+an epoch cache is truncated as a prefix (starts rise along every reachable cache), and a leader
+with an empty ISR keeps its HW (the explicit model never meets one).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import z3
+
+from kafka_mc.model import Action, Config, ReplicationModel
+from kafka_mc.model.state import (
+    CRASHED,
+    EXPIRED,
+    FENCED,
+    FOLLOWER,
+    LEADER,
+    NO_LEADER,
+    NO_ROLE,
+    OFFLINE,
+    TRUNCATING,
+    UNKNOWN,
+    UP,
+)
+
+from .layout import Shape, SymReplica, SymState, constant, equal, fresh, merge, replace
+from .terms import acts_as_leader, alive, count, pick, put, smax, smin, with_replica
+from .truncation import SYMBOLIC_PROTOCOLS
+
+UNBOUNDED = "any"
+
+
+class EncodingError(ValueError):
+    """A configuration the Z3 encoding does not cover; the message names it."""
+
+
+class SymbolicModel:
+    """The transition relation of one configuration. `unbounded` names the counters (`crashes`,
+    `elections`) whose bound is lifted, as `prove` does; `shape` sets the array sizes."""
+
+    def __init__(self, config: Config, shape: Shape | None = None, unbounded: frozenset[str] = frozenset()):
+        self.config = config
+        self.shape = shape or Shape.of(config)
+        self.unbounded = unbounded
+        self.explicit = ReplicationModel(config)
+        if config.protocol not in SYMBOLIC_PROTOCOLS:
+            raise EncodingError(f"protocol {config.protocol!r} has no Z3 encoding; "
+                                f"encoded: {', '.join(SYMBOLIC_PROTOCOLS)}")
+        self.protocol = SYMBOLIC_PROTOCOLS[config.protocol]
+        missing = [name for name in self.explicit.action_names if not hasattr(self, _method_name(name))]
+        if missing:
+            raise EncodingError(f"action {missing[0]} has no Z3 encoding")
+        self.slots: tuple[Action, ...] = tuple(
+            self.explicit.action_at(slot) for slot in range(len(self.explicit.action_names) * config.replicas))
+        self._overflows: list = []
+
+    # ------------------------------------------------------------------ the relation
+
+    def fresh(self, prefix: str) -> SymState:
+        return fresh(self.shape, prefix)
+
+    def initial(self, s: SymState) -> z3.BoolRef:
+        """`s` is one of the explicit model's initial states."""
+        return z3.Or([equal(s, constant(self.shape, state)) for state in self.explicit.initial_states()])
+
+    def successor(self, s: SymState, slot: int) -> tuple[z3.BoolRef, SymState]:
+        """The guard of action slot `slot` in `s` and the state it leads to."""
+        action = self.slots[slot]
+        self._overflows = []
+        guard, after = getattr(self, _method_name(action.name))(s, action.replica)
+        if self._overflows:
+            guard = z3.And(guard, z3.Not(z3.Or(self._overflows)))
+        return guard, after
+
+    def transition(self, s: SymState, t: SymState, slot: int) -> z3.BoolRef:
+        """Slot `slot` is enabled in `s` and `t` is its successor (every variable framed)."""
+        guard, after = self.successor(s, slot)
+        return z3.And(guard, equal(t, after))
+
+    def step(self, s: SymState, t: SymState, action: z3.ArithRef) -> z3.BoolRef:
+        """`t` follows `s` by the action slot numbered `action`."""
+        return z3.And(action >= 0, action < len(self.slots),
+                      *[z3.Implies(action == slot, self.transition(s, t, slot)) for slot in range(len(self.slots))])
+
+    def overflow(self, condition) -> None:
+        """Record a condition under which the transition being built would overflow an array."""
+        self._overflows.append(condition)
+
+    def _bounded(self, counter: str, value, bound: int) -> z3.BoolRef:
+        return z3.BoolVal(True) if counter in self.unbounded else value < bound
+
+    # ------------------------------------------------------------------ helpers
+
+    def current_leader(self, s: SymState, index: int) -> z3.BoolRef:
+        """Replica `index` is the live replica leading in the controller's epoch."""
+        replica = s.replicas[index]
+        return z3.And(s.leader == index, acts_as_leader(replica), replica.epoch == s.epoch)
+
+    def acting_leaders(self, s: SymState, epoch) -> list[z3.BoolRef]:
+        """Per replica: it is the live replica acting as leader in `epoch` (the controller's
+        leader first, else the first such replica), as `ReplicationModel._acting_leader`."""
+        acting = [z3.And(r.epoch == epoch, acts_as_leader(r)) for r in s.replicas]
+        by_controller = [z3.And(s.leader == j, acting[j]) for j in range(len(acting))]
+        controller_acts = z3.Or(by_controller)
+        return [z3.Or(by_controller[j],
+                      z3.And(z3.Not(controller_acts), acting[j], *[z3.Not(a) for a in acting[:j]]))
+                for j in range(len(acting))]
+
+    def reachable_leaders(self, s: SymState, index: int) -> list[tuple[int, z3.BoolRef]]:
+        """(leader, condition): the leader a live follower talks to, as `reachable_leader`."""
+        follower = s.replicas[index]
+        acting = self.acting_leaders(s, follower.epoch)
+        base = z3.And(alive(follower), z3.Not(s.peer_cut[index]))
+        return [(j, z3.And(base, acting[j], z3.Not(s.peer_cut[j]))) for j in range(len(acting)) if j != index]
+
+    def isr_of(self, s: SymState, index: int) -> list:
+        stale = s.replicas[index].stale_isr
+        return [z3.If(s.leader == index, member, old) for member, old in zip(s.isr, stale)]
+
+    def can_write_isr(self, s: SymState, index: int) -> z3.BoolRef:
+        return z3.And(s.leader == index, z3.Not(s.zk_cut[index]))
+
+    def truncate(self, replica: SymReplica, offset) -> SymReplica:
+        """`model.protocols.truncate`: cut the log at `offset` when it is shorter than the log."""
+        leo = replica.log_len
+        cut = replace(
+            replica,
+            log_len=offset,
+            log_msg=[z3.If(i < offset, msg, 0) for i, msg in enumerate(replica.log_msg)],
+            log_epoch=[z3.If(i < offset, epoch, 0) for i, epoch in enumerate(replica.log_epoch)],
+            unflushed=smax(0, replica.unflushed - (leo - offset)),
+            hw=smin(replica.hw, offset),
+        )
+        return merge(offset < leo, self.protocol.after_truncate(cut, offset), replica)
+
+    def appended(self, replica: SymReplica, msgs: list, epochs: list, count_) -> SymReplica:
+        """The replica with the first `count_` of the records (`msgs`, `epochs`) after its log."""
+        leo, end = replica.log_len, replica.log_len + count_
+        self.overflow(end > self.shape.log)
+        grown = replace(
+            replica,
+            log_len=end,
+            log_msg=[z3.If(i < leo, m, z3.If(i < end, pick(msgs, i - leo), 0)) for i, m in enumerate(replica.log_msg)],
+            log_epoch=[z3.If(i < leo, e, z3.If(i < end, pick(epochs, i - leo), 0))
+                       for i, e in enumerate(replica.log_epoch)],
+            unflushed=z3.IntVal(0) if self.config.flush else replica.unflushed + count_,
+        )
+        return self.protocol.after_append(self, grown, epochs, count_, leo)
+
+    @staticmethod
+    def _no_response(replica: SymReplica) -> SymReplica:
+        zeros = [z3.IntVal(0)] * len(replica.resp_msg)
+        return replace(replica, has_response=z3.BoolVal(False), resp_offset=z3.IntVal(0), resp_hw=z3.IntVal(0),
+                       resp_len=z3.IntVal(0), resp_msg=zeros, resp_epoch=zeros, resp_oor=z3.BoolVal(False))
+
+    def _forget_leadership(self, replica: SymReplica) -> SymReplica:
+        """No response in flight, no stale ISR, no view of the others' LEOs."""
+        n = self.shape.replicas
+        return replace(self._no_response(replica), stale_isr=[z3.BoolVal(False)] * n, leading=z3.BoolVal(False),
+                       remote_leo=[z3.IntVal(0)] * n)
+
+    def advance_hw(self, s: SymState, index: int) -> SymState:
+        """`ReplicationModel._advance_hw` for the leader at `index`."""
+        m = self.shape.log
+        leader = s.replicas[index]
+        isr = self.isr_of(s, index)
+        leos = [leader.log_len if q == index else leader.remote_leo[q] for q in range(self.shape.replicas)]
+        lowest = z3.IntVal(m + 1)
+        for member, leo in zip(isr, leos):
+            lowest = z3.If(z3.And(member, leo < lowest), leo, lowest)
+        hw = z3.If(z3.Or(isr), smax(leader.hw, lowest), leader.hw)
+        s = with_replica(s, index, replace(leader, hw=hw))
+        below = [z3.And(o < hw, o < leader.log_len) for o in range(m)]
+
+        def holds(o: int, msg: int):
+            return z3.And(below[o], leader.log_msg[o] == msg)
+
+        acked = s.acked
+        if self.config.acks == "all":
+            completes = z3.And(hw > leader.hw, count(isr) >= self.config.min_isr)
+            acked = [z3.Or(flag, *[z3.And(completes, o >= leader.hw, leader.log_epoch[o] == leader.epoch, holds(o, k + 1))
+                                   for o in range(m)])
+                     for k, flag in enumerate(s.acked)]
+        current = self.current_leader(s, index)
+        consumed = [z3.Or(flag, holds(i // m, i % m + 1)) for i, flag in enumerate(s.consumed)]
+        committed = [z3.Or(flag, z3.And(current, holds(i // m, i % m + 1))) for i, flag in enumerate(s.committed)]
+        return replace(s, acked=acked, consumed=consumed, committed=committed)
+
+    def with_isr(self, s: SymState, isr: list) -> SymState:
+        """The controller's ISR set to `isr`; the current leader's HW advances."""
+        s = replace(s, isr=isr)
+        after = s
+        for j in range(self.shape.replicas):
+            after = merge(self.current_leader(s, j), self.advance_hw(s, j), after)
+        return after
+
+    def _by_leader(self, cases: list[tuple[int, z3.BoolRef]], build: Callable[[int], SymState], s: SymState):
+        """(any case holds, the state `build` gives for the case that holds)."""
+        after = s
+        for j, condition in cases:
+            after = merge(condition, build(j), after)
+        return z3.Or([condition for _, condition in cases]), after
+
+    # ------------------------------------------------------------------ actions
+
+    def producer_write(self, s: SymState, i: int):
+        config = self.config
+        leader = s.replicas[i]
+        lost_on_wire = (z3.And(s.leader == i, leader.status == CRASHED) if config.acks == "0"
+                        else z3.BoolVal(False))
+        guard = [s.written < config.messages, z3.Or(lost_on_wire, z3.And(leader.role == LEADER, alive(leader)))]
+        if config.acks == "all":
+            guard.append(count(self.isr_of(s, i)) >= config.min_isr)
+        msg = s.written + 1
+        sent = replace(s, written=msg)
+        if config.acks != "all":
+            sent = replace(sent, acked=[z3.Or(flag, msg == k + 1) for k, flag in enumerate(s.acked)])
+        wrote = self.advance_hw(with_replica(sent, i, self.appended(leader, [msg], [leader.epoch], 1)), i)
+        return z3.And(guard), merge(lost_on_wire, sent, wrote)
+
+    def leader_handle_fetch_request(self, s: SymState, i: int):
+        follower = s.replicas[i]
+        offset = follower.log_len
+
+        def handled_by(j: int) -> SymState:
+            leader = s.replicas[j]
+            out_of_range = replace(self._no_response(follower), has_response=z3.BoolVal(True),
+                                   resp_offset=leader.log_len, resp_hw=leader.hw, resp_oor=z3.BoolVal(True))
+            expand = z3.And(z3.Not(s.isr[i]), offset >= leader.hw, self.can_write_isr(s, j))
+            fetched = replace(s, isr=put(s.isr, i, z3.Or(s.isr[i], expand)))
+            fetched = with_replica(fetched, j, replace(leader, remote_leo=put(leader.remote_leo, i, offset)))
+            fetched = self.advance_hw(fetched, j)
+            leader = fetched.replicas[j]
+            response = replace(follower, has_response=z3.BoolVal(True), resp_offset=offset, resp_hw=leader.hw,
+                               resp_len=leader.log_len - offset, resp_oor=z3.BoolVal(False),
+                               resp_msg=[pick(leader.log_msg, offset + k) for k in range(self.shape.log)],
+                               resp_epoch=[pick(leader.log_epoch, offset + k) for k in range(self.shape.log)])
+            return merge(offset > leader.log_len, with_replica(s, i, out_of_range), with_replica(fetched, i, response))
+
+        reachable, after = self._by_leader(self.reachable_leaders(s, i), handled_by, s)
+        return z3.And(z3.Not(follower.has_response), follower.role == FOLLOWER, reachable), after
+
+    def follower_handle_fetch_response(self, s: SymState, i: int):
+        follower = s.replicas[i]
+        cleared = self._no_response(follower)
+        truncated = self.truncate(cleared, follower.resp_offset)
+        appended = self.appended(cleared, follower.resp_msg, follower.resp_epoch, follower.resp_len)
+        appended = replace(appended, hw=smin(appended.log_len, follower.resp_hw))
+        guard = z3.And(alive(follower), follower.has_response, z3.Not(s.peer_cut[i]))
+        return guard, with_replica(s, i, merge(follower.resp_oor, truncated, appended))
+
+    def leader_shrink_isr(self, s: SymState, i: int):
+        lagging = [z3.And(self.current_leader(s, j), self.can_write_isr(s, j),
+                          s.replicas[j].remote_leo[i] < s.replicas[j].log_len)
+                   for j in range(self.shape.replicas) if j != i]
+        return z3.And(s.isr[i], z3.Or(lagging)), self.with_isr(s, put(s.isr, i, z3.BoolVal(False)))
+
+    def leader_shrink_isr_fails(self, s: SymState, i: int):
+        leader = s.replicas[i]
+        lagging = [z3.And(member, leader.remote_leo[q] < leader.log_len)
+                   for q, member in enumerate(self.isr_of(s, i)) if q != i]
+        guard = z3.And(leader.role == LEADER, alive(leader), z3.Not(self.can_write_isr(s, i)), z3.Or(lagging))
+        return guard, with_replica(s, i, replace(leader, role=z3.IntVal(FENCED)))
+
+    def become_follower(self, s: SymState, i: int):
+        replica = s.replicas[i]
+        guard = z3.And(alive(replica), s.leader != NO_LEADER, s.leader != i, replica.epoch < s.epoch,
+                       z3.Not(s.zk_cut[i]))
+        replica = replace(self._forget_leadership(replica), epoch=s.epoch)
+        return guard, with_replica(s, i, self.protocol.become_follower(self, replica))
+
+    def replica_flush(self, s: SymState, i: int):
+        replica = s.replicas[i]
+        return (z3.And(replica.unflushed != 0, alive(replica)),
+                with_replica(s, i, replace(replica, unflushed=z3.IntVal(0))))
+
+    def replica_crash(self, s: SymState, i: int):
+        replica = s.replicas[i]
+        guard = z3.And(alive(replica), self._bounded("crashes", s.crashes, self.config.crashes))
+        crashed = self.truncate(replica, replica.log_len - replica.unflushed)
+        crashed = replace(self._forget_leadership(crashed), status=z3.If(replica.status == EXPIRED, OFFLINE, CRASHED),
+                          role=z3.IntVal(NO_ROLE), epoch=z3.IntVal(UNKNOWN))
+        return guard, replace(with_replica(s, i, crashed), crashes=s.crashes + 1)
+
+    def replica_restart(self, s: SymState, i: int):
+        replica = s.replicas[i]
+        guard = z3.And(z3.Not(alive(replica)), z3.Not(z3.And(replica.status == CRASHED, s.leader == i)),
+                       z3.Not(s.zk_cut[i]))
+        return guard, with_replica(s, i, replace(replica, status=z3.IntVal(UP)))
+
+    def controller_notice_failure(self, s: SymState, i: int):
+        replica = s.replicas[i]
+        crashed = replica.status == CRASHED
+        expired = z3.And(replica.status == UP, s.zk_cut[i])
+        noticed = merge(crashed, replace(replica, status=z3.IntVal(OFFLINE)),
+                        replace(replica, status=z3.IntVal(EXPIRED),
+                                stale_isr=[z3.If(s.leader == i, member, old)
+                                           for member, old in zip(s.isr, replica.stale_isr)]))
+        after = replace(with_replica(s, i, noticed), leader=z3.If(s.leader == i, NO_LEADER, s.leader))
+        remaining = put(s.isr, i, z3.BoolVal(False))
+        shrinks = z3.And(s.isr[i], z3.Or(remaining))
+        return z3.Or(crashed, expired), merge(shrinks, self.with_isr(after, remaining), after)
+
+    def controller_elect_leader(self, s: SymState, i: int):
+        n = self.shape.replicas
+        candidate = s.replicas[i]
+        live_isr = [z3.And(member, r.status == UP) for member, r in zip(s.isr, s.replicas)]
+        unclean = z3.Not(z3.Or(live_isr)) if self.config.unclean else z3.BoolVal(False)
+        guard = z3.And(s.leader == NO_LEADER, self._bounded("elections", s.epoch, self.config.elections),
+                       candidate.status == UP, z3.Not(s.zk_cut[i]), z3.Or(live_isr[i], unclean))
+        epoch = s.epoch + 1
+        leader = replace(self._forget_leadership(candidate), role=z3.IntVal(LEADER), epoch=epoch,
+                         leading=z3.BoolVal(True), remote_leo=[z3.IntVal(UNKNOWN)] * n)
+        leader = self.protocol.on_become_leader(self, leader, epoch)
+        isr = [z3.If(live_isr[i], member, z3.BoolVal(q == i)) for q, member in enumerate(s.isr)]
+        after = replace(with_replica(s, i, leader), leader=z3.IntVal(i), epoch=epoch, isr=isr)
+        return guard, self.advance_hw(after, i)
+
+    def zk_disconnect(self, s: SymState, i: int):
+        guard = z3.And(s.cuts < self.config.partitions, s.replicas[i].status == UP, z3.Not(s.zk_cut[i]))
+        return guard, replace(s, zk_cut=put(s.zk_cut, i, z3.BoolVal(True)), cuts=s.cuts + 1)
+
+    def zk_reconnect(self, s: SymState, i: int):
+        replica = s.replicas[i]
+        replica = replace(replica, status=z3.If(replica.status == EXPIRED, UP, replica.status),
+                          role=z3.If(z3.And(replica.role == FENCED, s.leader == i), LEADER, replica.role))
+        return s.zk_cut[i], with_replica(replace(s, zk_cut=put(s.zk_cut, i, z3.BoolVal(False))), i, replica)
+
+    def peer_disconnect(self, s: SymState, i: int):
+        guard = z3.And(s.cuts < self.config.partitions, alive(s.replicas[i]), z3.Not(s.peer_cut[i]))
+        return guard, replace(s, peer_cut=put(s.peer_cut, i, z3.BoolVal(True)), cuts=s.cuts + 1)
+
+    def peer_reconnect(self, s: SymState, i: int):
+        return s.peer_cut[i], replace(s, peer_cut=put(s.peer_cut, i, z3.BoolVal(False)))
+
+    def follower_truncate_by_leader_epoch(self, s: SymState, i: int):
+        follower = s.replicas[i]
+
+        def exchange_with(j: int) -> SymState:
+            offset, complete = self.protocol.truncation_point(s.replicas[j], follower)
+            truncated = self.truncate(follower, offset)
+            return with_replica(s, i, replace(truncated, role=z3.If(complete, z3.IntVal(FOLLOWER), truncated.role)))
+
+        reachable, after = self._by_leader(self.reachable_leaders(s, i), exchange_with, s)
+        return z3.And(follower.role == TRUNCATING, reachable), after
+
+
+def _method_name(action_name: str) -> str:
+    """`LeaderHandleFetchRequest` -> `leader_handle_fetch_request`."""
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in action_name).lstrip("_")

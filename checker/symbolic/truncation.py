@@ -1,0 +1,136 @@
+"""The truncation protocols as formulas: the one place where `hw`, `leader-epoch` and `kip-279`
+differ, mirroring `model/protocols.py` strategy by strategy.
+
+Appending to a full epoch cache is reported as an overflow (the encoding's caches have a fixed
+capacity, which reachable states of a bounded run never exceed; see `layout`).
+"""
+
+from __future__ import annotations
+
+import z3
+
+from kafka_mc.model.state import FOLLOWER, TRUNCATING, UNKNOWN
+
+from .layout import SymReplica, replace
+from .terms import latest_epoch, pick, smin
+
+
+class SymbolicProtocol:
+    """The formulas of one `TruncationProtocol`; `overflow` collects conditions under which a
+    cache append would not fit (the transition is then disabled)."""
+
+    name: str
+
+    def become_follower(self, model, replica: SymReplica) -> SymReplica:
+        raise NotImplementedError
+
+    def after_append(self, model, replica: SymReplica, epochs: list, count, offset) -> SymReplica:
+        return replica
+
+    def after_truncate(self, replica: SymReplica, offset) -> SymReplica:
+        return replica
+
+    def on_become_leader(self, model, replica: SymReplica, epoch) -> SymReplica:
+        return replica
+
+
+class SymbolicHw(SymbolicProtocol):
+    name = "hw"
+
+    def become_follower(self, model, replica: SymReplica) -> SymReplica:
+        return replace(model.truncate(replica, replica.hw), role=z3.IntVal(FOLLOWER))
+
+
+class SymbolicLeaderEpoch(SymbolicProtocol):
+    name = "leader-epoch"
+
+    def become_follower(self, model, replica: SymReplica) -> SymReplica:
+        return replace(replica, role=z3.IntVal(TRUNCATING))
+
+    def after_append(self, model, replica: SymReplica, epochs: list, count, offset) -> SymReplica:
+        """An entry for each appended record whose epoch is newer than the cache's latest."""
+        length, cached, starts = replica.cache_len, list(replica.cache_epoch), list(replica.cache_start)
+        for position, epoch in enumerate(epochs):
+            add = z3.And(position < count, z3.Or(length == 0, epoch > pick(cached, length - 1)))
+            model.overflow(z3.And(add, length >= len(cached)))
+            cached = [z3.If(z3.And(add, length == j), epoch, e) for j, e in enumerate(cached)]
+            starts = [z3.If(z3.And(add, length == j), offset + position, s) for j, s in enumerate(starts)]
+            length = z3.If(add, length + 1, length)
+        return replace(replica, cache_len=length, cache_epoch=cached, cache_start=starts)
+
+    def after_truncate(self, replica: SymReplica, offset) -> SymReplica:
+        """Keep the entries that start below `offset` (a prefix: starts rise along the cache)."""
+        kept, keep = [], z3.BoolVal(True)
+        for j, start in enumerate(replica.cache_start):
+            keep = z3.And(keep, j < replica.cache_len, start < offset)
+            kept.append(keep)
+        return replace(replica, cache_len=z3.Sum([z3.If(k, 1, 0) for k in kept]) if kept else replica.cache_len,
+                       cache_epoch=[z3.If(k, e, 0) for k, e in zip(kept, replica.cache_epoch)],
+                       cache_start=[z3.If(k, s, 0) for k, s in zip(kept, replica.cache_start)])
+
+    def on_become_leader(self, model, replica: SymReplica, epoch) -> SymReplica:
+        length = replica.cache_len
+        model.overflow(length >= len(replica.cache_epoch))
+        return replace(replica, cache_len=length + 1,
+                       cache_epoch=[z3.If(length == j, epoch, e) for j, e in enumerate(replica.cache_epoch)],
+                       cache_start=[z3.If(length == j, replica.log_len, s) for j, s in enumerate(replica.cache_start)])
+
+    def truncation_point(self, leader: SymReplica, follower: SymReplica):
+        """(offset, complete): the leader's end offset for the follower's latest epoch, or the
+        follower's HW when it is undefined (Kafka 0.11)."""
+        end = end_offset_for(leader, latest_epoch(follower))
+        return z3.If(end == UNKNOWN, follower.hw, end), z3.BoolVal(True)
+
+
+def _later_start(replica: SymReplica, requested):
+    """The start of the first cached epoch after `requested`, and whether there is one."""
+    start, exists = z3.IntVal(UNKNOWN), z3.BoolVal(False)
+    for j in reversed(range(len(replica.cache_epoch))):
+        later = z3.And(j < replica.cache_len, replica.cache_epoch[j] > requested)
+        start, exists = z3.If(later, replica.cache_start[j], start), z3.Or(later, exists)
+    return start, exists
+
+
+def end_offset_for(leader: SymReplica, requested):
+    """`LeaderEpochFileCache.endOffsetFor` of Kafka 0.11 (see `model.protocols.end_offset_for`)."""
+    if not leader.cache_epoch:
+        return z3.IntVal(UNKNOWN)
+    undefined = z3.Or(requested == UNKNOWN, leader.cache_len == 0)
+    later, _ = _later_start(leader, requested)
+    return z3.If(undefined, UNKNOWN,
+                 z3.If(requested == latest_epoch(leader), leader.log_len,
+                       z3.If(requested < leader.cache_epoch[0], UNKNOWN, later)))
+
+
+def epoch_end(replica: SymReplica, requested):
+    """(epoch, end) as `model.protocols.epoch_end`: the largest cached epoch at or below the
+    requested one (the requested one if none) and where it ends."""
+    if not replica.cache_epoch:
+        return z3.IntVal(UNKNOWN), z3.IntVal(UNKNOWN)
+    undefined = z3.Or(requested == UNKNOWN, replica.cache_len == 0)
+    latest = requested == latest_epoch(replica)
+    later, has_later = _later_start(replica, requested)
+    earlier = requested
+    for j, epoch in enumerate(replica.cache_epoch):
+        earlier = z3.If(z3.And(j < replica.cache_len, epoch <= requested), epoch, earlier)
+    epoch = z3.If(undefined, UNKNOWN, z3.If(latest, requested, z3.If(has_later, earlier, UNKNOWN)))
+    end = z3.If(undefined, UNKNOWN, z3.If(latest, replica.log_len, z3.If(has_later, later, UNKNOWN)))
+    return epoch, end
+
+
+class SymbolicKip279(SymbolicLeaderEpoch):
+    name = "kip-279"
+
+    def truncation_point(self, leader: SymReplica, follower: SymReplica):
+        leader_epoch, leader_end = epoch_end(leader, latest_epoch(follower))
+        follower_epoch, follower_end = epoch_end(follower, leader_epoch)
+        offset = z3.If(leader_end == UNKNOWN, follower.hw,
+                       z3.If(follower_end == UNKNOWN, leader_end,
+                             z3.If(follower_epoch != leader_epoch, follower_end, smin(follower_end, leader_end))))
+        complete = z3.Or(leader_end == UNKNOWN, follower_end == UNKNOWN, follower_epoch == leader_epoch)
+        return offset, complete
+
+
+SYMBOLIC_PROTOCOLS: dict[str, SymbolicProtocol] = {
+    protocol.name: protocol for protocol in (SymbolicHw(), SymbolicLeaderEpoch(), SymbolicKip279())
+}
