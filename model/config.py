@@ -6,6 +6,9 @@ from dataclasses import asdict, dataclass
 
 MIN_REPLICAS, MAX_REPLICAS = 2, 5
 ACKS = ("all", "1", "0")
+BOUNDED_COUNTS = ("messages", "crashes", "elections", "partitions")
+CHECK_COUNT_LIMIT = 9  # what exhaustive checking can afford
+SIMULATION_COUNT_LIMIT = 99  # random simulation and Hypothesis walk much further
 
 
 class ConfigError(ValueError):
@@ -38,15 +41,29 @@ class Config:
     flush: bool = True
     partitions: int = 0
 
+    count_limit = CHECK_COUNT_LIMIT  # the most of each of BOUNDED_COUNTS (a class constant, not a field)
+
+    @classmethod
+    def for_simulation(cls, **fields) -> "Config":
+        """A configuration for random simulation and Hypothesis: like `Config(**fields)`, but
+        messages, crashes, elections and partitions may go up to SIMULATION_COUNT_LIMIT. Within
+        the exhaustive bounds it is a plain Config; beyond them a SimulationConfig."""
+        try:
+            return cls(**fields)
+        except ConfigError as error:
+            if error.field not in BOUNDED_COUNTS:
+                raise
+        return SimulationConfig(**fields)
+
     def __post_init__(self) -> None:
         from .protocols import PROTOCOLS  # late: protocols import nothing from here
 
         if self.protocol not in PROTOCOLS:
             raise ConfigError("protocol", f"protocol {self.protocol!r} is unknown; allowed: {', '.join(PROTOCOLS)}")
         _check_int("replicas", self.replicas, MIN_REPLICAS, MAX_REPLICAS)
-        _check_int("messages", self.messages, 0, 9)
-        _check_int("crashes", self.crashes, 0, 9)
-        _check_int("elections", self.elections, 0, 9)
+        _check_int("messages", self.messages, 0, self.count_limit)
+        _check_int("crashes", self.crashes, 0, self.count_limit)
+        _check_int("elections", self.elections, 0, self.count_limit)
         if self.acks not in ACKS:
             raise ConfigError("acks", f"acks {self.acks!r} is not supported; allowed: {', '.join(ACKS)}")
         _check_int("min_isr", self.min_isr, 1, self.replicas)
@@ -54,10 +71,17 @@ class Config:
             raise ConfigError("unclean", f"unclean must be true or false, not {self.unclean!r}")
         if not isinstance(self.flush, bool):
             raise ConfigError("flush", f"flush must be true or false, not {self.flush!r}")
-        _check_int("partitions", self.partitions, 0, 9)
+        _check_int("partitions", self.partitions, 0, self.count_limit)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class SimulationConfig(Config):
+    """Bounds that only random simulation and Hypothesis can afford (see `Config.for_simulation`)."""
+
+    count_limit = SIMULATION_COUNT_LIMIT
 
 
 def _check_int(name: str, value: object, low: int, high: int) -> None:

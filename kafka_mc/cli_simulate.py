@@ -1,0 +1,168 @@
+"""`kafka-mc simulate`: random walks through the model, reported as `check` reports.
+
+Registered on the app by `kafka_mc.cli` (`app.command("simulate")(simulate_command)`); the
+helpers it shares with `check` are imported from there when the command runs.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from kafka_mc import exitcodes
+from kafka_mc.checker.simulate import SimulationProgress, SimulationResult, simulate
+from kafka_mc.model import PROTOCOLS, Config
+from kafka_mc.model.config import SIMULATION_COUNT_LIMIT
+
+DEFAULT_RUNS, DEFAULT_DEPTH = 10_000, 100
+
+
+class SimulationReporter:
+    """Progress on stderr: a progress bar on a terminal, plain lines (at most one a second) otherwise."""
+
+    def __init__(self, total_runs: int, enabled: bool = True, console: Console | None = None):
+        self.console = console or Console(stderr=True)
+        self.enabled = enabled
+        self.total_runs = total_runs
+        self._bar = None
+        self._task = None
+        self._last_line = 0.0
+
+    @staticmethod
+    def describe(p: SimulationProgress) -> str:
+        return f"run {p.runs}/{p.total_runs}: {p.steps:,} steps, {p.steps_per_second:,.0f} steps/s"
+
+    def __call__(self, p: SimulationProgress) -> None:
+        if not self.enabled:
+            return
+        if self.console.is_terminal:
+            if self._bar is None:
+                from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+                self._bar = Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(),
+                                     TextColumn("{task.description}"), TimeRemainingColumn(),
+                                     console=self.console, transient=True)
+                self._bar.start()
+                self._task = self._bar.add_task("", total=p.total_runs)
+            self._bar.update(self._task, completed=p.runs,
+                             description=f"runs, {p.steps:,} steps, {p.steps_per_second:,.0f} steps/s")
+        elif time.monotonic() - self._last_line >= 1.0 or p.runs == p.total_runs:
+            self._last_line = time.monotonic()
+            self.console.print(self.describe(p), highlight=False, soft_wrap=True)
+
+    def note(self, text: str) -> None:
+        if self.enabled:
+            self.console.print(text, highlight=False, soft_wrap=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+def simulation_code(result: SimulationResult) -> int:
+    """12 for a violation; 75 when the time budget cut the runs short; 0 when every run was made
+    without one (which proves nothing beyond those runs)."""
+    if result.violations:
+        return exitcodes.VIOLATION
+    if not result.all_runs_done:
+        return exitcodes.INCOMPLETE
+    return exitcodes.OK
+
+
+def simulation_view(result: SimulationResult, written: list[Path]) -> dict:
+    """`check`'s JSON summary with what a simulation adds."""
+    from kafka_mc.counterexamples.views import result_view
+
+    view = result_view(result)
+    view.update({
+        "seed": result.seed,
+        "runs": result.runs,
+        "runs_requested": result.runs_requested,
+        "depth_bound": result.depth_bound,
+        "steps": result.steps,
+        "steps_per_second": round(result.steps_per_second, 1),
+        "failing_run": result.failing_run,
+        "reproduce": f"--seed {result.seed}",
+        "reports": [str(path) for path in written],
+    })
+    return view
+
+
+def simulate_command(
+    protocol: str = typer.Option("hw", metavar="NAME", help=f"Truncation protocol: {', '.join(PROTOCOLS)}."),
+    replicas: str = typer.Option("2", metavar="N", help="Number of replicas, 2 to 5."),
+    messages: str = typer.Option("2", metavar="N", help=f"Producer writes, at most (up to {SIMULATION_COUNT_LIMIT})."),
+    crashes: str = typer.Option("2", metavar="N", help=f"Replica crashes, at most (up to {SIMULATION_COUNT_LIMIT})."),
+    elections: str = typer.Option("1", metavar="N", help="Leader elections after the initial one, at most."),
+    acks: str = typer.Option("all", metavar="all|1|0", help="Producer acks: all, 1 or 0."),
+    min_isr: str = typer.Option("1", "--min-isr", metavar="N", help="min.insync.replicas."),
+    unclean: bool = typer.Option(False, "--unclean", help="Enable unclean leader election."),
+    no_flush: bool = typer.Option(False, "--no-flush",
+                                  help="Acknowledge from the page cache: a crash loses what was not flushed."),
+    partitions: str = typer.Option("0", metavar="N", help="Network failures, at most."),
+    runs: str = typer.Option(str(DEFAULT_RUNS), metavar="N", help="Random runs to make."),
+    depth: str = typer.Option(str(DEFAULT_DEPTH), metavar="K", help="Steps per run, at most."),
+    seed: Optional[str] = typer.Option(None, metavar="S",
+                                       help="Seed of the random runs (default: a random one, printed)."),
+    max_seconds: Optional[str] = typer.Option(None, metavar="SECONDS",
+                                              help="Stop after this many seconds (exit 75 if runs are left)."),
+    keep_going: bool = typer.Option(False, "--keep-going", "--continue",
+                                    help="Make every run; report the shortest violation found of each invariant."),
+    output_format: str = typer.Option("text", "--format", metavar="text|json",
+                                      help="text, or json: one JSON object on stdout."),
+    out: Optional[Path] = typer.Option(None, help="Write a report set for every violation into this directory."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress on stderr."),
+) -> None:
+    """Random walks through the model (as TLC's -simulate): far beyond what `check` can explore,
+    never a proof. A violation is reported as `check` reports one; the same seed gives the same runs."""
+    from kafka_mc.cli import (
+        Exit,
+        OutputFormat,
+        _config_errors,
+        _counts,
+        _number,
+        _out_dir,
+        _print_result,
+        _write_violation_reports,
+    )
+
+    formats = {f.value: f for f in OutputFormat}
+    if output_format not in formats:
+        raise Exit(exitcodes.BAD_INPUT, f"--format must be one of {', '.join(formats)}, not {output_format!r}")
+    run_count = _number("--runs", runs, positive=True)
+    depth_bound = _number("--depth", depth, positive=True)
+    budget = _number("--max-seconds", max_seconds, float, positive=True)
+    chosen_seed = _number("--seed", seed)
+    if chosen_seed is None:
+        chosen_seed = random.SystemRandom().randrange(2**32)
+    elif chosen_seed < 0:
+        raise Exit(exitcodes.BAD_INPUT, f"--seed must be a non-negative integer, not {seed}")
+    out = _out_dir(out)
+    counts = _counts(replicas=replicas, messages=messages, crashes=crashes, elections=elections,
+                     min_isr=min_isr, partitions=partitions)
+    with _config_errors():
+        config = Config.for_simulation(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **counts)
+    reporter = SimulationReporter(run_count, enabled=not quiet)
+    reporter.note(f"simulating {run_count} runs of up to {depth_bound} steps with seed {chosen_seed}")
+    try:
+        result = simulate(config, runs=run_count, depth=depth_bound, seed=chosen_seed, keep_going=keep_going,
+                          max_seconds=budget, progress=reporter)
+    finally:
+        reporter.close()
+    written = _write_violation_reports(result, out) if out else []
+    if formats[output_format] is OutputFormat.json:
+        print(json.dumps(simulation_view(result, written), indent=2))
+    else:
+        _print_result(result, None, OutputFormat.text, written)
+        print(f"Simulated {result.runs} of {result.runs_requested} runs of up to {result.depth_bound} steps "
+              f"with seed {result.seed}: {result.steps:,} steps, {result.steps_per_second:,.0f} steps/s.")
+        if result.violations:
+            print(f"Use --seed {result.seed} to reproduce (run {result.failing_run} has the first violation).")
+    raise typer.Exit(simulation_code(result))
