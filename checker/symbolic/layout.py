@@ -29,17 +29,28 @@ __all__ = ["Shape", "SymReplica", "SymState", "replace"]
 
 @dataclass(frozen=True)
 class Shape:
-    """The array sizes of one configuration: replicas, log capacity and epoch-cache capacity."""
+    """The array sizes of one configuration: replicas, log capacity and epoch-cache capacity;
+    and the numbers' sort: signed bit-vectors of `bits` bits (bounded runs: the solver
+    bit-blasts them), or unbounded integers when `bits` is None (proofs over any epoch)."""
 
     replicas: int
     log: int
     cache: int
+    bits: int | None = None
 
     @staticmethod
-    def of(config: Config, cache: int | None = None) -> "Shape":
+    def of(config: Config, cache: int | None = None, integers: bool = False) -> "Shape":
         if cache is None:
             cache = 0 if config.protocol == "hw" else config.elections + 1
-        return Shape(config.replicas, config.messages, cache)
+        largest = max(config.messages + 1, config.elections + 1, config.crashes + 1, config.partitions + 1, cache + 1,
+                      config.replicas)
+        return Shape(config.replicas, config.messages, cache, None if integers else largest.bit_length() + 2)
+
+    def num(self, value: int) -> z3.ExprRef:
+        return z3.IntVal(value) if self.bits is None else z3.BitVecVal(value, self.bits)
+
+    def variable(self, name: str) -> z3.ExprRef:
+        return z3.Int(name) if self.bits is None else z3.BitVec(name, self.bits)
 
 
 # Fields whose leaves are Bools; every other leaf is an Int.
@@ -111,7 +122,7 @@ def _build(cls, shape: Shape, leaf, path: str):
 
 def fresh(shape: Shape, prefix: str) -> SymState:
     """A state of fresh Z3 constants named after `prefix` (one copy of the variables per step)."""
-    return _build(SymState, shape, lambda name, is_bool: z3.Bool(name) if is_bool else z3.Int(name), f"{prefix}.")
+    return _build(SymState, shape, lambda name, is_bool: z3.Bool(name) if is_bool else shape.variable(name), f"{prefix}.")
 
 
 def leaves(value) -> list:
@@ -142,17 +153,19 @@ def merge(condition, then, otherwise):
     if z3.is_false(condition):
         return otherwise
     merged = [x if _same(x, y) else z3.If(condition, x, y) for x, y in zip(leaves(then), leaves(otherwise))]
-    replica = then.replicas[0] if isinstance(then, SymState) else then
-    shape = Shape(len(replica.stale_isr), len(replica.log_msg), len(replica.cache_epoch))
-    return rebuild(shape, merged, type(then))
+    return rebuild(shape_of(then), merged, type(then))
 
 
 def _same(x, y) -> bool:
     return x is y or (z3.is_expr(x) and z3.is_expr(y) and x.eq(y))
 
 
-def shape_of(s: SymState) -> Shape:
-    return Shape(len(s.replicas), len(s.replicas[0].log_msg), len(s.replicas[0].cache_epoch))
+def shape_of(s) -> Shape:
+    """The Shape of a SymState or SymReplica of Z3 terms."""
+    replica = s.replicas[0] if isinstance(s, SymState) else s
+    sort = replica.hw.sort()
+    return Shape(len(replica.stale_isr), len(replica.log_msg), len(replica.cache_epoch),
+                 sort.size() if z3.is_bv_sort(sort) else None)
 
 
 # ------------------------------------------------------------------ concrete states
@@ -224,7 +237,7 @@ def values_of(shape: Shape, state: State) -> SymState:
 
 def constant(shape: Shape, state: State) -> SymState:
     """`state` as a SymState of Z3 values."""
-    return rebuild(shape, [z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v)
+    return rebuild(shape, [z3.BoolVal(v) if isinstance(v, bool) else shape.num(v)
                            for v in leaves(values_of(shape, state))])
 
 
@@ -274,9 +287,14 @@ def evaluate(model: z3.ModelRef, s: SymState) -> SymState:
     """The Python values a solver model gives the leaves of `s`."""
     def value(term):
         term = model.eval(term, model_completion=True)
-        return z3.is_true(term) if z3.is_bool(term) else term.as_long()
+        return z3.is_true(term) if z3.is_bool(term) else as_int(term)
 
     return rebuild(shape_of(s), [value(leaf) for leaf in leaves(s)])
+
+
+def as_int(term: z3.ExprRef) -> int:
+    """The Python int of an integer or (signed) bit-vector numeral."""
+    return term.as_signed_long() if z3.is_bv(term) else term.as_long()
 
 
 def decode(model: z3.ModelRef, s: SymState) -> State:

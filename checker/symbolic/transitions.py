@@ -36,7 +36,7 @@ from kafka_mc.model.state import (
     UP,
 )
 
-from .layout import Shape, SymReplica, SymState, constant, equal, fresh, merge, replace
+from .layout import Shape, SymReplica, SymState, constant, equal, fresh, leaves, merge, replace
 from .terms import acts_as_leader, alive, count, pick, put, smax, smin, with_replica
 from .truncation import SYMBOLIC_PROTOCOLS
 
@@ -53,7 +53,7 @@ class SymbolicModel:
 
     def __init__(self, config: Config, shape: Shape | None = None, unbounded: frozenset[str] = frozenset()):
         self.config = config
-        self.shape = shape or Shape.of(config)
+        self.shape = shape or Shape.of(config, integers=bool(unbounded))
         self.unbounded = unbounded
         self.explicit = ReplicationModel(config)
         if config.protocol not in SYMBOLIC_PROTOCOLS:
@@ -66,11 +66,16 @@ class SymbolicModel:
         self.slots: tuple[Action, ...] = tuple(
             self.explicit.action_at(slot) for slot in range(len(self.explicit.action_names) * config.replicas))
         self._overflows: list = []
+        self.num = self.shape.num
 
     # ------------------------------------------------------------------ the relation
 
     def fresh(self, prefix: str) -> SymState:
         return fresh(self.shape, prefix)
+
+    def action_variable(self, name: str) -> z3.ExprRef:
+        """A step's action slot number (a byte when numbers are bit-vectors)."""
+        return z3.Int(name) if self.shape.bits is None else z3.BitVec(name, 8)
 
     def initial(self, s: SymState) -> z3.BoolRef:
         """`s` is one of the explicit model's initial states."""
@@ -91,9 +96,25 @@ class SymbolicModel:
         return z3.And(guard, equal(t, after))
 
     def step(self, s: SymState, t: SymState, action: z3.ArithRef) -> z3.BoolRef:
-        """`t` follows `s` by the action slot numbered `action`."""
-        return z3.And(action >= 0, action < len(self.slots),
-                      *[z3.Implies(action == slot, self.transition(s, t, slot)) for slot in range(len(self.slots))])
+        """`t` follows `s` by the action slot numbered `action`: the slot's guard holds, and each
+        variable of `t` takes the value that slot gives it, or keeps its value in `s` when the
+        slot leaves it alone (the frame condition, stated once per variable for all slots)."""
+        chosen = [action == slot for slot in range(len(self.slots))]
+        guards, afters = zip(*(self.successor(s, slot) for slot in range(len(self.slots))))
+        afters = [leaves(after) for after in afters]
+        frames = []
+        for position, (target, before) in enumerate(zip(leaves(t), leaves(s))):
+            changes: dict[int, tuple] = {}  # term id -> (term, the slots that give it)
+            for slot, after in enumerate(afters):
+                term = after[position]
+                if not term.eq(before):
+                    changes.setdefault(term.get_id(), (term, []))[1].append(chosen[slot])
+            value = before
+            for term, slots in changes.values():
+                value = z3.If(z3.Or(slots), term, value)
+            frames.append(target == value)
+        enabled = z3.Or([z3.And(pick, guard) for pick, guard in zip(chosen, guards)])
+        return z3.And(action >= 0, action < len(self.slots), enabled, *frames)
 
     def overflow(self, condition) -> None:
         """Record a condition under which the transition being built would overflow an array."""
@@ -156,21 +177,20 @@ class SymbolicModel:
             log_msg=[z3.If(i < leo, m, z3.If(i < end, pick(msgs, i - leo), 0)) for i, m in enumerate(replica.log_msg)],
             log_epoch=[z3.If(i < leo, e, z3.If(i < end, pick(epochs, i - leo), 0))
                        for i, e in enumerate(replica.log_epoch)],
-            unflushed=z3.IntVal(0) if self.config.flush else replica.unflushed + count_,
+            unflushed=self.num(0) if self.config.flush else replica.unflushed + count_,
         )
         return self.protocol.after_append(self, grown, epochs, count_, leo)
 
-    @staticmethod
-    def _no_response(replica: SymReplica) -> SymReplica:
-        zeros = [z3.IntVal(0)] * len(replica.resp_msg)
-        return replace(replica, has_response=z3.BoolVal(False), resp_offset=z3.IntVal(0), resp_hw=z3.IntVal(0),
-                       resp_len=z3.IntVal(0), resp_msg=zeros, resp_epoch=zeros, resp_oor=z3.BoolVal(False))
+    def _no_response(self, replica: SymReplica) -> SymReplica:
+        zeros = [self.num(0)] * len(replica.resp_msg)
+        return replace(replica, has_response=z3.BoolVal(False), resp_offset=self.num(0), resp_hw=self.num(0),
+                       resp_len=self.num(0), resp_msg=zeros, resp_epoch=zeros, resp_oor=z3.BoolVal(False))
 
     def _forget_leadership(self, replica: SymReplica) -> SymReplica:
         """No response in flight, no stale ISR, no view of the others' LEOs."""
         n = self.shape.replicas
         return replace(self._no_response(replica), stale_isr=[z3.BoolVal(False)] * n, leading=z3.BoolVal(False),
-                       remote_leo=[z3.IntVal(0)] * n)
+                       remote_leo=[self.num(0)] * n)
 
     def advance_hw(self, s: SymState, index: int) -> SymState:
         """`ReplicationModel._advance_hw` for the leader at `index`."""
@@ -178,7 +198,7 @@ class SymbolicModel:
         leader = s.replicas[index]
         isr = self.isr_of(s, index)
         leos = [leader.log_len if q == index else leader.remote_leo[q] for q in range(self.shape.replicas)]
-        lowest = z3.IntVal(m + 1)
+        lowest = self.num(m + 1)
         for member, leo in zip(isr, leos):
             lowest = z3.If(z3.And(member, leo < lowest), leo, lowest)
         hw = z3.If(z3.Or(isr), smax(leader.hw, lowest), leader.hw)
@@ -190,7 +210,7 @@ class SymbolicModel:
 
         acked = s.acked
         if self.config.acks == "all":
-            completes = z3.And(hw > leader.hw, count(isr) >= self.config.min_isr)
+            completes = z3.And(hw > leader.hw, count(isr, hw) >= self.config.min_isr)
             acked = [z3.Or(flag, *[z3.And(completes, o >= leader.hw, leader.log_epoch[o] == leader.epoch, holds(o, k + 1))
                                    for o in range(m)])
                      for k, flag in enumerate(s.acked)]
@@ -223,7 +243,7 @@ class SymbolicModel:
                         else z3.BoolVal(False))
         guard = [s.written < config.messages, z3.Or(lost_on_wire, z3.And(leader.role == LEADER, alive(leader)))]
         if config.acks == "all":
-            guard.append(count(self.isr_of(s, i)) >= config.min_isr)
+            guard.append(count(self.isr_of(s, i), s.written) >= config.min_isr)
         msg = s.written + 1
         sent = replace(s, written=msg)
         if config.acks != "all":
@@ -273,7 +293,7 @@ class SymbolicModel:
         lagging = [z3.And(member, leader.remote_leo[q] < leader.log_len)
                    for q, member in enumerate(self.isr_of(s, i)) if q != i]
         guard = z3.And(leader.role == LEADER, alive(leader), z3.Not(self.can_write_isr(s, i)), z3.Or(lagging))
-        return guard, with_replica(s, i, replace(leader, role=z3.IntVal(FENCED)))
+        return guard, with_replica(s, i, replace(leader, role=self.num(FENCED)))
 
     def become_follower(self, s: SymState, i: int):
         replica = s.replicas[i]
@@ -285,28 +305,28 @@ class SymbolicModel:
     def replica_flush(self, s: SymState, i: int):
         replica = s.replicas[i]
         return (z3.And(replica.unflushed != 0, alive(replica)),
-                with_replica(s, i, replace(replica, unflushed=z3.IntVal(0))))
+                with_replica(s, i, replace(replica, unflushed=self.num(0))))
 
     def replica_crash(self, s: SymState, i: int):
         replica = s.replicas[i]
         guard = z3.And(alive(replica), self._bounded("crashes", s.crashes, self.config.crashes))
         crashed = self.truncate(replica, replica.log_len - replica.unflushed)
-        crashed = replace(self._forget_leadership(crashed), status=z3.If(replica.status == EXPIRED, OFFLINE, CRASHED),
-                          role=z3.IntVal(NO_ROLE), epoch=z3.IntVal(UNKNOWN))
+        crashed = replace(self._forget_leadership(crashed), status=z3.If(replica.status == EXPIRED, self.num(OFFLINE), self.num(CRASHED)),
+                          role=self.num(NO_ROLE), epoch=self.num(UNKNOWN))
         return guard, replace(with_replica(s, i, crashed), crashes=s.crashes + 1)
 
     def replica_restart(self, s: SymState, i: int):
         replica = s.replicas[i]
         guard = z3.And(z3.Not(alive(replica)), z3.Not(z3.And(replica.status == CRASHED, s.leader == i)),
                        z3.Not(s.zk_cut[i]))
-        return guard, with_replica(s, i, replace(replica, status=z3.IntVal(UP)))
+        return guard, with_replica(s, i, replace(replica, status=self.num(UP)))
 
     def controller_notice_failure(self, s: SymState, i: int):
         replica = s.replicas[i]
         crashed = replica.status == CRASHED
         expired = z3.And(replica.status == UP, s.zk_cut[i])
-        noticed = merge(crashed, replace(replica, status=z3.IntVal(OFFLINE)),
-                        replace(replica, status=z3.IntVal(EXPIRED),
+        noticed = merge(crashed, replace(replica, status=self.num(OFFLINE)),
+                        replace(replica, status=self.num(EXPIRED),
                                 stale_isr=[z3.If(s.leader == i, member, old)
                                            for member, old in zip(s.isr, replica.stale_isr)]))
         after = replace(with_replica(s, i, noticed), leader=z3.If(s.leader == i, NO_LEADER, s.leader))
@@ -322,11 +342,11 @@ class SymbolicModel:
         guard = z3.And(s.leader == NO_LEADER, self._bounded("elections", s.epoch, self.config.elections),
                        candidate.status == UP, z3.Not(s.zk_cut[i]), z3.Or(live_isr[i], unclean))
         epoch = s.epoch + 1
-        leader = replace(self._forget_leadership(candidate), role=z3.IntVal(LEADER), epoch=epoch,
-                         leading=z3.BoolVal(True), remote_leo=[z3.IntVal(UNKNOWN)] * n)
+        leader = replace(self._forget_leadership(candidate), role=self.num(LEADER), epoch=epoch,
+                         leading=z3.BoolVal(True), remote_leo=[self.num(UNKNOWN)] * n)
         leader = self.protocol.on_become_leader(self, leader, epoch)
         isr = [z3.If(live_isr[i], member, z3.BoolVal(q == i)) for q, member in enumerate(s.isr)]
-        after = replace(with_replica(s, i, leader), leader=z3.IntVal(i), epoch=epoch, isr=isr)
+        after = replace(with_replica(s, i, leader), leader=self.num(i), epoch=epoch, isr=isr)
         return guard, self.advance_hw(after, i)
 
     def zk_disconnect(self, s: SymState, i: int):
@@ -352,7 +372,7 @@ class SymbolicModel:
         def exchange_with(j: int) -> SymState:
             offset, complete = self.protocol.truncation_point(s.replicas[j], follower)
             truncated = self.truncate(follower, offset)
-            return with_replica(s, i, replace(truncated, role=z3.If(complete, z3.IntVal(FOLLOWER), truncated.role)))
+            return with_replica(s, i, replace(truncated, role=z3.If(complete, self.num(FOLLOWER), truncated.role)))
 
         reachable, after = self._by_leader(self.reachable_leaders(s, i), exchange_with, s)
         return z3.And(follower.role == TRUNCATING, reachable), after

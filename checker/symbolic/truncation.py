@@ -12,7 +12,7 @@ import z3
 from kafka_mc.model.state import FOLLOWER, TRUNCATING, UNKNOWN
 
 from .layout import SymReplica, replace
-from .terms import latest_epoch, pick, smin
+from .terms import count, latest_epoch, numeral, pick, smin
 
 
 class SymbolicProtocol:
@@ -38,14 +38,14 @@ class SymbolicHw(SymbolicProtocol):
     name = "hw"
 
     def become_follower(self, model, replica: SymReplica) -> SymReplica:
-        return replace(model.truncate(replica, replica.hw), role=z3.IntVal(FOLLOWER))
+        return replace(model.truncate(replica, replica.hw), role=model.num(FOLLOWER))
 
 
 class SymbolicLeaderEpoch(SymbolicProtocol):
     name = "leader-epoch"
 
     def become_follower(self, model, replica: SymReplica) -> SymReplica:
-        return replace(replica, role=z3.IntVal(TRUNCATING))
+        return replace(replica, role=model.num(TRUNCATING))
 
     def after_append(self, model, replica: SymReplica, epochs: list, count, offset) -> SymReplica:
         """An entry for each appended record whose epoch is newer than the cache's latest."""
@@ -64,7 +64,7 @@ class SymbolicLeaderEpoch(SymbolicProtocol):
         for j, start in enumerate(replica.cache_start):
             keep = z3.And(keep, j < replica.cache_len, start < offset)
             kept.append(keep)
-        return replace(replica, cache_len=z3.Sum([z3.If(k, 1, 0) for k in kept]) if kept else replica.cache_len,
+        return replace(replica, cache_len=count(kept, replica.cache_len) if kept else replica.cache_len,
                        cache_epoch=[z3.If(k, e, 0) for k, e in zip(kept, replica.cache_epoch)],
                        cache_start=[z3.If(k, s, 0) for k, s in zip(kept, replica.cache_start)])
 
@@ -84,7 +84,7 @@ class SymbolicLeaderEpoch(SymbolicProtocol):
 
 def _later_start(replica: SymReplica, requested):
     """The start of the first cached epoch after `requested`, and whether there is one."""
-    start, exists = z3.IntVal(UNKNOWN), z3.BoolVal(False)
+    start, exists = numeral(UNKNOWN, requested), z3.BoolVal(False)
     for j in reversed(range(len(replica.cache_epoch))):
         later = z3.And(j < replica.cache_len, replica.cache_epoch[j] > requested)
         start, exists = z3.If(later, replica.cache_start[j], start), z3.Or(later, exists)
@@ -94,7 +94,7 @@ def _later_start(replica: SymReplica, requested):
 def end_offset_for(leader: SymReplica, requested):
     """`LeaderEpochFileCache.endOffsetFor` of Kafka 0.11 (see `model.protocols.end_offset_for`)."""
     if not leader.cache_epoch:
-        return z3.IntVal(UNKNOWN)
+        return numeral(UNKNOWN, leader.log_len)
     undefined = z3.Or(requested == UNKNOWN, leader.cache_len == 0)
     later, _ = _later_start(leader, requested)
     return z3.If(undefined, UNKNOWN,
@@ -106,7 +106,7 @@ def epoch_end(replica: SymReplica, requested):
     """(epoch, end) as `model.protocols.epoch_end`: the largest cached epoch at or below the
     requested one (the requested one if none) and where it ends."""
     if not replica.cache_epoch:
-        return z3.IntVal(UNKNOWN), z3.IntVal(UNKNOWN)
+        return numeral(UNKNOWN, replica.log_len), numeral(UNKNOWN, replica.log_len)
     undefined = z3.Or(requested == UNKNOWN, replica.cache_len == 0)
     latest = requested == latest_epoch(replica)
     later, has_later = _later_start(replica, requested)
