@@ -25,6 +25,7 @@ class Trace:
     config: Config
     initial: int
     actions: tuple[Action, ...]
+    start: State | None = None  # a given first state instead of an initial one (a counterexample to induction)
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -32,10 +33,13 @@ class Trace:
     def states(self) -> list[State]:
         """The initial state and the state after each action; ReplayError if a step is disabled."""
         model = ReplicationModel(self.config)
-        initial_states = model.initial_states()
-        if not 0 <= self.initial < len(initial_states):
-            raise ReplayError(0, "Init", f"there is no initial state {self.initial}")
-        states = [initial_states[self.initial]]
+        if self.start is not None:
+            states = [self.start]
+        else:
+            initial_states = model.initial_states()
+            if not 0 <= self.initial < len(initial_states):
+                raise ReplayError(0, "Init", f"there is no initial state {self.initial}")
+            states = [initial_states[self.initial]]
         for number, action in enumerate(self.actions, start=1):
             following = model.next_state(states[-1], action)
             if following is None:

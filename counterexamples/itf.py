@@ -97,6 +97,8 @@ def trace_to_itf(trace: Trace, invariant: str | None) -> dict:
         "config": trace.config.to_dict(),
         "initial": trace.initial,
     }
+    if trace.start is not None:
+        meta["start"] = "the first state is given, not an initial state (a counterexample to induction)"
     if invariant is not None:
         meta["invariant"] = invariant
     states = [
@@ -122,6 +124,9 @@ def itf_to_trace(data: dict) -> Trace:
         labels = [state.meta["action"] for state in itf.states]
     except (KeyError, TypeError) as error:
         raise ValueError(f"not a kafka-mc ITF trace: missing or malformed {error}") from error
+    if "start" in itf.meta:
+        raise ValueError("this ITF trace starts in a given state, not an initial one (a counterexample to "
+                         "induction): it has no replay from an initial state")
     if not labels or labels[0] != INIT:
         raise ValueError(f"not a kafka-mc ITF trace: the first state's action must be {INIT!r}")
     model = ReplicationModel(config)
