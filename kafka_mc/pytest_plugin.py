@@ -1,0 +1,380 @@
+"""kafka-mc's pytest plugin (entry point `pytest11`): your own properties of the replication model,
+checked in your own tests.
+
+A property is a Python function of a `State` (it must hold in every reachable state) or of a step,
+`(state, action, next_state)` (it must hold for every transition). It fails by returning False or
+by failing an `assert`; anything else is a pass. Declare it with the `always` decorator, which
+turns it into a test,
+
+    @always(Config(protocol="kip-279", replicas=3, messages=2))
+    def test_leader_holds_every_committed_record(state): ...
+
+or check it from any test through the `kafka_mc` fixture: `kafka_mc.check(config, predicate)`.
+
+Engines: `bfs` explores every reachable state (the shortest counterexample); `hypothesis` runs the
+model's RuleBasedStateMachine (`checker.machine`) and shrinks what it finds; `auto` (the default)
+explores exhaustively when the configuration is within `check`'s bounds and its states number at
+most AUTO_MAX_STATES, and hands larger ones to Hypothesis. On failure the assertion message holds
+the trace as a step table, the report files written (ITF, text, Markdown, HTML) and how to
+reproduce it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+from tabulate import tabulate
+
+from kafka_mc.model import Action, Config, ReplicationModel, State
+from kafka_mc.model.config import CHECK_COUNT_LIMIT, BOUNDED_COUNTS
+from kafka_mc.properties import ALWAYS, SOMETIMES, Property
+
+ENGINES = ("auto", "bfs", "hypothesis")
+AUTO_MAX_STATES = 100_000  # auto: exhaustive up to this many distinct states, then Hypothesis
+DEFAULT_MAX_EXAMPLES = 200
+DEFAULT_STEPS = 50  # Hypothesis: steps per example
+_OPTIONS = pytest.StashKey["PluginOptions"]()
+
+
+@dataclass(frozen=True)
+class PluginOptions:
+    engine: str
+    max_examples: int
+    seed: int
+    seed_given: bool
+    reports: Path | None
+
+
+class PropertyFailed(AssertionError):
+    """A user's property does not hold; the message says where, why, and how to reproduce it."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a property that holds was checked."""
+
+    engine: str
+    complete: bool  # every reachable state was explored
+    states: int  # distinct states met
+    examples: int  # Hypothesis examples (0 for bfs)
+
+
+# --------------------------------------------------------------------------- pytest hooks
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kafka-mc", "kafka-mc model properties")
+    group.addoption("--kafka-mc-engine", default="auto", metavar="|".join(ENGINES),
+                    help=f"Engine for kafka-mc properties: auto (exhaustive up to {AUTO_MAX_STATES:,} states, "
+                         "else Hypothesis), bfs or hypothesis. Default: auto.")
+    group.addoption("--kafka-mc-max-examples", default=str(DEFAULT_MAX_EXAMPLES), metavar="N",
+                    help=f"Hypothesis examples per property. Default: {DEFAULT_MAX_EXAMPLES}.")
+    group.addoption("--kafka-mc-seed", default=None, metavar="S",
+                    help="Seed of the Hypothesis engine (default: a random one, shown in the header).")
+    group.addoption("--kafka-mc-reports", default=None, metavar="DIR",
+                    help="Write the reports of failing properties here (default: under pytest's basetemp).")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    engine = config.getoption("--kafka-mc-engine")
+    if engine not in ENGINES:
+        raise pytest.UsageError(f"--kafka-mc-engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    max_examples = _positive(config.getoption("--kafka-mc-max-examples"), "--kafka-mc-max-examples", 1)
+    seed_text = config.getoption("--kafka-mc-seed")
+    seed = (random.SystemRandom().randrange(2**32) if seed_text is None
+            else _positive(seed_text, "--kafka-mc-seed", 0))
+    reports = config.getoption("--kafka-mc-reports")
+    if reports is not None:
+        reports = Path(reports)
+        if reports.exists() and not reports.is_dir():
+            raise pytest.UsageError(f"--kafka-mc-reports {reports} exists and is not a directory")
+    config.stash[_OPTIONS] = PluginOptions(engine, max_examples, seed, seed_text is not None, reports)
+
+
+def _positive(text: str, flag: str, least: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < least:
+        kind = "a positive integer" if least else "a non-negative integer"
+        raise pytest.UsageError(f"{flag} must be {kind}, not {text!r}")
+    return value
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    options = config.stash[_OPTIONS]
+    reports = options.reports if options.reports is not None else "<basetemp>/kafka-mc-reports"
+    return (f"kafka-mc: engine {options.engine}, max examples {options.max_examples}, "
+            f"seed {options.seed}, reports {reports}")
+
+
+@pytest.fixture
+def kafka_mc(request: pytest.FixtureRequest) -> "KafkaMc":
+    """Check your own properties of the replication model: `kafka_mc.check(config, predicate)`."""
+    return KafkaMc(request)
+
+
+# --------------------------------------------------------------------------- the user's API
+
+
+def always(config: Config, *, name: str | None = None, engine: str | None = None,
+           max_examples: int | None = None, steps: int | None = None) -> Callable:
+    """Make a test of a property: a function of a State, or of (state, action, next_state), that must
+    hold in every reachable state (every step) of `config`. `engine`, `max_examples` and `steps`
+    (Hypothesis steps per example) override the command line for this property."""
+    if not isinstance(config, Config):
+        raise TypeError(f"always() takes a kafka_mc.model.Config, not {config!r}")
+
+    def decorate(predicate: Callable) -> Callable:
+        _arity(predicate)  # a wrong signature is an error at import, not at run time
+
+        def test(kafka_mc: KafkaMc) -> None:
+            __tracebackhide__ = True
+            kafka_mc.check(config, predicate, name=name, engine=engine, max_examples=max_examples, steps=steps)
+
+        test.__name__ = predicate.__name__
+        test.__qualname__ = predicate.__qualname__
+        test.__module__ = predicate.__module__
+        test.__doc__ = predicate.__doc__
+        test.kafka_mc_property = predicate
+        return test
+
+    return decorate
+
+
+class KafkaMc:
+    """The `kafka_mc` fixture: checks properties with the engine and options of the session."""
+
+    def __init__(self, request: pytest.FixtureRequest):
+        self.request = request
+        self.options: PluginOptions = request.config.stash[_OPTIONS]
+
+    def check(self, config: Config, predicate: Callable, *, name: str | None = None, engine: str | None = None,
+              max_examples: int | None = None, steps: int | None = None) -> Outcome:
+        """Check that `predicate` holds in every reachable state (or step) of `config`; PropertyFailed
+        (an AssertionError) with the trace, the reports and how to reproduce it otherwise."""
+        __tracebackhide__ = True
+        name = name or predicate.__name__
+        engine = engine or self.options.engine
+        if getattr(predicate, "_hypothesis_internal_use_reproduce_failure", None):
+            engine = "hypothesis"  # the property replays a Hypothesis example
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+        prop = user_property(config, predicate, name)
+        exhaustive_bounds = all(getattr(config, count) <= CHECK_COUNT_LIMIT for count in BOUNDED_COUNTS)
+        if engine == "bfs" and not exhaustive_bounds:
+            raise ValueError(f"the bfs engine explores at most {CHECK_COUNT_LIMIT} of each of "
+                             f"{', '.join(BOUNDED_COUNTS)}; use engine hypothesis or auto for {config}")
+        if engine in ("auto", "bfs") and exhaustive_bounds:
+            result = _bfs(config, prop, AUTO_MAX_STATES if engine == "auto" else None)
+            if result.complete or _counterexample(result, prop) is not None:
+                return self._verdict(result, prop, predicate, "bfs", complete=result.complete)
+        result = self._hypothesis(config, prop, predicate, max_examples, steps)
+        return self._verdict(result, prop, predicate, "hypothesis", complete=False)
+
+    def _hypothesis(self, config: Config, prop: Property, predicate: Callable, max_examples: int | None,
+                    steps: int | None):
+        """Hypothesis' run, seeded by the session, or by `@seed` on the predicate; `@reproduce_failure`
+        on the predicate replays that example."""
+        from hypothesis import HealthCheck, settings
+
+        from kafka_mc.checker.machine import hypothesis_check
+
+        seed = getattr(predicate, "_hypothesis_internal_use_seed", None)
+        reproduce = getattr(predicate, "_hypothesis_internal_use_reproduce_failure", None)
+        chosen = settings(max_examples=max_examples or self.options.max_examples,
+                          stateful_step_count=steps or DEFAULT_STEPS, deadline=None, database=None,
+                          print_blob=True, report_multiple_bugs=False,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                 HealthCheck.filter_too_much])
+        return hypothesis_check(config, [prop], settings=chosen, seed=self.options.seed if seed is None else seed,
+                                reproduce=reproduce)
+
+    def _verdict(self, result, prop: Property, predicate: Callable, engine: str, complete: bool) -> Outcome:
+        __tracebackhide__ = True
+        trace = _counterexample(result, prop)
+        if trace is None:
+            return Outcome(engine, complete, result.stats.distinct_states, getattr(result, "examples", 0))
+        trace = _violating_last_action(trace, predicate)
+        raise PropertyFailed(self._message(trace, prop, predicate, engine, result))
+
+    def _message(self, trace, prop: Property, predicate: Callable, engine: str, result) -> str:
+        from kafka_mc.counterexamples.reports import ReportConflict, write_reports
+
+        node = self.request.node
+        stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{node.path.stem}-{node.name}").strip("-")
+        out = self.options.reports
+        if out is None:
+            out = self.request.getfixturevalue("tmp_path_factory").getbasetemp() / "kafka-mc-reports"
+        kind = "step property" if prop.on_step else "property"
+        how = ("found by exhaustive search: a shortest counterexample" if engine == "bfs"
+               else f"found and shrunk by Hypothesis in {result.examples} examples")
+        lines = [f"kafka-mc: {kind} {prop.name} is violated after {len(trace)} steps ({how}).",
+                 f"Configuration: {_config_text(trace.config)}", ""]
+        if not prop.on_step:
+            reason = _assertion(predicate, trace.states()[-1])
+        else:
+            states = trace.states()
+            reason = _assertion(predicate, states[-2], trace.actions[-1], states[-1])
+        if reason:
+            lines += [f"Assertion: {reason}", ""]
+        lines += [step_table(trace, prop), ""]
+        try:
+            written = write_reports(trace, prop.name, out, stem, f"{prop.name} violated ({node.nodeid})")
+            itf = next(path for path in written if path.name.endswith(".itf.json"))
+            html = next(path for path in written if path.name.endswith(".html"))
+            lines += [f"ITF report: {itf}", f"HTML report: {html}",
+                      f"(also {', '.join(str(p) for p in written if p not in (itf, html))})"]
+        except ReportConflict as error:
+            lines.append(f"No reports written: {error}")
+        lines.append("")
+        if engine == "bfs":
+            lines.append(f"Reproduce: pytest '{node.nodeid}' --kafka-mc-engine bfs (exhaustive search is "
+                         "deterministic).")
+        else:
+            lines.append(f"Reproduce: pytest '{node.nodeid}' --kafka-mc-engine hypothesis "
+                         f"--kafka-mc-seed {result.seed}")
+            if result.reproduce_blob:
+                lines.append(f"or put Hypothesis' {result.reproduce_blob} between @always(...) and the "
+                             "property's def (from hypothesis import reproduce_failure).")
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- properties and engines
+
+
+def _arity(predicate: Callable) -> int:
+    """1 for a state property, 3 for a step property; TypeError otherwise."""
+    if not callable(predicate):
+        raise TypeError(f"a kafka-mc property must be a function, not {predicate!r}")
+    try:
+        parameters = [p for p in inspect.signature(predicate).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    except (TypeError, ValueError):
+        raise TypeError(f"the signature of {predicate!r} cannot be read") from None
+    if len(parameters) not in (1, 3):
+        raise TypeError(f"a kafka-mc property takes (state) or (state, action, next_state), not "
+                        f"{len(parameters)} parameters: {getattr(predicate, '__name__', predicate)}"
+                        f"{inspect.signature(predicate)}")
+    return len(parameters)
+
+
+def _holds(predicate: Callable, *arguments) -> bool:
+    """False when the predicate returns False or fails an assert; True otherwise."""
+    try:
+        return predicate(*arguments) is not False
+    except AssertionError:
+        return False
+
+
+def _assertion(predicate: Callable, *arguments) -> str:
+    """The message of the predicate's failing assert on these arguments, if it has one."""
+    try:
+        predicate(*arguments)
+    except AssertionError as error:
+        return str(error) or "assert failed"
+    return ""
+
+
+def user_property(config: Config, predicate: Callable, name: str) -> Property:
+    """The user's predicate as an `always` Property. A step predicate sees every action that leads
+    from the state before to the state after (a Property's step check sees only the two states)."""
+    if _arity(predicate) == 1:
+        return Property(name, ALWAYS, "user property", lambda state: _holds(predicate, state))
+    between = _ActionsBetween(ReplicationModel(config))
+    return Property(name, ALWAYS, "user step property",
+                    lambda before, after: all(_holds(predicate, before, action, after)
+                                              for action in between(before, after)),
+                    on_step=True)
+
+
+class _ActionsBetween:
+    """The actions that lead from one state to another, remembering the last state's successors
+    (engines take every successor of a state in a row)."""
+
+    def __init__(self, model: ReplicationModel):
+        self.model = model
+        self._state: State | None = None
+        self._successors: list[tuple[Action, State]] = []
+
+    def __call__(self, before: State, after: State) -> list[Action]:
+        if before is not self._state:
+            self._state, self._successors = before, list(self.model.successors(before))
+        return [action for action, following in self._successors if following == after]
+
+
+def _bfs(config: Config, prop: Property, max_states: int | None):
+    """Exhaustive search. A step property becomes the `sometimes` witness of its failure: the checker
+    looks at every transition for witnesses, and the first one it reaches is at a least depth."""
+    from kafka_mc.checker import Budget, check
+
+    budget = Budget(max_states=max_states)
+    if not prop.on_step:
+        return check(config, [prop], budget=budget)
+    failure = Property(prop.name, SOMETIMES, prop.source, lambda before, after: not prop.holds(before, after),
+                       on_step=True)
+    return check(config, [failure], budget=budget)
+
+
+def _counterexample(result, prop: Property):
+    """The trace of the property's violation in an engine's result, or None."""
+    for violation in result.violations:
+        if violation.invariant == prop.name:
+            return violation.trace
+    if prop.on_step and result.witnesses.get(prop.name):
+        return result.witness_traces[prop.name]
+    return None
+
+
+def _violating_last_action(trace, predicate: Callable):
+    """A step counterexample whose last step another action could also take: the action that breaks
+    the property (a state property's trace is returned as it is)."""
+    if _arity(predicate) == 1 or not trace.actions:
+        return trace
+    states = trace.states()
+    before, after, last = states[-2], states[-1], trace.actions[-1]
+    if not _holds(predicate, before, last, after):
+        return trace
+    model = ReplicationModel(trace.config)
+    for action, following in model.successors(before):
+        if following == after and not _holds(predicate, before, action, after):
+            return type(trace)(trace.config, trace.initial, trace.actions[:-1] + (action,))
+    return trace
+
+
+# --------------------------------------------------------------------------- the message
+
+
+def _config_text(config: Config) -> str:
+    return ", ".join(f"{key}={value}" for key, value in config.to_dict().items())
+
+
+def step_table(trace, prop: Property) -> str:
+    """One row per step: the action, each replica's log (epochs), HW and role, the controller, and
+    where the property fails."""
+    from kafka_mc.counterexamples.views import isr_text, leader_name, log_text
+    from kafka_mc.model.state import ROLE_NAMES, STATUS_NAMES, replica_name
+
+    steps = trace.steps()
+    replicas = len(steps[0][1].replicas)
+    rows = []
+    before = None
+    for number, (action, state) in enumerate(steps):
+        cells = []
+        for index, replica in enumerate(state.replicas):
+            status = "" if replica.alive else f" ({STATUS_NAMES[replica.status]})"
+            cells.append(f"[{log_text(replica)}] HW {replica.hw} {ROLE_NAMES[replica.role]}{status}")
+        controller = f"{leader_name(state)} e{state.controller.epoch} {isr_text(state)}"
+        broken = (before is not None and not prop.holds(before, state)) if prop.on_step else not prop.holds(state)
+        rows.append((number, "Init" if action is None else str(action), *cells, controller,
+                     "✗ violated" if broken else ""))
+        before = state
+    headers = ("step", "action", *(replica_name(i) for i in range(replicas)), "leader, epoch, ISR", "property")
+    return tabulate(rows, headers=headers)

@@ -1,0 +1,128 @@
+"""The pytest plugin: users' own properties, run by pytest itself (pytester) as a user would."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from kafka_mc.counterexamples.reports import read_itf_file
+
+pytest_plugins = ["pytester"]
+
+EXAMPLE = Path(__file__).parent / "examples" / "test_own_property.py"  # the README's example, as written
+
+HW_STEP_PROPERTY = '''
+from kafka_mc.model import Config
+from kafka_mc.pytest_plugin import always
+
+HW = Config(protocol="hw", replicas=2, messages=1, crashes=2, elections=2)
+
+
+@always(HW){decorators}
+def test_no_step_drops_a_committed_record(state, action, next_state):
+    for before, after in zip(state.replicas, next_state.replicas):
+        for offset, msg in next_state.committed:
+            if offset < before.leo and before.log[offset].msg == msg:
+                assert offset < after.leo and after.log[offset].msg == msg, f"{{action}} dropped m{{msg}}"
+'''
+
+
+def step_table(output: str) -> list[str]:
+    """The actions of the step table in a failure message."""
+    return re.findall(r"^\s+\d+\s+(Init|\w+\([A-E]\))\s", output, flags=re.MULTILINE)
+
+
+def test_the_readme_example_runs_as_written(pytester):
+    pytester.makepyfile(test_own_property=EXAMPLE.read_text())
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, xfailed=1)
+    result.stdout.fnmatch_lines(["kafka-mc: engine auto, max examples 200, seed *, reports *"])
+
+
+def test_a_failure_shows_the_shortest_trace_the_reports_and_how_to_reproduce(pytester, tmp_path):
+    pytester.makepyfile(test_own_property=EXAMPLE.read_text())
+    reports = tmp_path / "reports"
+    result = pytester.runpytest("-p", "no:cacheprovider", "--runxfail", "--kafka-mc-reports", str(reports))
+    result.assert_outcomes(passed=1, failed=1)
+    output = result.stdout.str()
+    assert "is violated after 10 steps (found by exhaustive search: a shortest counterexample)" in output
+    assert step_table(output)[0] == "Init" and step_table(output)[-1] == "ControllerElectLeader(B)"
+    assert "✗ violated" in output and "--kafka-mc-engine bfs" in output
+    itf = Path(re.search(r"ITF report: (\S+)", output).group(1))
+    html = Path(re.search(r"HTML report: (\S+)", output).group(1))
+    assert itf.parent == reports and html.is_file() and html.read_text().startswith("<!DOCTYPE html>")
+    trace = read_itf_file(itf)  # the report replays through the model
+    assert [str(a) for a in trace.actions] == step_table(output)[1:]
+
+
+def test_a_step_property_failure_names_its_action_and_hypothesis_gives_seed_and_blob(pytester):
+    pytester.makepyfile(test_steps=HW_STEP_PROPERTY.format(decorators=""))
+    result = pytester.runpytest("-p", "no:cacheprovider", "--kafka-mc-engine", "hypothesis", "--kafka-mc-seed", "8")
+    result.assert_outcomes(failed=1)
+    output = result.stdout.str()
+    assert "step property test_no_step_drops_a_committed_record is violated" in output
+    assert "found and shrunk by Hypothesis" in output and "--kafka-mc-seed 8" in output
+    assert re.search(r"Assertion: BecomeFollower\([AB]\) dropped m\d", output)
+    blob = re.search(r"(@reproduce_failure\(.*?\)) between @always", output).group(1)
+    shrunk = step_table(output)
+    assert len(shrunk) - 1 <= 2 * 7  # the shortest counterexample has 7 steps
+
+    # the same seed gives the same example; the blob replays it under any seed
+    again = pytester.runpytest("-p", "no:cacheprovider", "--kafka-mc-engine", "hypothesis", "--kafka-mc-seed", "8")
+    assert step_table(again.stdout.str()) == shrunk
+    pytester.makepyfile(test_steps="from hypothesis import reproduce_failure\n" +
+                        HW_STEP_PROPERTY.format(decorators=f"\n{blob}"))
+    replayed = pytester.runpytest("-p", "no:cacheprovider", "--kafka-mc-seed", "99")
+    replayed.assert_outcomes(failed=1)
+    assert step_table(replayed.stdout.str()) == shrunk
+
+
+def test_the_fixture_checks_exhaustively_when_it_can_and_with_hypothesis_beyond(pytester):
+    pytester.makepyfile(test_fixture='''
+        import pytest
+        from kafka_mc.model import Config
+
+        def leader_in_isr(state):
+            leader = state.controller.leader
+            return leader < 0 or bool(state.controller.isr >> leader & 1)
+
+        def test_small(kafka_mc):
+            outcome = kafka_mc.check(Config(protocol="kip-279"), leader_in_isr)
+            assert outcome.engine == "bfs" and outcome.complete and outcome.states > 1000
+
+        def test_large(kafka_mc):
+            config = Config.for_simulation(protocol="kip-279", replicas=3, messages=20, crashes=10)
+            outcome = kafka_mc.check(config, leader_in_isr, max_examples=20)
+            assert outcome.engine == "hypothesis" and not outcome.complete and outcome.examples >= 20
+
+        def test_bfs_refuses_large_bounds(kafka_mc):
+            with pytest.raises(ValueError, match="bfs engine explores at most 9"):
+                kafka_mc.check(Config.for_simulation(messages=20), leader_in_isr, engine="bfs")
+    ''')
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=3)
+
+
+def test_a_property_with_a_wrong_signature_is_an_error_at_collection(pytester):
+    pytester.makepyfile(test_bad='''
+        from kafka_mc.model import Config
+        from kafka_mc.pytest_plugin import always
+
+        @always(Config())
+        def test_two(state, other):
+            return True
+    ''')
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*a kafka-mc property takes (state) or (state, action, next_state), not 2 *"])
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--kafka-mc-engine", "tlc", "--kafka-mc-engine must be one of auto, bfs, hypothesis, not 'tlc'"),
+    ("--kafka-mc-max-examples", "0", "--kafka-mc-max-examples must be a positive integer, not '0'"),
+    ("--kafka-mc-seed", "x", "--kafka-mc-seed must be a non-negative integer, not 'x'"),
+])
+def test_bad_options_are_usage_errors_naming_the_value(pytester, option, value, message):
+    pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", option, value)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str()
