@@ -59,8 +59,7 @@ class SimulationResult(CheckResult):
 
     @property
     def all_runs_done(self) -> bool:
-        """Every requested run was made (or the first violation ended the simulation on purpose)."""
-        return self.runs == self.runs_requested or (bool(self.violations) and self.failing_run is not None)
+        return self.runs == self.runs_requested
 
 
 def run_generator(seed: int, run: int) -> random.Random:

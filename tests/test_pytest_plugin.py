@@ -33,14 +33,14 @@ def step_table(output: str) -> list[str]:
 
 
 def test_the_readme_example_runs_as_written(pytester):
-    pytester.makepyfile(test_own_property=EXAMPLE.read_text())
+    pytester.makepyfile(test_readme_example=EXAMPLE.read_text())
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, xfailed=1)
     result.stdout.fnmatch_lines(["kafka-mc: engine auto, max examples 200, seed *, reports *"])
 
 
 def test_a_failure_shows_the_shortest_trace_the_reports_and_how_to_reproduce(pytester, tmp_path):
-    pytester.makepyfile(test_own_property=EXAMPLE.read_text())
+    pytester.makepyfile(test_readme_example=EXAMPLE.read_text())
     reports = tmp_path / "reports"
     result = pytester.runpytest("-p", "no:cacheprovider", "--runxfail", "--kafka-mc-reports", str(reports))
     result.assert_outcomes(passed=1, failed=1)
