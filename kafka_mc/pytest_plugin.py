@@ -24,7 +24,7 @@ from __future__ import annotations
 import inspect
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -345,7 +345,7 @@ def _violating_last_action(trace, predicate: Callable):
     model = ReplicationModel(trace.config)
     for action, following in model.successors(before):
         if following == after and not _holds(predicate, before, action, after):
-            return type(trace)(trace.config, trace.initial, trace.actions[:-1] + (action,))
+            return replace(trace, actions=trace.actions[:-1] + (action,))
     return trace
 
 
