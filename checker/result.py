@@ -82,6 +82,7 @@ class CheckResult:
     witnesses: dict[str, bool]
     stopped_because: str = ""
     witness_traces: dict[str, Trace] = field(default_factory=dict)
+    bounded_to: int | None = None  # bounded model checking: the depth asked for (never complete)
 
     @property
     def violated(self) -> tuple[str, ...]:

@@ -119,7 +119,7 @@ def itf_to_trace(data: dict) -> Trace:
     lacks the configuration or the actions, or when replaying it gives other states."""
     try:
         itf = itf_py.trace_from_json(data)
-        config = Config(**itf.meta["config"])
+        config = Config.for_simulation(**itf.meta["config"])
         initial = itf.meta["initial"]
         labels = [state.meta["action"] for state in itf.states]
     except (KeyError, TypeError) as error:

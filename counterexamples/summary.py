@@ -20,19 +20,27 @@ def config_text(config: Config) -> str:
 def invariant_verdicts(result: CheckResult) -> dict[str, str]:
     """Each invariant's verdict: `violated (n steps)`, `holds`, or `not violated so far` for an incomplete run."""
     lengths = {v.invariant: len(v.trace) for v in result.violations}
-    unknown = "holds" if result.complete else "not violated so far"
+    if result.bounded_to is not None:
+        unknown = f"no violation up to depth {result.stats.depth}"
+    else:
+        unknown = "holds" if result.complete else "not violated so far"
     return {p.name: f"violated ({lengths[p.name]} steps)" if p.name in lengths else unknown for p in INVARIANTS}
 
 
 def result_text(result: CheckResult, recoverability: Recoverability | None = None) -> str:
     stats = result.stats
     lines = [f"Checked {config_text(result.config)} with the {result.engine} engine."]
-    if result.complete:
-        lines.append("Model checking completed: every reachable state was explored.")
+    if result.bounded_to is not None:
+        lines.append(f"Bounded model checking to depth {result.bounded_to} ({result.stopped_because}): "
+                     "no violation up to a depth is not a proof that a property holds.")
+        lines.append(f"Every behaviour of up to {stats.depth} steps was searched, {stats.seconds:.2f} s.")
     else:
-        lines.append(f"Model checking INCOMPLETE ({result.stopped_because}): this is not a pass.")
-    lines.append(f"{stats.states_generated} states generated, {stats.distinct_states} distinct states found, "
-                 f"depth {stats.depth}, {stats.seconds:.2f} s ({stats.states_per_second:,.0f} distinct states/s).")
+        if result.complete:
+            lines.append("Model checking completed: every reachable state was explored.")
+        else:
+            lines.append(f"Model checking INCOMPLETE ({result.stopped_because}): this is not a pass.")
+        lines.append(f"{stats.states_generated} states generated, {stats.distinct_states} distinct states found, "
+                     f"depth {stats.depth}, {stats.seconds:.2f} s ({stats.states_per_second:,.0f} distinct states/s).")
     rows = [(name, verdict) for name, verdict in invariant_verdicts(result).items()]
     rows += [(name, "reached" if reached else ("NOT REACHED" if result.complete else "not reached so far"))
              for name, reached in result.witnesses.items()]

@@ -126,6 +126,7 @@ def result_view(result: CheckResult) -> dict:
         "distinct_states": stats.distinct_states,
         "states_generated": stats.states_generated,
         "depth": stats.depth,
+        "bounded_to": result.bounded_to,
         "seconds": round(stats.seconds, 3),
         "states_per_second": round(stats.states_per_second, 1),
         "violations": [

@@ -28,6 +28,16 @@ class OutputFormat(str, Enum):
     json = "json"
 
 
+class Engine(str, Enum):
+    bfs = "bfs"
+    z3 = "z3"
+
+
+# check options the Z3 engine has no use for, by flag, with whether the user set each
+_EXPLICIT_ONLY = ("--workers", "--symmetry", "--max-states", "--dump-dot", "--recoverability")
+DEFAULT_DEPTH = 10
+
+
 class Exit(Exception):
     """Leave with a message on stderr and an exit code."""
 
@@ -73,6 +83,8 @@ def _out_dir(out: Optional[Path]) -> Optional[Path]:
 def _verdict_code(result: CheckResult) -> int:
     if result.violations:
         return exitcodes.VIOLATION
+    if result.bounded_to is not None:
+        return exitcodes.OK if result.stats.depth == result.bounded_to else exitcodes.INCOMPLETE
     if not result.complete:
         return exitcodes.INCOMPLETE
     if result.unreached_witnesses:
@@ -109,9 +121,14 @@ def check_command(
                                         help="Check that every reachable state can reach agreement again."),
     write_tla: Optional[Path] = typer.Option(None, "--write-tla", metavar="DIR",
                                              help="Also write the TLA+ twin and its TLC .cfg for this configuration."),
+    engine: Engine = typer.Option(Engine.bfs, "--engine",
+                                  help="bfs: explore every reachable state; z3: bounded model checking to --depth."),
+    depth: Optional[str] = typer.Option(None, metavar="K",
+                                        help=f"With --engine z3: search behaviours of up to K steps (default {DEFAULT_DEPTH})."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress on stderr."),
 ) -> None:
-    """Explore every reachable state of one configuration and check the properties."""
+    """Explore every reachable state of one configuration (or, with --engine z3, every behaviour up
+    to a depth) and check the properties."""
     budget = Budget(_number("--max-states", max_states, positive=True),
                     _number("--max-seconds", max_seconds, float, positive=True))
     worker_count = _number("--workers", workers, positive=True)
@@ -120,6 +137,16 @@ def check_command(
                      min_isr=min_isr, partitions=partitions)
     with _config_errors():
         config = Config(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **counts)
+    if engine is Engine.z3:
+        explicit_only = dict(zip(_EXPLICIT_ONLY, (worker_count != 1, symmetry, budget.max_states is not None,
+                                                 dump_dot is not None, recoverability)))
+        result = _bounded_check(config, depth, keep_going, budget.max_seconds, quiet,
+                                [flag for flag, given in explicit_only.items() if given])
+        written = _write_violation_reports(result, out) if out else []
+        _print_result(result, None, output_format, written)
+        raise typer.Exit(_verdict_code(result))
+    if depth is not None:
+        raise Exit(exitcodes.BAD_INPUT, "--depth applies to --engine z3 only; the bfs engine explores every depth")
     if write_tla is not None:
         _write_tla(config, _out_dir(write_tla))
     reporter = ProgressReporter(enabled=not quiet)
@@ -146,6 +173,30 @@ def check_command(
     if code == exitcodes.OK and recovery is not None and not recovery.holds:
         code = exitcodes.VIOLATION
     raise typer.Exit(code)
+
+
+def _bounded_check(config: Config, depth: Optional[str], keep_going: bool, max_seconds: Optional[float],
+                   quiet: bool, unusable: list[str]) -> CheckResult:
+    """Bounded model checking with Z3 to `--depth`, progress per depth on stderr."""
+    from kafka_mc.checker.symbolic.bmc import EncodingMismatch, bounded_check
+    from kafka_mc.checker.symbolic.transitions import EncodingError
+
+    if unusable:
+        raise Exit(exitcodes.BAD_INPUT, f"{', '.join(unusable)}: not available with --engine z3 "
+                                        "(it searches behaviours symbolically; use --engine bfs)")
+    bound = DEFAULT_DEPTH if depth is None else _number("--depth", depth)
+    if bound < 0:
+        raise Exit(exitcodes.BAD_INPUT, f"--depth must be 0 or more, not {depth}")
+    reporter = ProgressReporter(enabled=not quiet)
+    try:
+        return bounded_check(config, bound, keep_going=keep_going, max_seconds=max_seconds,
+                             progress=lambda report: reporter.note(report.describe()))
+    except EncodingError as error:
+        raise Exit(exitcodes.BAD_INPUT, f"--engine z3: {error}") from None
+    except EncodingMismatch as error:
+        raise Exit(exitcodes.INTERNAL, f"internal error: the Z3 encoding disagrees with the model: {error}") from None
+    finally:
+        reporter.close()
 
 
 def _write_tla(config: Config, out: Path) -> None:
@@ -354,3 +405,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     except Exception as error:  # an internal error: say so plainly, no traceback
         print(f"kafka-mc: internal error: {type(error).__name__}: {error}", file=sys.stderr)
         return exitcodes.INTERNAL
+
+
+# Commands defined in modules of their own, registered last (they use the helpers above).
+from kafka_mc.cli_simulate import simulate_command  # noqa: E402
+
+app.command("simulate")(simulate_command)

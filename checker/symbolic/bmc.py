@@ -130,7 +130,7 @@ def bounded_check(
         solver.set("timeout", max(1, int(max_seconds * 1000)))
     started = time.perf_counter()
     found: dict[str, Trace] = {}
-    stopped_because = f"bounded: no violation of {', '.join(invariants)} up to depth {depth}"
+    stopped_because = ""
     while True:
         solver_seconds, violated, unknown = 0.0, [], ""
         pending = {name: formula for name, formula in invariants.items() if name not in found}
@@ -177,15 +177,20 @@ def bounded_check(
             stopped_because = f"time budget of {max_seconds:g} s reached at depth {unrolling.depth}"
             break
         unrolling.extend()
+    if not stopped_because:
+        held = [name for name in invariants if name not in found]
+        stopped_because = f"bounded: no violation of {', '.join(held)} up to depth {depth}"
     violations = sorted(found.items(), key=lambda item: (len(item[1]), item[0]))
     return CheckResult(
         engine=ENGINE,
         config=config,
         complete=False,
-        stats=Stats(0, 0, unrolling.depth, time.perf_counter() - started),
+        # the depth searched to the end: the one an unknown answer interrupted is not
+        stats=Stats(0, 0, unrolling.depth - 1 if unknown else unrolling.depth, time.perf_counter() - started),
         violations=tuple(Violation(name, trace) for name, trace in violations),
         witnesses={},
         stopped_because=stopped_because,
+        bounded_to=depth,
     )
 
 
