@@ -1,0 +1,394 @@
+"""Inductive proofs over the Z3 encoding, as mypyvy checks an invariant.
+
+A set of lemmas (formulas over one symbolic state) proves the safety properties when
+
+- initiation: every lemma holds in every initial state (with `k` > 1: in every state reachable
+  in fewer than `k` steps);
+- consecution: from any well-formed state where every lemma holds (with `k` > 1: any `k`
+  consecutive such states linked by steps), each action slot leads to a state where each lemma
+  holds; one solver query per (action slot, lemma), so a failure names both;
+- safety: every well-formed state where the lemmas hold satisfies each property.
+
+The transition relation is `SymbolicModel`'s with the crash and election bounds lifted
+(`unbounded`) over unbounded integers. With elections unbounded the epoch cache has a fixed
+capacity and a step that would overflow it is disabled, so a proof covers exactly the behaviours
+whose caches stay within that capacity; messages and replicas stay bounded.
+
+A failed query yields a counterexample to induction, decoded into explicit States and replayed
+through the explicit model (`Trace` with `start`); a replay that disagrees with the solver is an
+internal error (`EncodingMismatch`). `unknown` and time-outs give an `unknown` result, never
+`proved`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, NamedTuple, Sequence
+
+import z3
+
+from kafka_mc.checker.result import Trace
+from kafka_mc.model import Action, Config, ReplicationModel, State
+from kafka_mc.model.config import SIMULATION_COUNT_LIMIT, ConfigError
+
+from .bmc import EncodingMismatch, Unrolling
+from .layout import Shape, SymState, decode, leaves
+from .properties import SYMBOLIC_INVARIANTS, well_formed
+from .transitions import EncodingError, SymbolicModel
+
+PROVED, FAILED, UNKNOWN = "proved", "failed", "unknown"
+UNBOUNDED = frozenset({"crashes", "elections"})
+DEFAULT_PROPERTIES = ("NoCommittedDataLoss", "NoLogDivergence")
+DEFAULT_CACHE = 4
+SMALL_VALUES = (4, 8, 16, 32)  # bounds tried, in turn, for a readable counterexample
+
+
+class Lemma(NamedTuple):
+    """A named formula over one symbolic state; `doc` says what it claims."""
+
+    name: str
+    formula: Callable[[SymState], z3.BoolRef]
+    doc: str = ""
+
+    @classmethod
+    def of(cls, function: Callable[[SymState], z3.BoolRef] | "Lemma") -> "Lemma":
+        """A Lemma from a plain function: its name and the first paragraph of its docstring."""
+        if isinstance(function, Lemma):
+            return function
+        if not callable(function):
+            raise TypeError(f"a lemma must be a function of a SymState, not {function!r}")
+        doc = (function.__doc__ or "").strip().split("\n\n")[0]
+        return cls(function.__name__, function, " ".join(doc.split()))
+
+
+@dataclass(frozen=True)
+class Query:
+    """One solver query: what it checked and how it ended."""
+
+    kind: str  # initiation, consecution, safety
+    lemma: str  # the lemma (or property) it is about
+    action: Action | None  # the action slot of a consecution query
+    answer: str  # "holds", "fails" or "unknown"
+    seconds: float
+    depth: int = 0  # initiation with k > 1: the depth of the base case
+
+
+@dataclass(frozen=True)
+class Counterexample:
+    """Why a query failed: the states the solver found and the lemma that broke in the last.
+
+    consecution: `k` states where every lemma holds, linked by `actions`, then the state after the
+    last action, where `lemma` does not hold (a counterexample to induction); initiation: a
+    behaviour from an initial state to a state where `lemma` does not hold; safety: one state where
+    every lemma holds and the property `lemma` does not. `trace` replays it through the explicit
+    model (None when its counters are beyond what the explicit model takes; `note` says so)."""
+
+    kind: str
+    lemma: str
+    states: tuple[State, ...]
+    actions: tuple[Action, ...]
+    trace: Trace | None
+    note: str = ""
+
+    @property
+    def action(self) -> Action | None:
+        return self.actions[-1] if self.actions else None
+
+
+@dataclass(frozen=True)
+class ProofResult:
+    config: Config
+    status: str  # proved, failed, unknown
+    properties: tuple[str, ...]
+    lemmas: tuple[str, ...]
+    k: int
+    unbounded: frozenset[str]
+    cache: int
+    queries: tuple[Query, ...]
+    seconds: float
+    counterexample: Counterexample | None = None
+    reason: str = ""
+    scope: str = ""
+
+    @property
+    def proved(self) -> bool:
+        return self.status == PROVED
+
+    def seconds_by_kind(self) -> dict[str, float]:
+        totals: dict[str, float] = {}
+        for query in self.queries:
+            totals[query.kind] = totals.get(query.kind, 0.0) + query.seconds
+        return totals
+
+
+@dataclass
+class _Budget:
+    deadline: float | None
+    timeout: float | None  # per query, seconds
+
+    def milliseconds(self) -> int | None:
+        """The solver time-out for the next query; 0 when the budget is spent."""
+        limits = []
+        if self.timeout is not None:
+            limits.append(self.timeout)
+        if self.deadline is not None:
+            limits.append(self.deadline - time.perf_counter())
+        if not limits:
+            return None
+        return max(0, int(min(limits) * 1000))
+
+
+class _Stop(Exception):
+    def __init__(self, status: str, reason: str, counterexample: Counterexample | None = None):
+        super().__init__(reason)
+        self.status, self.reason, self.counterexample = status, reason, counterexample
+
+
+def scope_text(config: Config, unbounded: frozenset[str], cache: int) -> str:
+    """What a proof of `config` covers, in words."""
+    crashes = "any number of crashes" if "crashes" in unbounded else f"at most {config.crashes} crashes"
+    elections = ("any number of elections (any leader epoch)" if "elections" in unbounded
+                 else f"at most {config.elections} elections")
+    text = (f"{config.protocol}, {config.replicas} replicas, at most {config.messages} messages, {crashes}, "
+            f"{elections}, acks={config.acks}, min.insync.replicas={config.min_isr}, "
+            f"{'unclean' if config.unclean else 'clean'} elections, "
+            f"{'flushed' if config.flush else 'unflushed'} writes, {config.partitions} network failures")
+    if "elections" in unbounded and config.protocol != "hw":
+        text += f"; behaviours whose epoch caches stay within {cache} entries"
+    return text
+
+
+def prove(
+    config: Config,
+    lemmas: Iterable[Lemma | Callable] | None = None,
+    *,
+    properties: Sequence[str] = DEFAULT_PROPERTIES,
+    unbounded: frozenset[str] = UNBOUNDED,
+    k: int = 1,
+    cache: int | None = None,
+    timeout: float | None = None,
+    max_seconds: float | None = None,
+    progress: Callable[[Query], None] | None = None,
+) -> ProofResult:
+    """Prove `properties` of `config` with `lemmas` (default: the shipped set, `lemmas.LEMMAS`).
+
+    `unbounded`: the counters whose bound is lifted; `cache`: the epoch-cache capacity (default
+    DEFAULT_CACHE when elections are unbounded, else the exact `elections + 1`); `timeout`: per
+    query, `max_seconds`: in all (seconds); either ends the proof as `unknown`."""
+    if lemmas is None:
+        from .lemmas import LEMMAS
+
+        lemmas = LEMMAS
+    chosen = [Lemma.of(item) for item in lemmas]
+    names = [item.name for item in chosen]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(f"lemma names must be distinct; repeated: {', '.join(duplicates)}")
+    for name in properties:
+        if name not in SYMBOLIC_INVARIANTS:
+            raise ValueError(f"property {name!r} has no formula; allowed: {', '.join(SYMBOLIC_INVARIANTS)}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a positive integer, not {k!r}")
+    bad = sorted(unbounded - UNBOUNDED)
+    if bad:
+        raise ValueError(f"only {', '.join(sorted(UNBOUNDED))} can be unbounded, not {', '.join(bad)}")
+    if cache is None:
+        cache = DEFAULT_CACHE if "elections" in unbounded else config.elections + 1
+    if config.protocol == "hw":
+        cache = 0
+    shape = Shape.of(config, cache=cache, integers=True)
+    symbolic = SymbolicModel(config, shape, frozenset(unbounded))
+    prover = _Prover(config, symbolic, chosen, list(properties), k,
+                     _Budget(None if max_seconds is None else time.perf_counter() + max_seconds, timeout), progress)
+    started = time.perf_counter()
+    status, reason, counterexample = PROVED, "", None
+    try:
+        prover.run()
+    except _Stop as stop:
+        status, reason, counterexample = stop.status, stop.reason, stop.counterexample
+    if status == PROVED:
+        reason = (f"{len(chosen)} lemmas are {'inductive' if k == 1 else f'{k}-inductive'} and imply "
+                  f"{', '.join(properties)}")
+    return ProofResult(config, status, tuple(properties), tuple(names), k, frozenset(unbounded), cache,
+                       tuple(prover.queries), time.perf_counter() - started, counterexample, reason,
+                       scope_text(config, frozenset(unbounded), cache))
+
+
+class _Prover:
+    def __init__(self, config, symbolic: SymbolicModel, lemmas: list[Lemma], properties: list[str], k: int,
+                 budget: _Budget, progress):
+        self.config, self.symbolic, self.lemmas, self.properties = config, symbolic, lemmas, properties
+        self.k, self.budget, self.progress = k, budget, progress
+        self.queries: list[Query] = []
+
+    def run(self) -> None:
+        self.initiation()
+        self.consecution()
+        self.safety()
+
+    # ------------------------------------------------------------------ queries
+
+    def _check(self, solver: z3.Solver, goal, kind: str, name: str, action: Action | None, depth: int = 0):
+        """Is `goal` satisfiable with what `solver` holds? The model, or None when it is not."""
+        milliseconds = self.budget.milliseconds()
+        if milliseconds == 0:
+            raise _Stop(UNKNOWN, f"time budget spent before the {kind} query of {name}"
+                                 f"{f' for {action}' if action else ''}")
+        if milliseconds is not None:
+            solver.set("timeout", milliseconds)
+        before = time.perf_counter()
+        answer = solver.check(goal)
+        seconds = time.perf_counter() - before
+        verdict = "holds" if answer == z3.unsat else "fails" if answer == z3.sat else "unknown"
+        query = Query(kind, name, action, verdict, seconds, depth)
+        self.queries.append(query)
+        if self.progress:
+            self.progress(query)
+        if answer == z3.unknown:
+            why = solver.reason_unknown()
+            raise _Stop(UNKNOWN, f"the solver answered unknown ({why}) on the {kind} query of {name}"
+                                 f"{f' for {action}' if action else ''}")
+        return solver.model() if answer == z3.sat else None
+
+    def _solver(self) -> z3.Solver:
+        return z3.Solver()
+
+    def _guarded(self, name: str, formula: Callable, s: SymState):
+        try:
+            return formula(s)
+        except Exception as error:  # a user lemma that does not build a formula
+            raise ValueError(f"lemma {name} does not give a formula: {type(error).__name__}: {error}") from error
+
+    def all_lemmas(self, s: SymState) -> list:
+        return [self._guarded(item.name, item.formula, s) for item in self.lemmas]
+
+    def initiation(self) -> None:
+        """Every lemma holds in every state reachable in fewer than k steps."""
+        unrolling = Unrolling(self.symbolic, self._solver())
+        for depth in range(self.k):
+            if depth:
+                unrolling.extend()
+            state = unrolling.states[-1]
+            for item in self.lemmas:
+                goal = z3.Not(self._guarded(item.name, item.formula, state))
+                model = self._check(unrolling.solver, goal, "initiation", item.name, None, depth)
+                if model is not None:
+                    model = self._small(unrolling.solver, goal, unrolling.states, model)
+                    raise _Stop(FAILED, f"lemma {item.name} does not hold in a state reachable in {depth} steps",
+                                self._counterexample("initiation", item.name, model, unrolling.states,
+                                                     unrolling.actions, None, initial=True))
+            # what held is kept: a sound constraint for the deeper base cases
+            unrolling.solver.add(self.all_lemmas(state))
+
+    def consecution(self) -> None:
+        """From k consecutive states satisfying every lemma, each slot keeps each lemma."""
+        symbolic = self.symbolic
+        states = [symbolic.fresh(f"s{i}") for i in range(self.k + 1)]
+        actions = [symbolic.action_variable(f"a{i + 1}") for i in range(self.k - 1)]
+        base = z3.Solver()
+        for i, state in enumerate(states):
+            base.add(well_formed(state))
+            if i < self.k:
+                base.add(self.all_lemmas(state))
+        for i, action in enumerate(actions):
+            base.add(symbolic.step(states[i], states[i + 1], action))
+        before, after = states[-2], states[-1]
+        for slot, action in enumerate(symbolic.slots):
+            base.push()
+            base.add(symbolic.transition(before, after, slot))
+            for item in self.lemmas:
+                goal = z3.Not(self._guarded(item.name, item.formula, after))
+                model = self._check(base, goal, "consecution", item.name, action)
+                if model is not None:
+                    model = self._small(base, goal, states, model)
+                    raise _Stop(FAILED, f"lemma {item.name} is not preserved by {action}",
+                                self._counterexample("consecution", item.name, model, states, actions, action))
+            base.pop()
+
+    def safety(self) -> None:
+        """Every well-formed state satisfying the lemmas satisfies each property."""
+        s = self.symbolic.fresh("s")
+        solver = z3.Solver()
+        solver.add(well_formed(s), *self.all_lemmas(s))
+        for name in self.properties:
+            goal = z3.Not(SYMBOLIC_INVARIANTS[name](s))
+            model = self._check(solver, goal, "safety", name, None)
+            if model is not None:
+                model = self._small(solver, goal, [s], model)
+                raise _Stop(FAILED, f"the lemmas do not imply {name}",
+                            self._counterexample("safety", name, model, [s], [], None))
+
+    # ------------------------------------------------------------------ counterexamples
+
+    def _small(self, solver: z3.Solver, goal, states: list[SymState], model: z3.ModelRef) -> z3.ModelRef:
+        """A model of the same query whose numbers are small, when there is one (a readable
+        counterexample, and one the explicit model can replay); `model` otherwise."""
+        numbers = [leaf for state in states for leaf in leaves(state) if z3.is_int(leaf)]
+        for bound in SMALL_VALUES:
+            milliseconds = self.budget.milliseconds()
+            if milliseconds == 0:
+                break
+            solver.push()
+            solver.add([leaf <= bound for leaf in numbers])
+            if milliseconds is not None:
+                solver.set("timeout", milliseconds)
+            answer = solver.check(goal)
+            smaller = solver.model() if answer == z3.sat else None
+            solver.pop()
+            if smaller is not None:
+                return smaller
+        return model
+
+    def _counterexample(self, kind: str, name: str, model: z3.ModelRef, states: list[SymState],
+                        actions: list, last: Action | None, initial: bool = False) -> Counterexample:
+        decoded = tuple(decode(model, state) for state in states)
+        taken = [self.symbolic.slots[model.eval(a, model_completion=True).as_long()] for a in actions]
+        if last is not None:
+            taken.append(last)
+        trace, note = replay_trace(self.config, self.symbolic.unbounded, decoded, tuple(taken), initial)
+        return Counterexample(kind, name, decoded, tuple(taken), trace, note)
+
+
+def replay_config(config: Config, unbounded: frozenset[str], states: Sequence[State]) -> Config | None:
+    """A configuration of the explicit model under which `states` can be replayed: the lifted
+    bounds just above the counters the states reach; None when that is beyond what it takes."""
+    fields = config.to_dict()
+    if "crashes" in unbounded:
+        fields["crashes"] = max(state.crashes for state in states) + 1
+    if "elections" in unbounded:
+        fields["elections"] = max(state.controller.epoch for state in states) + 1
+    if fields["crashes"] > SIMULATION_COUNT_LIMIT or fields["elections"] > SIMULATION_COUNT_LIMIT:
+        return None
+    try:
+        return Config.for_simulation(**fields)
+    except ConfigError:
+        return None
+
+
+def replay_trace(config: Config, unbounded: frozenset[str], states: tuple[State, ...], actions: tuple[Action, ...],
+                 initial: bool) -> tuple[Trace | None, str]:
+    """The trace of a counterexample, replayed through the explicit model and compared with
+    `states`; EncodingMismatch when they differ."""
+    replay = replay_config(config, unbounded, states)
+    if replay is None:
+        return None, (f"not replayed: its counters (crashes {max(s.crashes for s in states)}, epoch "
+                      f"{max(s.controller.epoch for s in states)}) are beyond the explicit model's "
+                      f"{SIMULATION_COUNT_LIMIT}")
+    if initial:
+        starts = ReplicationModel(replay).initial_states()
+        if states[0] not in starts:
+            raise EncodingMismatch(f"the solver's first state is not an initial state: {states[0]}")
+        trace = Trace(replay, starts.index(states[0]), actions)
+    else:
+        trace = Trace(replay, 0, actions, start=states[0])
+    try:
+        replayed = trace.states()
+    except Exception as error:
+        raise EncodingMismatch(f"the counterexample does not replay through the explicit model: {error}; "
+                               f"states {states}, actions {[str(a) for a in actions]}") from None
+    for number, (explicit, solved) in enumerate(zip(replayed, states)):
+        if explicit != solved:
+            raise EncodingMismatch(f"step {number} ({actions[number - 1] if number else 'start'}): the explicit "
+                                   f"model gives {explicit}, the solver {solved}; from {states[0]}")
+    return trace, ""
