@@ -20,7 +20,7 @@ from kafka_mc.properties import INVARIANTS
 
 from .bmc import bounded_check
 from .layout import as_int, constant, decode, equal
-from .properties import SYMBOLIC_INVARIANTS
+from .properties import SYMBOLIC_INVARIANTS, well_formed
 from .transitions import SymbolicModel
 
 
@@ -59,6 +59,8 @@ def successor_disagreements(config: Config) -> tuple[int, list[Disagreement]]:
     for state in reachable_states(config):
         compared += 1
         fixed = constant(symbolic.shape, state)
+        if not z3.is_true(z3.simplify(well_formed(fixed))):
+            found.append(Disagreement(state, "the state is not well formed"))
         for prop in INVARIANTS:
             value = z3.simplify(SYMBOLIC_INVARIANTS[prop.name](fixed))
             if z3.is_true(value) != prop.holds(state):
