@@ -151,3 +151,10 @@ def test_cli_z3_bounded_run_says_so_and_exits_0(capsys):
 def test_cli_z3_bad_input_names_the_option(capsys, argv, named):
     code, _, err = run(capsys, "check", *argv, "--quiet")
     assert code == exitcodes.BAD_INPUT and named in err
+
+
+def test_an_invariant_formula_that_disagrees_with_its_predicate_is_an_internal_error(monkeypatch):
+    formulas = bmc_module.SYMBOLIC_INVARIANTS | {"HwBelowLeo": lambda s: s.written > 0}  # false initially
+    monkeypatch.setattr(bmc_module, "SYMBOLIC_INVARIANTS", formulas)
+    with pytest.raises(EncodingMismatch, match="HwBelowLeo"):
+        bounded_check(Config("hw"), 2)

@@ -18,7 +18,7 @@ import z3
 
 from kafka_mc.checker.result import CheckResult, Stats, Trace, Violation
 from kafka_mc.model import Action, Config
-from kafka_mc.properties import INVARIANTS, Property
+from kafka_mc.properties import INVARIANTS, Property, failing_invariants
 
 from .layout import SymState, as_int, decode
 from .properties import SYMBOLIC_INVARIANTS, well_formed
@@ -195,8 +195,12 @@ def _violations_at_depth(unrolling: Unrolling, pending: dict[str, Callable]) -> 
         if answer == z3.sat:
             model = solver.model()
             trace = unrolling.trace(model, unrolling.depth)
-            violated.update({name: trace for name, holds in remaining.items()
-                             if z3.is_false(model.eval(holds, model_completion=True))})
+            broken = [name for name, holds in remaining.items() if z3.is_false(model.eval(holds, model_completion=True))]
+            failing = failing_invariants(trace.states()[-1])
+            if not set(broken) <= set(failing):
+                raise EncodingMismatch(f"the solver says {', '.join(broken)} break at step {len(trace)}; "
+                                       f"the explicit model breaks {', '.join(failing) or 'none'}")
+            violated.update({name: trace for name in broken})
         reason = solver.reason_unknown() if answer == z3.unknown else ""
         solver.pop()
         if answer != z3.sat:
