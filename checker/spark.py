@@ -1,0 +1,665 @@
+"""The Spark engine: level-synchronous breadth-first search spread across Spark executors.
+
+Each BFS level is a handful of Spark jobs; the driver only loops over levels and reads back
+small aggregates (counts, the least key of each property), never a frontier or the visited set.
+
+A level on disk (`DIR/level-NNNNN/`, Parquet, one file per partition) holds the new states of
+that depth: `owner` (the owner hash of `checker.partition.owner_of`, before its modulo), `fp`
+(the 64-bit fingerprint, signed), `key` (the path key, below), `parent` (the parent's
+fingerprint), `slot` (the action index; for depth 0 the initial-state index), `state` (the
+state, packed: nested plain tuples of ints in `marshal` format) and `props` (a bit per
+property the state violates, for invariants, or reaches, for state witnesses).
+
+One level:
+1. the frontier is read back from Parquet (lineage is cut there), sorted by key and ranked
+   (`monotonically_increasing_id` over the range-partitioned sort: order-preserving);
+2. executors unpack it in batches, generate successors with the explicit model (built once
+   per Python worker), canonicalise them under symmetry, and deduplicate them within the
+   partition, keeping the first, least-keyed path; a successor's key is
+   `parent rank * A + slot` (A = action slots), so keys of one level compare as the local
+   engine's path keys do: every state keeps the least shortest path, as in `checker.bfs`;
+3. successors are shuffled by the owner hash (`repartition(P, "owner")`), duplicates are
+   removed by key (`groupBy(owner, fp)`, least key wins), and states already visited are
+   removed by a left-anti join against every earlier level, each cached and partitioned by
+   the same owner hash, so the join is partition-local (no shuffle of the visited set);
+4. executors check the properties on the new states; the level is written as Parquet;
+   the driver reads back its count and the least key of each property's states.
+
+Counterexamples: the driver looks the violating state up by key in its level, then its
+parent by fingerprint in the level before, down to depth 0 (one small filtered read per
+level), and replays the actions through the explicit model (`concrete_trace`).
+
+A run can be resumed from its checkpoint directory: `DIR/kafka-mc-checkpoint.json` names the
+configuration, and `DIR/level-NNNNN.json` is written once level N is complete.
+"""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from kafka_mc.model import Config, ReplicationModel
+from kafka_mc.model.state import Controller, FetchResponse, Record, Replica, State
+from kafka_mc.model.symmetry import canonical
+from kafka_mc.properties import ALWAYS, PROPERTIES, Property
+
+from .bfs import Budget, Progress, concrete_trace
+from .result import CheckResult, Stats, Trace, Violation
+
+CHECKPOINT_FILE = "kafka-mc-checkpoint.json"
+CHECKPOINT_FORMAT = 1
+LEVEL_COLUMNS = ("owner", "fp", "key", "parent", "slot", "state", "props")
+_FLUSH = 200_000  # successors deduplicated in one Python worker before they are handed to Spark
+
+
+class CheckpointError(ValueError):
+    """A checkpoint directory that cannot be resumed (or reused)."""
+
+
+# ----------------------------------------------------------------------------- packing
+
+
+def _plain(value):
+    """A state (or any part of it) as nested plain tuples, which `marshal` writes."""
+    if isinstance(value, tuple):
+        return tuple([_plain(item) for item in value])
+    return value
+
+
+def pack(state: State) -> bytes:
+    return marshal.dumps(_plain(state), 4)
+
+
+_REPLICAS: dict = {}  # per Python worker: plain replica -> Replica, shared between states
+
+
+def _replica(plain: tuple) -> Replica:
+    replica = _REPLICAS.get(plain)
+    if replica is None:
+        log, unflushed, hw, epochs, status, role, epoch, response, stale_isr, remote_leos = plain
+        if response:
+            offset, response_hw, records, out_of_range = response
+            response = FetchResponse(offset, response_hw, tuple([Record(*r) for r in records]), out_of_range)
+        replica = Replica(tuple([Record(*r) for r in log]), unflushed, hw, epochs, status, role, epoch,
+                          response, stale_isr, remote_leos)
+        if len(_REPLICAS) > 500_000:
+            _REPLICAS.clear()
+        _REPLICAS[plain] = replica
+    return replica
+
+
+def unpack(blob: bytes) -> State:
+    plain = marshal.loads(blob)
+    return State(tuple([_replica(r) for r in plain[0]]), Controller(*plain[1]), *plain[2:])
+
+
+def owner_key(state: State) -> int:
+    """The owner hash of `checker.partition.owner_of`, before its modulo (a signed 64-bit int)."""
+    controller = state.controller
+    return hash((state.written, state.crashes, controller.epoch, controller.leader, state.committed))
+
+
+# -------------------------------------------------------------- executor-side functions
+
+_MODELS: dict = {}
+
+
+def _model(config: Config) -> ReplicationModel:
+    """The explicit model, built once per Python worker and configuration."""
+    model = _MODELS.get(config)
+    if model is None:
+        model = _MODELS[config] = ReplicationModel(config)
+    return model
+
+
+def _identity(state):
+    return state
+
+
+def _expander(config: Config, symmetry: bool, slots: int, step_props: tuple[Property, ...]):
+    """mapPartitions over a ranked frontier (rows: rank, fp, state), in rank order: every
+    successor once per partition with its least key, how many times it was generated, and for
+    each step witness the least key (and parent) of an edge into it where the witness holds."""
+    steps = len(step_props)
+
+    def expand(rows):
+        model = _model(config)
+        successors = model.indexed_successors
+        represent = canonical if symmetry else _identity
+        best: dict[int, list] = {}
+        for rank, parent_fp, blob in rows:
+            state = unpack(blob)
+            base = rank * slots
+            for slot, following in successors(state):
+                held = [p.holds(state, following) for p in step_props] if steps else ()
+                following = represent(following)
+                fp = hash(following)
+                entry = best.get(fp)
+                if entry is None:
+                    entry = best[fp] = [owner_key(following), fp, base + slot, parent_fp, slot, pack(following),
+                                        1] + [None] * (2 * steps)
+                else:
+                    entry[6] += 1
+                for index, holds in enumerate(held):
+                    if holds and entry[7 + 2 * index] is None:  # the first such edge has the least key
+                        entry[7 + 2 * index] = base + slot
+                        entry[8 + 2 * index] = parent_fp
+            if len(best) >= _FLUSH:
+                yield from map(tuple, best.values())
+                best = {}
+        yield from map(tuple, best.values())
+
+    return expand
+
+
+def _checker(properties: tuple[Property, ...], bits: dict[str, int]):
+    """mapPartitions over new states: the row with its `props` bitmask."""
+    state_props = tuple((bits[p.name], p) for p in properties if not p.on_step and p.name in bits)
+
+    def check(rows):
+        for owner, fp, key, parent, slot, blob in rows:
+            state = unpack(blob)
+            mask = 0
+            for bit, prop in state_props:
+                if (not prop.holds(state)) if prop.kind == ALWAYS else prop.holds(state):
+                    mask |= bit
+            yield owner, fp, key, parent, slot, blob, mask
+
+    return check
+
+
+# ----------------------------------------------------------------------------- session
+
+
+@dataclass
+class SparkRun:
+    """What the run ran on, for the JSON summary."""
+
+    master: str = ""
+    executors: int = 0
+    partitions: int = 0
+    checkpoint_dir: str = ""
+    resumed_from_depth: int | None = None
+    level_seconds: list[float] = field(default_factory=list)
+
+
+_LOG4J = """rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+logger.shutdown.name = org.apache.spark.util.ShutdownHookManager
+logger.shutdown.level = error
+logger.native.name = org.apache.hadoop.util.NativeCodeLoader
+logger.native.level = error
+logger.blockmanager.name = org.apache.spark.storage.BlockManagerMasterEndpoint
+logger.blockmanager.level = error
+logger.tsm.name = org.apache.spark.scheduler.TaskSetManager
+logger.tsm.level = error
+logger.ts.name = org.apache.spark.scheduler.TaskSchedulerImpl
+logger.ts.level = error
+logger.standalone.name = org.apache.spark.scheduler.cluster.StandaloneSchedulerBackend
+logger.standalone.level = error
+"""
+
+
+def session(master: str = "local[*]", partitions: int | None = None, app_name: str = "kafka-mc",
+            extra: dict | None = None):
+    """A SparkSession configured for the engine: quiet (WARN, no console progress bar), the
+    executors' Python the driver's own, adaptive execution off (partitioning stays as planned),
+    and joins allowed to reuse a partitioning on a subset of their keys (the owner hash)."""
+    from pyspark.sql import SparkSession
+
+    log4j = Path(tempfile.gettempdir()) / "kafka-mc-spark-log4j2.properties"
+    if not log4j.exists() or log4j.read_text() != _LOG4J:
+        log4j.write_text(_LOG4J)
+    java_options = f"-Dlog4j2.configurationFile=file:{log4j} -Dlog4j.configurationFile=file:{log4j}"
+    builder = (SparkSession.builder.master(master).appName(app_name)
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.ui.enabled", "false")
+               .config("spark.driver.extraJavaOptions", java_options)
+               .config("spark.executor.extraJavaOptions", java_options)
+               .config("spark.pyspark.python", sys.executable)
+               .config("spark.pyspark.driver.python", sys.executable)
+               .config("spark.sql.adaptive.enabled", "false")
+               .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
+               .config("spark.sql.autoBroadcastJoinThreshold", "-1")
+               .config("spark.python.worker.reuse", "true"))
+    if partitions:
+        builder = builder.config("spark.sql.shuffle.partitions", str(partitions))
+    for key, value in (extra or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def _executors(spark) -> int:
+    """Executors registered with the driver (the driver itself in local mode)."""
+    try:
+        infos = spark.sparkContext._jsc.sc().statusTracker().getExecutorInfos()
+        count = len(infos)
+    except Exception:  # pragma: no cover - a Spark without the status tracker
+        return 0
+    return count if spark.sparkContext.master.startswith("local") else max(count - 1, 0)
+
+
+# ------------------------------------------------------------------------- checkpoints
+
+
+def _level_dir(root: Path, depth: int) -> Path:
+    return root / f"level-{depth:05d}"
+
+
+def _level_meta(root: Path, depth: int) -> Path:
+    return root / f"level-{depth:05d}.json"
+
+
+def _header(config: Config, properties: tuple[Property, ...], symmetry: bool, keep_going: bool,
+            slots: int) -> dict:
+    return {"format": CHECKPOINT_FORMAT, "engine": "kafka-mc spark", "config": config.to_dict(),
+            "symmetry": symmetry, "keep_going": keep_going, "slots": slots,
+            "properties": [p.name for p in properties]}
+
+
+def read_checkpoint(directory: Path) -> tuple[dict, int]:
+    """The header of a kafka-mc checkpoint and its last complete level; CheckpointError if
+    `directory` is not one."""
+    header_path = Path(directory) / CHECKPOINT_FILE
+    if not Path(directory).is_dir():
+        raise CheckpointError(f"{directory} is not a directory")
+    try:
+        header = json.loads(header_path.read_text())
+    except FileNotFoundError:
+        raise CheckpointError(f"{directory} is not a kafka-mc checkpoint (no {CHECKPOINT_FILE})") from None
+    except (OSError, ValueError) as error:
+        raise CheckpointError(f"{header_path} cannot be read: {error}") from None
+    if not isinstance(header, dict) or header.get("format") != CHECKPOINT_FORMAT or "config" not in header:
+        raise CheckpointError(f"{header_path} is not a kafka-mc checkpoint of format {CHECKPOINT_FORMAT}")
+    depth = -1
+    while _level_meta(Path(directory), depth + 1).exists():
+        depth += 1
+    if depth < 0:
+        raise CheckpointError(f"{directory} holds no complete level to resume from")
+    return header, depth
+
+
+def checkpoint_config(directory: Path) -> tuple[Config, bool, bool]:
+    """The configuration, symmetry and keep_going a checkpoint was started with."""
+    header, _ = read_checkpoint(directory)
+    try:
+        return Config(**header["config"]), bool(header["symmetry"]), bool(header["keep_going"])
+    except (TypeError, ValueError) as error:
+        raise CheckpointError(f"{directory}: the checkpoint's configuration is not valid: {error}") from None
+
+
+# ------------------------------------------------------------------------------ engine
+
+
+@dataclass
+class _Totals:
+    generated: int = 0
+    new_states: int = 0
+    frontier: int = 0
+    depth: int = 0
+    found: dict = field(default_factory=dict)  # name -> {"level", "key", "parent" (step witnesses)}
+    seconds: float = 0.0
+    stopped_because: str = ""
+    done: bool = False
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def spark_check(config: Config, properties: Iterable[Property] = PROPERTIES, *, keep_going: bool = False,
+                symmetry: bool = False, master: str = "local[*]", partitions: int | None = None,
+                checkpoint_dir: str | Path | None = None, resume: str | Path | None = None,
+                budget: Budget = Budget(), progress: Callable[[Progress], None] | None = None,
+                spark=None) -> CheckResult:
+    """`checker.bfs.check` on Spark: the same counts, verdicts and shortest traces."""
+    return run_spark_check(config, properties, keep_going=keep_going, symmetry=symmetry, master=master,
+                           partitions=partitions, checkpoint_dir=checkpoint_dir, resume=resume, budget=budget,
+                           progress=progress, spark=spark)[0]
+
+
+def run_spark_check(config: Config, properties: Iterable[Property] = PROPERTIES, *, keep_going: bool = False,
+                    symmetry: bool = False, master: str = "local[*]", partitions: int | None = None,
+                    checkpoint_dir: str | Path | None = None, resume: str | Path | None = None,
+                    budget: Budget = Budget(), progress: Callable[[Progress], None] | None = None,
+                    spark=None, level_hook: Callable[[int], None] | None = None) -> tuple[CheckResult, SparkRun]:
+    """`spark_check`, also returning what it ran on. `resume` is a checkpoint directory of an
+    interrupted run of the same configuration (it is then also the checkpoint directory).
+    `level_hook(depth)` is called after each level is committed (tests use it)."""
+    if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
+        raise ValueError(f"partitions must be a positive integer, not {partitions!r}")
+    properties = tuple(properties)
+    names = [p.name for p in properties]
+    if len(set(names)) != len(names):
+        raise ValueError("property names must be distinct")
+    model = ReplicationModel(config)
+    slots = len(model.action_names) * config.replicas
+    header = _header(config, properties, symmetry, keep_going, slots)
+
+    totals, start_depth = _Totals(), None
+    if resume is not None:
+        root = Path(resume)
+        saved, last = read_checkpoint(root)
+        if saved["config"] != header["config"] or saved["symmetry"] != symmetry or saved["slots"] != slots:
+            raise CheckpointError(f"{root} is a checkpoint of another configuration "
+                                  f"({saved['config']}, symmetry {saved['symmetry']})")
+        if saved["properties"] != header["properties"]:
+            raise CheckpointError(f"{root} was checked with other properties ({', '.join(saved['properties'])})")
+        if saved["keep_going"] != keep_going:
+            raise CheckpointError(f"{root} was started with keep_going={saved['keep_going']}")
+        totals = _Totals(**json.loads(_level_meta(root, last).read_text()))
+        start_depth = last
+        for stale in root.glob("level-*"):  # a level the interrupted run had not finished
+            number = int(stale.name[6:11])
+            if number > last:
+                shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
+        temporary = False
+    elif checkpoint_dir is not None:
+        root = Path(checkpoint_dir)
+        if root.exists() and any(root.iterdir()):
+            if (root / CHECKPOINT_FILE).exists():
+                raise CheckpointError(f"{root} already holds a kafka-mc checkpoint: resume it, or choose another "
+                                      "directory")
+            raise CheckpointError(f"{root} is not empty")
+        root.mkdir(parents=True, exist_ok=True)
+        temporary = False
+    else:
+        root = Path(tempfile.mkdtemp(prefix="kafka-mc-spark-"))
+        temporary = True
+    root = root.absolute()
+    if resume is None:
+        (root / CHECKPOINT_FILE).write_text(json.dumps(header, indent=1))
+
+    own_session = spark is None
+    if own_session:
+        spark = session(master, partitions)
+    count = partitions or spark.sparkContext.defaultParallelism
+    spark.conf.set("spark.sql.shuffle.partitions", str(count))
+    run = SparkRun(master=spark.sparkContext.master, executors=_executors(spark), partitions=count,
+                   checkpoint_dir=str(root), resumed_from_depth=start_depth)
+    try:
+        engine = _Engine(spark, config, properties, symmetry, keep_going, slots, count, root)
+        result = engine.run(totals, start_depth, budget, progress, run, level_hook)
+        run.executors = max(run.executors, _executors(spark))
+        return result, run
+    finally:
+        if 'engine' in locals():
+            engine.release()
+        if own_session:
+            spark.stop()
+        if temporary:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+class _Engine:
+    def __init__(self, spark, config: Config, properties: tuple[Property, ...], symmetry: bool, keep_going: bool,
+                 slots: int, count: int, root: Path):
+        self.spark, self.config, self.properties = spark, config, properties
+        self.symmetry, self.keep_going, self.slots, self.count, self.root = symmetry, keep_going, slots, count, root
+        self.invariants = {p.name for p in properties if p.kind == ALWAYS}
+        self.state_props = tuple(p for p in properties if not p.on_step)
+        self.step_props = tuple(p for p in properties if p.on_step)
+        self.bits = {p.name: 1 << index for index, p in enumerate(self.state_props)}
+        self.visited: list = []  # every level's (owner, fp), cached and partitioned by owner
+        from pyspark.sql.types import (BinaryType, IntegerType, LongType, StructField, StructType)
+
+        level_fields = [StructField("owner", LongType(), False), StructField("fp", LongType(), False),
+                        StructField("key", LongType(), False), StructField("parent", LongType(), True),
+                        StructField("slot", IntegerType(), False), StructField("state", BinaryType(), False)]
+        self.new_schema = StructType(level_fields)
+        self.level_schema = StructType(level_fields + [StructField("props", LongType(), False)])
+        step_fields = []
+        for index in range(len(self.step_props)):
+            step_fields += [StructField(f"s{index}_key", LongType(), True),
+                            StructField(f"s{index}_parent", LongType(), True)]
+        self.successor_schema = StructType(level_fields + [StructField("gen", LongType(), False)] + step_fields)
+
+    # ------------------------------------------------------------------ levels
+
+    def _read_level(self, depth: int, states: bool = True):
+        """A level's Parquet: its states or (`states` false) every row, the level's statistics too
+        (rows with a negative slot: -1 carries the count of generated successors in `key`, -2-i
+        the least key and parent of an edge where step witness i holds)."""
+        frame = self.spark.read.schema(self.level_schema).parquet(str(_level_dir(self.root, depth)))
+        return frame.where("slot >= 0") if states else frame
+
+    def _remember(self, depth: int) -> None:
+        from pyspark import StorageLevel
+
+        frame = self._read_level(depth).select("owner", "fp").repartition(self.count, "owner")
+        self.visited.append(frame.persist(StorageLevel.MEMORY_AND_DISK))
+
+    def _checked(self, new, settled: set[str]):
+        """Check the properties on new states (rows of new_schema): rows of level_schema."""
+        bits = {name: bit for name, bit in self.bits.items() if name not in settled}
+        rows = new.rdd.mapPartitions(_checker(self.state_props, bits), preservesPartitioning=True)
+        return self.spark.createDataFrame(rows, self.level_schema, verifySchema=False)
+
+    def _write(self, frame, depth: int) -> None:
+        frame.write.mode("overwrite").parquet(str(_level_dir(self.root, depth)))
+
+    def _level_summary(self, depth: int) -> tuple[int, int, dict[str, dict]]:
+        """From a written level, in one read: its count of states, the successors generated to
+        reach it, and per property it shows, the least key (and parent, for a step witness)."""
+        from pyspark.sql import functions as F
+
+        slot, key = F.col("slot"), F.col("key")
+        aggregates = [F.count(F.when(slot >= 0, 1)).alias("n"),
+                      F.coalesce(F.sum(F.when(slot == -1, key)), F.lit(0)).alias("generated")]
+        for name, bit in self.bits.items():
+            aggregates.append(F.min(F.when((slot >= 0) & (F.col("props").bitwiseAND(F.lit(bit)) != 0), key))
+                              .alias(name))
+        for index in range(len(self.step_props)):
+            aggregates += [F.max(F.when(slot == -2 - index, key)).alias(f"k{index}"),
+                           F.max(F.when(slot == -2 - index, F.col("parent"))).alias(f"p{index}")]
+        row = self._read_level(depth, states=False).agg(*aggregates).first()
+        found = {name: {"level": depth, "key": row[name]} for name in self.bits if row[name] is not None}
+        for index, prop in enumerate(self.step_props):
+            if row[f"k{index}"] is not None and row[f"k{index}"] >= 0:
+                found[prop.name] = {"level": depth - 1, "key": row[f"k{index}"], "parent": row[f"p{index}"]}
+        return row["n"], row["generated"], found
+
+    def seed(self, totals: _Totals) -> None:
+        model = ReplicationModel(self.config)
+        initial_states = model.initial_states()
+        represent = canonical if self.symmetry else _identity
+        seen, rows = set(), []
+        for index, state in enumerate(initial_states):
+            state = represent(state)
+            fp = hash(state)
+            if fp not in seen:
+                seen.add(fp)
+                rows.append((owner_key(state), fp, index, None, index, pack(state)))
+        frame = self.spark.createDataFrame(rows, self.new_schema).repartition(self.count, "owner")
+        self._write(self._checked(frame, set()), 0)
+        new_states, _, found = self._level_summary(0)
+        totals.generated, totals.new_states, totals.frontier = len(initial_states), new_states, new_states
+        for name, entry in found.items():
+            totals.found.setdefault(name, entry)
+
+    def level(self, depth: int, settled: set[str]) -> tuple[int, int, dict]:
+        """Expand level `depth - 1` into level `depth`, in one job writing it: (generated, new
+        states, found)."""
+        from functools import reduce
+
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        frontier = (self._read_level(depth - 1).select("key", "fp", "state").orderBy("key")
+                    .select(F.monotonically_increasing_id().alias("rank"), "fp", "state"))
+        step_props = tuple(p for p in self.step_props if p.name not in settled)
+        step_index = [self.step_props.index(p) for p in step_props]
+        successors = frontier.rdd.mapPartitions(_expander(self.config, self.symmetry, self.slots, step_props))
+        # the expander writes the step columns of the unsettled step witnesses only: put them in place
+        width = len(self.step_props)
+        if len(step_props) != width:
+            successors = successors.map(_spread_steps(step_index, width))
+        frame = self.spark.createDataFrame(successors, self.successor_schema, verifySchema=False)
+        aggregates = [F.min(F.struct("key", "parent", "slot", "state")).alias("best"), F.sum("gen").alias("gen")]
+        for index in range(width):
+            aggregates += [F.min(f"s{index}_key").alias(f"s{index}_key"),
+                           F.min_by(f"s{index}_parent", f"s{index}_key").alias(f"s{index}_parent")]
+        candidates = (frame.repartition(self.count, "owner").groupBy("owner", "fp").agg(*aggregates)
+                      .persist(StorageLevel.MEMORY_AND_DISK))  # read by the states and by the statistics
+        new = candidates.select("owner", "fp", "best.key", "best.parent", "best.slot", "best.state")
+        for visited in self.visited:
+            new = new.join(visited, ["owner", "fp"], "left_anti")
+        # the level's statistics travel with it, as rows with a negative slot (the shuffle is reused)
+        summary = [F.coalesce(F.sum("gen"), F.lit(0)).alias("s_gen")]
+        for index in range(width):
+            summary += [F.coalesce(F.min(f"s{index}_key"), F.lit(-1)).alias(f"s{index}_k"),
+                        F.min_by(f"s{index}_parent", f"s{index}_key").alias(f"s{index}_p")]
+        stats = candidates.agg(*summary)
+        empty, zero = F.lit(b"").cast("binary"), F.lit(0).cast("long")
+        null = F.lit(None).cast("long")
+        stat_rows = [stats.select(zero.alias("owner"), zero.alias("fp"), F.col("s_gen").alias("key"),
+                                  null.alias("parent"), F.lit(-1).alias("slot"), empty.alias("state"),
+                                  zero.alias("props"))]
+        for index in range(width):
+            stat_rows.append(stats.select(zero.alias("owner"), zero.alias("fp"), F.col(f"s{index}_k").alias("key"),
+                                          F.col(f"s{index}_p").alias("parent"), F.lit(-2 - index).alias("slot"),
+                                          empty.alias("state"), zero.alias("props")))
+        try:
+            self._write(reduce(lambda a, b: a.unionByName(b), stat_rows, self._checked(new, settled)), depth)
+        finally:
+            candidates.unpersist()
+        new_states, generated, found = self._level_summary(depth)
+        return generated, new_states, found
+
+    # -------------------------------------------------------------------- loop
+
+    def run(self, totals: _Totals, start_depth: int | None, budget: Budget,
+            progress: Callable[[Progress], None] | None, run: SparkRun,
+            level_hook: Callable[[int], None] | None) -> CheckResult:
+        started = time.perf_counter() - totals.seconds
+        if start_depth is None:
+            self.seed(totals)
+            level_number = 0
+            totals.seconds = time.perf_counter() - started
+            _level_meta(self.root, 0).write_text(json.dumps(totals.to_json()))
+            if level_hook:
+                level_hook(0)
+        else:
+            level_number = start_depth
+        for depth in range(level_number + 1):
+            self._remember(depth)
+        properties = self.properties
+        while totals.frontier and not totals.done:
+            found = totals.found
+            if self.invariants & set(found) and not self.keep_going:
+                totals.stopped_because = "stopped after the level of the first violation"
+                break
+            if len(found) == len(properties):
+                totals.stopped_because = "every invariant violated and every witness reached"
+                break
+            totals.stopped_because = budget.exceeded(totals.new_states, time.perf_counter() - started)
+            if totals.stopped_because:
+                break
+            level_started = time.perf_counter()
+            level_number += 1
+            generated, new_states, level_found = self.level(level_number, set(found))
+            totals.generated += generated
+            totals.new_states += new_states
+            totals.frontier = new_states
+            totals.depth += 1 if new_states else 0
+            for name, entry in sorted(level_found.items()):
+                found.setdefault(name, entry)
+            totals.seconds = time.perf_counter() - started
+            _level_meta(self.root, level_number).write_text(json.dumps(totals.to_json()))
+            run.level_seconds.append(time.perf_counter() - level_started)
+            self._remember(level_number)
+            if progress:
+                progress(Progress(totals.depth, totals.generated, totals.new_states, totals.frontier,
+                                  totals.seconds))
+            if level_hook:
+                level_hook(level_number)
+        traces = self.traces(totals.found)
+        violated = sorted((name for name in totals.found if name in self.invariants),
+                          key=lambda n: (len(traces[n]), n))
+        engine = "spark" + ("+symmetry" if self.symmetry else "")
+        return CheckResult(
+            engine=engine,
+            config=self.config,
+            complete=not totals.frontier and not totals.stopped_because,
+            stats=Stats(totals.new_states, totals.generated, totals.depth, time.perf_counter() - started),
+            violations=tuple(Violation(name, traces[name]) for name in violated),
+            witnesses={p.name: p.name in totals.found for p in properties if p.kind != ALWAYS},
+            stopped_because=totals.stopped_because,
+            witness_traces={name: trace for name, trace in traces.items() if name not in self.invariants},
+        )
+
+    def traces(self, found: dict[str, dict]) -> dict[str, Trace]:
+        """Shortest traces by lookups: the state by its key in its level, then each parent by its
+        fingerprint in the level before, one filtered read per level for every trace at once."""
+        from pyspark.sql import functions as F
+
+        if not found:
+            return {}
+        model = ReplicationModel(self.config)
+        paths: dict[str, list[int]] = {}  # name -> action slots, last first (then the initial index)
+        want_key: dict[int, dict[int, list[str]]] = {}  # level -> key -> names
+        want_fp: dict[int, dict[int, list[str]]] = {}  # level -> fp -> names
+        for name, entry in found.items():
+            if "parent" in entry:  # a step witness: the edge's parent and its action
+                paths[name] = [entry["key"] % self.slots]
+                want_fp.setdefault(entry["level"], {}).setdefault(entry["parent"], []).append(name)
+            else:
+                paths[name] = []
+                want_key.setdefault(entry["level"], {}).setdefault(entry["key"], []).append(name)
+        top = max(set(want_key) | set(want_fp))
+        for level in range(top, -1, -1):
+            keys, fps = want_key.get(level, {}), want_fp.get(level, {})
+            if not keys and not fps:
+                continue
+            condition = F.lit(False)
+            if keys:
+                condition = condition | F.col("key").isin(list(keys))
+            if fps:
+                condition = condition | F.col("fp").isin(list(fps))
+            rows = self._read_level(level).where(condition).select("fp", "key", "parent", "slot").collect()
+            for row in rows:
+                names = keys.get(row["key"], []) + fps.get(row["fp"], [])
+                for name in set(names):
+                    paths[name].append(row["slot"])
+                    if level > 0:
+                        want_fp.setdefault(level - 1, {}).setdefault(row["parent"], []).append(name)
+        traces = {}
+        for name, path in paths.items():
+            initial, *actions = reversed(path)
+            traces[name] = concrete_trace(model, initial, [model.action_at(a) for a in actions], self.symmetry)
+        return traces
+
+    def release(self) -> None:
+        for frame in self.visited:
+            try:
+                frame.unpersist()
+            except Exception:  # the session may be gone
+                pass
+        self.visited.clear()
+
+
+def _spread_steps(step_index: list[int], width: int):
+    """Move the step columns of the unsettled step witnesses to their places among all of them."""
+
+    def spread(row):
+        head, tail = row[:7], row[7:]
+        columns = [None] * (2 * width)
+        for position, index in enumerate(step_index):
+            columns[2 * index], columns[2 * index + 1] = tail[2 * position], tail[2 * position + 1]
+        return head + tuple(columns)
+
+    return spread
