@@ -31,6 +31,7 @@ class OutputFormat(str, Enum):
 class Engine(str, Enum):
     bfs = "bfs"
     z3 = "z3"
+    spark = "spark"
 
 
 # check options the Z3 engine has no use for, by flag, with whether the user set each
@@ -126,6 +127,14 @@ def check_command(
     depth: Optional[str] = typer.Option(None, metavar="K",
                                         help=f"With --engine z3: search behaviours of up to K steps (default {DEFAULT_DEPTH})."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress on stderr."),
+    spark_master: Optional[str] = typer.Option(None, "--spark-master", metavar="URL",
+                                               help="With --engine spark: the Spark master (default local[*])."),
+    spark_partitions: Optional[str] = typer.Option(None, "--spark-partitions", metavar="N",
+                                                   help="With --engine spark: partitions of the state space."),
+    checkpoint_dir: Optional[Path] = typer.Option(None, "--checkpoint-dir", metavar="DIR",
+                                                  help="With --engine spark: keep every BFS level here."),
+    resume: Optional[Path] = typer.Option(None, "--resume", metavar="DIR",
+                                          help="With --engine spark: finish the interrupted run checkpointed in DIR."),
 ) -> None:
     """Explore every reachable state of one configuration (or, with --engine z3, every behaviour up
     to a depth) and check the properties."""
@@ -145,6 +154,17 @@ def check_command(
         written = _write_violation_reports(result, out) if out else []
         _print_result(result, None, output_format, written)
         raise typer.Exit(_verdict_code(result))
+    from kafka_mc import cli_spark
+
+    spark_given = cli_spark.spark_options_given(spark_master, spark_partitions, checkpoint_dir, resume)
+    if engine is Engine.spark:
+        cli_spark.run_spark(config, keep_going=keep_going, symmetry=symmetry, budget=budget, quiet=quiet,
+                            spark_master=spark_master, spark_partitions=spark_partitions,
+                            checkpoint_dir=checkpoint_dir, resume=resume, output_format=output_format, out=out,
+                            unusable={"--workers": worker_count != 1, "--depth": depth is not None,
+                                      "--dump-dot": dump_dot is not None, "--recoverability": recoverability,
+                                      "--write-tla": write_tla is not None})
+    cli_spark.refuse_spark_options(engine.value, spark_given)
     if depth is not None:
         raise Exit(exitcodes.BAD_INPUT, "--depth applies to --engine z3 only; the bfs engine explores every depth")
     if write_tla is not None:

@@ -1,0 +1,90 @@
+"""`kafka-mc check --engine spark`: the option checks, the run, and its report (cli.py only dispatches)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from kafka_mc import exitcodes
+from kafka_mc.checker import Budget
+from kafka_mc.model import Config
+from kafka_mc.progress import ProgressReporter
+
+SPARK_FLAGS = ("--spark-master", "--spark-partitions", "--checkpoint-dir", "--resume")
+
+
+def spark_options_given(spark_master: Optional[str], spark_partitions: Optional[str],
+                        checkpoint_dir: Optional[Path], resume: Optional[Path]) -> list[str]:
+    """The Spark options the user set, by flag."""
+    given = (spark_master is not None, spark_partitions is not None, checkpoint_dir is not None, resume is not None)
+    return [flag for flag, is_given in zip(SPARK_FLAGS, given) if is_given]
+
+
+def refuse_spark_options(engine: str, given: list[str]) -> None:
+    from kafka_mc.cli import Exit
+
+    if given:
+        raise Exit(exitcodes.BAD_INPUT, f"{', '.join(given)}: only with --engine spark (not --engine {engine})")
+
+
+def run_spark(config: Config, *, keep_going: bool, symmetry: bool, budget: Budget, quiet: bool,
+              spark_master: Optional[str], spark_partitions: Optional[str], checkpoint_dir: Optional[Path],
+              resume: Optional[Path], unusable: dict[str, bool], output_format, out: Optional[Path]) -> None:
+    """Check `config` on Spark, print the result as `check` does (JSON adds master, executors,
+    partitions), and leave with the verdict's exit code."""
+    from kafka_mc.checker.spark import CheckpointError, checkpoint_config, run_spark_check
+    from kafka_mc.cli import Exit, _print_result, _verdict_code, _write_violation_reports
+
+    given = [flag for flag, is_given in unusable.items() if is_given]
+    if given:
+        raise Exit(exitcodes.BAD_INPUT, f"{', '.join(given)}: not available with --engine spark")
+    partitions = None
+    if spark_partitions is not None:
+        try:
+            partitions = int(spark_partitions)
+        except ValueError:
+            raise Exit(exitcodes.BAD_INPUT, f"--spark-partitions must be an integer, not {spark_partitions!r}") from None
+        if partitions < 1:
+            raise Exit(exitcodes.BAD_INPUT, f"--spark-partitions must be greater than 0, not {spark_partitions}")
+    master = spark_master if spark_master is not None else "local[*]"
+    if not master.strip():
+        raise Exit(exitcodes.BAD_INPUT, "--spark-master must be a Spark master URL, not empty")
+    if resume is not None:
+        if checkpoint_dir is not None and Path(checkpoint_dir).absolute() != Path(resume).absolute():
+            raise Exit(exitcodes.BAD_INPUT, "--resume DIR continues in DIR: do not give another --checkpoint-dir")
+        try:
+            saved, saved_symmetry, saved_keep_going = checkpoint_config(resume)
+        except CheckpointError as error:
+            raise Exit(exitcodes.BAD_INPUT, f"--resume: {error}") from None
+        if (saved, saved_symmetry, saved_keep_going) != (config, symmetry, keep_going):
+            raise Exit(exitcodes.BAD_INPUT, f"--resume: {resume} is a checkpoint of another run "
+                                            f"({saved.to_dict()}, symmetry={saved_symmetry}, "
+                                            f"keep_going={saved_keep_going}); give the same options")
+    elif checkpoint_dir is not None:
+        if checkpoint_dir.exists() and (not checkpoint_dir.is_dir() or any(checkpoint_dir.iterdir())):
+            raise Exit(exitcodes.BAD_INPUT, f"--checkpoint-dir {checkpoint_dir} exists and is not an empty directory "
+                                            "(to continue a run, give --resume)")
+    reporter = ProgressReporter(enabled=not quiet)
+    try:
+        result, run = run_spark_check(config, keep_going=keep_going, symmetry=symmetry, master=master,
+                                      partitions=partitions, checkpoint_dir=checkpoint_dir, resume=resume,
+                                      budget=budget, progress=lambda p: reporter.note(reporter.describe(p)))
+    except CheckpointError as error:
+        raise Exit(exitcodes.BAD_INPUT, f"--resume/--checkpoint-dir: {error}") from None
+    finally:
+        reporter.close()
+    written = _write_violation_reports(result, out) if out else []
+    if output_format.value == "json":
+        from kafka_mc.counterexamples.views import result_view
+
+        view = result_view(result)
+        view.update(master=run.master, executors=run.executors, partitions=run.partitions,
+                    checkpoint_dir=str(checkpoint_dir or resume) if (checkpoint_dir or resume) else None,
+                    resumed_from_depth=run.resumed_from_depth, reports=[str(path) for path in written])
+        print(json.dumps(view, indent=2))
+    else:
+        _print_result(result, None, output_format, written)
+    raise typer.Exit(_verdict_code(result))
