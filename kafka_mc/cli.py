@@ -146,6 +146,11 @@ def check_command(
                      min_isr=min_isr, partitions=partitions)
     with _config_errors():
         config = Config(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **counts)
+    from kafka_mc import cli_spark
+
+    spark_given = cli_spark.spark_options_given(spark_master, spark_partitions, checkpoint_dir, resume)
+    if engine is not Engine.spark:
+        cli_spark.refuse_spark_options(engine.value, spark_given)
     if engine is Engine.z3:
         explicit_only = dict(zip(_EXPLICIT_ONLY, (worker_count != 1, symmetry, budget.max_states is not None,
                                                  dump_dot is not None, recoverability)))
@@ -154,9 +159,6 @@ def check_command(
         written = _write_violation_reports(result, out) if out else []
         _print_result(result, None, output_format, written)
         raise typer.Exit(_verdict_code(result))
-    from kafka_mc import cli_spark
-
-    spark_given = cli_spark.spark_options_given(spark_master, spark_partitions, checkpoint_dir, resume)
     if engine is Engine.spark:
         cli_spark.run_spark(config, keep_going=keep_going, symmetry=symmetry, budget=budget, quiet=quiet,
                             spark_master=spark_master, spark_partitions=spark_partitions,
@@ -164,7 +166,6 @@ def check_command(
                             unusable={"--workers": worker_count != 1, "--depth": depth is not None,
                                       "--dump-dot": dump_dot is not None, "--recoverability": recoverability,
                                       "--write-tla": write_tla is not None})
-    cli_spark.refuse_spark_options(engine.value, spark_given)
     if depth is not None:
         raise Exit(exitcodes.BAD_INPUT, "--depth applies to --engine z3 only; the bfs engine explores every depth")
     if write_tla is not None:

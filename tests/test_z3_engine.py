@@ -147,6 +147,7 @@ def test_cli_z3_bounded_run_says_so_and_exits_0(capsys):
     (["--engine", "z3", "--depth", "ten"], "--depth"),
     (["--engine", "z3", "--depth", "-1"], "--depth"),
     (["--depth", "5"], "--depth"),
+    (["--engine", "z3", "--spark-partitions", "2"], "--spark-partitions"),
 ])
 def test_cli_z3_bad_input_names_the_option(capsys, argv, named):
     code, _, err = run(capsys, "check", *argv, "--quiet")
