@@ -23,7 +23,7 @@ internal error (`EncodingMismatch`). `unknown` and time-outs give an `unknown` r
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterable, NamedTuple, Sequence
 
 import z3
@@ -35,7 +35,7 @@ from kafka_mc.model.config import SIMULATION_COUNT_LIMIT, ConfigError
 from .bmc import EncodingMismatch, Unrolling
 from .layout import Shape, SymState, decode, leaves
 from .properties import SYMBOLIC_INVARIANTS, well_formed
-from .transitions import EncodingError, SymbolicModel
+from .transitions import SymbolicModel
 
 PROVED, FAILED, UNKNOWN = "proved", "failed", "unknown"
 UNBOUNDED = frozenset({"crashes", "elections"})
@@ -366,29 +366,198 @@ def replay_config(config: Config, unbounded: frozenset[str], states: Sequence[St
         return None
 
 
+def encoding_exact(state: State) -> bool:
+    """The state meets what the encoding assumes to be exact (`transitions.py`): every epoch
+    cache's starts rise and the ISR is not empty, as in every reachable state."""
+    return state.controller.isr != 0 and all(
+        all(a[1] <= b[1] for a, b in zip(replica.epochs, replica.epochs[1:])) for replica in state.replicas)
+
+
 def replay_trace(config: Config, unbounded: frozenset[str], states: tuple[State, ...], actions: tuple[Action, ...],
                  initial: bool) -> tuple[Trace | None, str]:
-    """The trace of a counterexample, replayed through the explicit model and compared with
-    `states`; EncodingMismatch when they differ."""
+    """The trace of a counterexample, replayed step by step through the explicit model and
+    compared with `states`: EncodingMismatch when the model disables a step or reaches another
+    state (naming the state, the action and both successors); (None, why) when the counters are
+    beyond the explicit model's bounds or the model cannot step from a state outside the ones
+    it builds (an unreachable one the encoding still takes)."""
     replay = replay_config(config, unbounded, states)
     if replay is None:
         return None, (f"not replayed: its counters (crashes {max(s.crashes for s in states)}, epoch "
                       f"{max(s.controller.epoch for s in states)}) are beyond the explicit model's "
                       f"{SIMULATION_COUNT_LIMIT}")
+    model = ReplicationModel(replay)
     if initial:
-        starts = ReplicationModel(replay).initial_states()
+        starts = model.initial_states()
         if states[0] not in starts:
             raise EncodingMismatch(f"the solver's first state is not an initial state: {states[0]}")
         trace = Trace(replay, starts.index(states[0]), actions)
     else:
         trace = Trace(replay, 0, actions, start=states[0])
-    try:
-        replayed = trace.states()
-    except Exception as error:
-        raise EncodingMismatch(f"the counterexample does not replay through the explicit model: {error}; "
-                               f"states {states}, actions {[str(a) for a in actions]}") from None
-    for number, (explicit, solved) in enumerate(zip(replayed, states)):
+    for before, action, solved in zip(states, actions, states[1:]):
+        try:
+            explicit = model.next_state(before, action)
+        except Exception as error:  # a state no behaviour builds, e.g. a leader without a view of LEOs
+            return None, (f"not replayed: the explicit model cannot take {action} from this state, which no "
+                          f"behaviour of it builds ({type(error).__name__}: {error})")
         if explicit != solved:
-            raise EncodingMismatch(f"step {number} ({actions[number - 1] if number else 'start'}): the explicit "
-                                   f"model gives {explicit}, the solver {solved}; from {states[0]}")
+            if not encoding_exact(before):
+                return None, ("not replayed: from this state, which no behaviour reaches (an epoch cache whose starts "
+                              "fall, or an empty ISR), the encoding's transition differs from the explicit model's "
+                              "by design (see checker/symbolic/transitions.py)")
+            raise EncodingMismatch(f"from {before}, {action}: the explicit model gives "
+                                   f"{'no successor (not enabled)' if explicit is None else explicit}, "
+                                   f"the solver {solved}")
     return trace, ""
+
+
+# ------------------------------------------------------------------ is it reachable?
+
+
+@dataclass(frozen=True)
+class Reachability:
+    """What bounded model checking found after a failed proof: a behaviour violating a property
+    (`violation`, `violated`), a behaviour reaching the counterexample's first state (`reaches`),
+    and the depth searched to the end (`depth`; `complete` when it reached the bound asked)."""
+
+    bound: int
+    depth: int
+    complete: bool
+    seconds: float
+    violated: str | None = None
+    violation: Trace | None = None
+    reaches: Trace | None = None
+    reason: str = ""
+
+
+def bounded_config(config: Config, unbounded: frozenset[str], depth: int) -> Config:
+    """`config` with each lifted bound set to `depth`: in `depth` steps no behaviour crashes or
+    elects more often, so bounded model checking to `depth` covers the lifted bounds exactly."""
+    fields = config.to_dict()
+    for counter in unbounded:
+        fields[counter] = min(depth, SIMULATION_COUNT_LIMIT)
+    return Config.for_simulation(**fields)
+
+
+def reachability(config: Config, unbounded: frozenset[str], properties: Sequence[str], depth: int,
+                 target: State | None = None, max_seconds: float | None = None) -> Reachability:
+    """Bounded model checking from the initial states to `depth` steps: the shortest behaviour
+    violating one of `properties`, and whether `target` (a counterexample's first state) is
+    reachable. Stops at the first violation; `unknown` or the time budget end the search early."""
+    from .layout import constant, equal
+
+    started = time.perf_counter()
+    bounded = bounded_config(config, frozenset(unbounded), depth)
+    unrolling = Unrolling(SymbolicModel(bounded))
+    solver = unrolling.solver
+    shape = unrolling.symbolic.shape
+    fixed = None
+    if target is not None:
+        try:
+            fixed = constant(shape, target) if target.crashes <= depth and target.controller.epoch <= depth else None
+        except ValueError:  # arrays beyond the bounded shape: not reachable within depth
+            fixed = None
+    formulas = [SYMBOLIC_INVARIANTS[name] for name in properties]
+    reaches: Trace | None = None
+
+    def check(goal) -> z3.CheckSatResult:
+        if max_seconds is not None:
+            left = max_seconds - (time.perf_counter() - started)
+            if left <= 0:
+                return z3.unknown
+            solver.set("timeout", max(1, int(left * 1000)))
+        return solver.check(goal)
+
+    def stop(searched: int, why: str, **found) -> Reachability:
+        return Reachability(depth, searched, False, time.perf_counter() - started, reaches=reaches, reason=why,
+                            **found)
+
+    while True:
+        state = unrolling.states[-1]
+        if fixed is not None and reaches is None:
+            answer = check(equal(state, fixed))
+            if answer == z3.sat:
+                reaches = unrolling.trace(solver.model(), unrolling.depth)
+            elif answer == z3.unknown:
+                return stop(unrolling.depth - 1, f"unknown at depth {unrolling.depth} ({solver.reason_unknown()})")
+        for name, formula in zip(properties, formulas):
+            answer = check(z3.Not(formula(state)))
+            if answer == z3.sat:
+                trace = unrolling.trace(solver.model(), unrolling.depth)
+                return Reachability(depth, unrolling.depth, False, time.perf_counter() - started, name, trace,
+                                    reaches, f"{name} is violated in {unrolling.depth} steps")
+            if answer == z3.unknown:
+                return stop(unrolling.depth - 1, f"unknown at depth {unrolling.depth} ({solver.reason_unknown()})")
+        # what held at this depth is a sound constraint for the deeper ones
+        solver.add(*[formula(state) for formula in formulas])
+        if unrolling.depth == depth:
+            return Reachability(depth, depth, True, time.perf_counter() - started, reaches=reaches,
+                                reason=f"no violation of {', '.join(properties)} in {depth} steps or fewer")
+        unrolling.extend()
+
+
+# ------------------------------------------------------------------ lemmas on concrete states
+
+_JOIN = {z3.Z3_OP_AND: (" and ", "True"), z3.Z3_OP_OR: (" or ", "False"), z3.Z3_OP_ADD: (" + ", "0"),
+         z3.Z3_OP_MUL: (" * ", "1"), z3.Z3_OP_SUB: (" - ", "0")}
+_COMPARE = {z3.Z3_OP_EQ: "==", z3.Z3_OP_LE: "<=", z3.Z3_OP_LT: "<", z3.Z3_OP_GE: ">=", z3.Z3_OP_GT: ">",
+            z3.Z3_OP_DISTINCT: "!="}
+
+
+def evaluator(formula: z3.ExprRef, s: SymState) -> Callable[[list], object]:
+    """A Python function computing `formula` from the values of the leaves of `s` (in layout
+    order, as `leaves(values_of(shape, state))` gives them): thousands of states a second, where
+    substituting and simplifying takes a millisecond each. Integer and Boolean terms only."""
+    index = {leaf.get_id(): position for position, leaf in enumerate(leaves(s))}
+    lines: list[str] = []
+    names: dict[int, str] = {}
+
+    def name(term: z3.ExprRef) -> str:
+        key = term.get_id()
+        if key in names:
+            return names[key]
+        if key in index:
+            return f"v[{index[key]}]"
+        if z3.is_true(term) or z3.is_false(term):
+            return str(z3.is_true(term))
+        if z3.is_int_value(term):
+            return str(term.as_long())
+        kind, args = term.decl().kind(), [name(child) for child in term.children()]
+        if kind in _JOIN:
+            separator, empty = _JOIN[kind]
+            code = f"({separator.join(args)})" if args else empty
+        elif kind in _COMPARE:
+            code = f"({args[0]} {_COMPARE[kind]} {args[1]})"
+        elif kind == z3.Z3_OP_NOT:
+            code = f"(not {args[0]})"
+        elif kind == z3.Z3_OP_IMPLIES:
+            code = f"((not {args[0]}) or {args[1]})"
+        elif kind == z3.Z3_OP_ITE:
+            code = f"({args[1]} if {args[0]} else {args[2]})"
+        elif kind == z3.Z3_OP_UMINUS:
+            code = f"(-{args[0]})"
+        else:
+            raise ValueError(f"cannot evaluate {term.decl()} in Python")
+        names[key] = f"t{len(lines)}"
+        lines.append(f"    {names[key]} = {code}")
+        return names[key]
+
+    result = name(formula)
+    namespace: dict = {}
+    exec("def evaluate(v):\n" + "\n".join(lines) + f"\n    return {result}\n", namespace)
+    return namespace["evaluate"]
+
+
+def failing_in(lemmas: Iterable[Lemma | Callable], shape: Shape, states: Iterable[State]) -> dict[str, State]:
+    """The lemmas that do not hold in some of `states`, each with the first such state."""
+    from .layout import fresh, values_of
+
+    s = fresh(shape, "s")
+    chosen = [Lemma.of(item) for item in lemmas]
+    functions = [(item.name, evaluator(item.formula(s), s)) for item in chosen]
+    failing: dict[str, State] = {}
+    for state in states:
+        values = leaves(values_of(shape, state))
+        for name, evaluate in functions:
+            if name not in failing and not evaluate(values):
+                failing[name] = state
+    return failing

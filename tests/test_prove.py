@@ -1,0 +1,202 @@
+"""`kafka-mc prove`: the shipped lemmas prove NoCommittedDataLoss and NoLogDivergence for leader
+epochs with any number of crashes and elections; under hw they fail with a counterexample to
+induction, and bounded model checking shows the violation reachable; a counterexample replays
+and is reported; unknown is never proved; bad input is refused; users' own lemmas work."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import z3
+
+from kafka_mc import cli, exitcodes
+from kafka_mc.checker.symbolic.agreement import reachable_states
+from kafka_mc.checker.symbolic.bmc import EncodingMismatch
+from kafka_mc.checker.symbolic.induction import (
+    UNBOUNDED,
+    Lemma,
+    failing_in,
+    prove,
+    reachability,
+    replay_trace,
+)
+from kafka_mc.checker.symbolic.layout import Shape, constant
+from kafka_mc.checker.symbolic.lemmas import LEMMAS
+from kafka_mc.cli_prove import prove_command
+from kafka_mc.model import Config, ReplicationModel
+from kafka_mc.properties import INVARIANTS
+
+PROPERTIES = {p.name: p for p in INVARIANTS}
+
+if not any(command.name == "prove" for command in cli.app.registered_commands):
+    cli.app.command("prove")(prove_command)
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = cli.main(["prove", "--quiet", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("protocol", ["leader-epoch", "kip-279"])
+def test_shipped_lemmas_prove_both_properties_for_any_crashes_and_elections(protocol):
+    result = prove(Config(protocol, messages=2))
+    assert result.status == "proved", result.reason
+    assert result.unbounded == UNBOUNDED and "any number of elections" in result.scope
+    assert "epoch caches stay within 4 entries" in result.scope
+    slots = len(ReplicationModel(result.config).action_names) * 2
+    kinds = [query.kind for query in result.queries]
+    assert kinds.count("consecution") == slots * len(LEMMAS)  # one query per action slot and lemma
+    assert kinds.count("initiation") == len(LEMMAS) and kinds.count("safety") == 2
+    assert all(query.answer == "holds" for query in result.queries)
+
+
+@pytest.mark.parametrize("protocol", ["leader-epoch", "kip-279"])
+def test_every_shipped_lemma_holds_in_every_reachable_state_of_a_bounded_run(protocol):
+    config = Config(protocol, messages=2, crashes=2, elections=2)
+    assert failing_in(LEMMAS, Shape.of(config, integers=True), reachable_states(config)) == {}
+
+
+def test_same_lemmas_fail_for_hw_and_bounded_model_checking_shows_the_violation_reachable():
+    config = Config("hw", messages=2)
+    result = prove(config)
+    assert result.status == "failed"
+    cti = result.counterexample
+    assert cti.kind == "consecution" and len(cti.states) == 2 and cti.action is not None
+    # the two-state report replays through the explicit model to the solver's state after
+    assert cti.trace is not None and cti.trace.start == cti.states[0]
+    assert cti.trace.states()[-1] == cti.states[1]
+    # every lemma holds before; the lemma named breaks after
+    shape = Shape.of(config, cache=0, integers=True)
+    formulas = {item.name: item.formula for item in LEMMAS}
+    assert all(z3.is_true(z3.simplify(f(constant(shape, cti.states[0])))) for f in formulas.values())
+    assert z3.is_false(z3.simplify(formulas[cti.lemma](constant(shape, cti.states[1]))))
+    # hw's reachable states break some of the lemmas themselves
+    bounded = Config("hw", messages=2, crashes=2, elections=1)
+    assert failing_in(LEMMAS, Shape.of(bounded, integers=True), reachable_states(bounded))
+    found = reachability(config, result.unbounded, result.properties, 10)
+    assert found.violated == "NoCommittedDataLoss" and len(found.violation) == 10  # Case L
+    assert not PROPERTIES["NoCommittedDataLoss"].holds(found.violation.states()[-1])
+
+
+def test_cti_report_in_all_four_formats_and_exit_codes(tmp_path, capsys):
+    code, out, _ = run(capsys, "--protocol", "hw", "--bmc-depth", "0", "--out", str(tmp_path))
+    assert code == exitcodes.FAILED, out  # not proved, and no violation shown
+    assert "NOT PROVED" in out and "Counterexample to induction" in out and "State before" in out
+    reports = sorted(path.name for path in tmp_path.iterdir() if not path.name.startswith("."))
+    stems = {name.split(".")[0] for name in reports}
+    assert len(stems) == 1 and next(iter(stems)).startswith("hw-cti-")
+    assert {name[len(next(iter(stems))):] for name in reports} == {".itf.json", ".txt", ".md", ".html"}
+    itf = json.loads(next(tmp_path.glob("*.itf.json")).read_text())
+    assert "counterexample to induction" in itf["#meta"]["start"] and len(itf["states"]) == 2
+
+
+def test_failed_proof_with_a_reachable_violation_exits_12_in_json(capsys):
+    code, out, _ = run(capsys, "--protocol", "hw", "--bmc-depth", "10", "--format", "json")
+    view = json.loads(out)
+    assert code == exitcodes.VIOLATION == view["exit_code"]
+    assert view["status"] == "failed" and view["proved"] is False
+    assert view["config"]["crashes"] == "any" and view["config"]["elections"] == "any"
+    assert view["counterexample"]["kind"] == "consecution" and view["counterexample"]["replayed"]
+    assert view["reachability"]["violated"] == "NoCommittedDataLoss"
+
+
+def test_k_induction_base_case_and_step():
+    def NothingWritten(s):
+        """No message is ever written (false after one step)."""
+        return s.written == 0
+
+    one = prove(Config("kip-279", messages=2), [NothingWritten], properties=())
+    assert one.status == "failed" and one.counterexample.kind == "consecution"
+    two = prove(Config("kip-279", messages=2), [NothingWritten], properties=(), k=2)
+    assert two.status == "failed" and two.counterexample.kind == "initiation"  # reachable in one step
+    assert [action.name for action in two.counterexample.actions] == ["ProducerWrite"]
+    assert two.counterexample.trace.states()[-1].written == 1
+    proof = prove(Config("leader-epoch", messages=2), k=2)
+    assert proof.status == "proved" and {q.depth for q in proof.queries if q.kind == "initiation"} == {0, 1}
+
+
+def test_unknown_and_time_outs_are_never_proved(capsys):
+    result = prove(Config("kip-279", messages=2), max_seconds=1e-6)
+    assert result.status == "unknown" and not result.proved and "time budget" in result.reason
+    code, out, _ = run(capsys, "--protocol", "kip-279", "--max-seconds", "0.000001")
+    assert code == exitcodes.INCOMPLETE and "UNKNOWN" in out and "PROVED" not in out.replace("NOT PROVED", "")
+    code, out, _ = run(capsys, "--protocol", "kip-279", "--method", "spacer", "--max-seconds", "1")
+    assert code == exitcodes.INCOMPLETE and "UNKNOWN" in out
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["--crashes", "many"], "'many'"),
+    (["--elections", "-1"], "elections"),
+    (["--k", "0"], "--k"),
+    (["--method", "magic"], "'magic'"),
+    (["--property", "Nope"], "'Nope'"),
+    (["--epoch-cache", "x"], "'x'"),
+    (["--format", "xml"], "'xml'"),
+    (["--lemmas", "no/such/file.py"], "no/such/file.py"),
+    (["--protocol", "raft"], "'raft'"),
+])
+def test_bad_input_exits_151_naming_the_value(capsys, argv, named):
+    code, _, err = run(capsys, *argv)
+    assert code == exitcodes.BAD_INPUT and named in err and "Traceback" not in err
+
+
+def test_a_counterexample_the_model_does_not_replay_is_an_internal_error():
+    result = prove(Config("hw", messages=2), max_seconds=60)
+    cti = result.counterexample
+    wrong = cti.states[0]._replace(written=cti.states[1].written + 1)
+    with pytest.raises(EncodingMismatch, match=re.escape(str(cti.action))):
+        replay_trace(result.config, UNBOUNDED, (cti.states[0], wrong), cti.actions, False)
+
+
+README_EXAMPLE = '''
+import z3
+
+from kafka_mc.checker.symbolic.induction import prove
+from kafka_mc.checker.symbolic.lemmas import LEMMAS
+from kafka_mc.model import Config
+
+
+def HwBelowLeo(s):
+    """Every replica's HW is at most its LEO."""
+    return z3.And([r.hw <= r.log_len for r in s.replicas])
+
+
+def LeaderHwPositive(s):
+    """The controller's leader has a HW of at least 1 once a message is written (false: a
+    leader that has just taken a write has not committed it yet)."""
+    return z3.Implies(s.written > 0, z3.And([z3.Implies(s.leader == i, r.hw >= 1)
+                                             for i, r in enumerate(s.replicas)]))
+
+
+result = prove(Config("kip-279", messages=2), [*LEMMAS, HwBelowLeo])
+print(result.status, result.reason)                      # proved ...
+result = prove(Config("kip-279", messages=2), [*LEMMAS, LeaderHwPositive])
+cti = result.counterexample
+print(result.status, cti.lemma, cti.action)              # failed LeaderHwPositive <the action>
+'''
+
+
+def test_a_users_lemma_function_works_as_the_readme_shows(capsys, tmp_path):
+    exec(compile(README_EXAMPLE, "README example", "exec"), {})
+    first, second = capsys.readouterr().out.splitlines()
+    assert first.startswith("proved ")
+    assert second.startswith("failed LeaderHwPositive ")
+    # the same lemma from a file on the command line
+    path = tmp_path / "mine.py"
+    path.write_text(README_EXAMPLE.split("result =")[0] + "LEMMAS = [HwBelowLeo]\n")
+    code, out, _ = run(capsys, "--protocol", "kip-279", "--lemmas", str(path))
+    assert code == exitcodes.OK and f"{len(LEMMAS) + 1} lemmas" in out
+    path.write_text(README_EXAMPLE.split("result =")[0] + "LEMMAS = [LeaderHwPositive]\n")
+    code, out, _ = run(capsys, "--protocol", "kip-279", "--lemmas", str(path), "--bmc-depth", "6")
+    assert code == exitcodes.FAILED and "LeaderHwPositive" in out and "no violation" in out
+
+
+def test_lemmas_are_named_and_documented():
+    names = [item.name for item in LEMMAS]
+    assert len(set(names)) == len(names) and all(item.doc for item in LEMMAS)
+    assert Lemma.of(LEMMAS[0]) is LEMMAS[0]
+    with pytest.raises(ValueError, match="repeated"):
+        prove(Config("kip-279"), [LEMMAS[0], LEMMAS[0]])
