@@ -432,3 +432,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 from kafka_mc.cli_simulate import simulate_command  # noqa: E402
 
 app.command("simulate")(simulate_command)
+
+from kafka_mc.cli_prove import prove_command  # noqa: E402
+
+app.command("prove")(prove_command)
