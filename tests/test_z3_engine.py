@@ -159,3 +159,12 @@ def test_an_invariant_formula_that_disagrees_with_its_predicate_is_an_internal_e
     monkeypatch.setattr(bmc_module, "SYMBOLIC_INVARIANTS", formulas)
     with pytest.raises(EncodingMismatch, match="HwBelowLeo"):
         bounded_check(Config("hw"), 2)
+
+
+def test_the_readme_shows_the_prove_example_the_tests_run():
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).parent.parent
+    example = re.search(r"README_EXAMPLE = '''\n(.*?)'''", (root / "tests" / "test_prove.py").read_text(), re.S)
+    assert example and example.group(1).strip() in (root / "README.md").read_text()
