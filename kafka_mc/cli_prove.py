@@ -28,6 +28,7 @@ ANY = "any"
 METHODS = ("lemmas", "spacer")
 DEFAULT_BMC_DEPTH = 12
 DEFAULT_SPACER_SECONDS = 600.0
+DEFAULT_SEARCH_SECONDS = 300.0  # the search after a failed proof, when --max-seconds does not bound it
 
 
 def prove_command(
@@ -59,7 +60,8 @@ def prove_command(
                                                    "the proof covers behaviours whose caches stay within N entries."),
     bmc_depth: str = typer.Option(str(DEFAULT_BMC_DEPTH), "--bmc-depth", metavar="K",
                                   help="After a failed proof, search behaviours of up to K steps for a violation "
-                                       "(0: do not search)."),
+                                       f"(0: do not search; at most {DEFAULT_SEARCH_SECONDS:g} s unless "
+                                       "--max-seconds bounds it)."),
     max_seconds: Optional[str] = typer.Option(None, metavar="SECONDS",
                                               help="Stop after this many seconds: unknown, exit 75 "
                                                    f"(Spacer: default {DEFAULT_SPACER_SECONDS:g})."),
@@ -126,14 +128,14 @@ def prove_command(
                                   max_seconds=limit)
             found = None
             if result.status == "refuted" and search_depth:
-                found = _search(config, unbounded, chosen, search_depth, None, None, reporter)
+                found = _search(config, unbounded, chosen, search_depth, None, DEFAULT_SEARCH_SECONDS, reporter)
             return _finish_spacer(result, found, unbounded, fmt, out)
         progress = _Progress(reporter)
         result = prove(config, lemmas, properties=chosen, unbounded=unbounded, k=depth, cache=cache,
                        max_seconds=budget, progress=progress)
         found = None
         if result.status == "failed" and search_depth:
-            left = None if budget is None else max(1.0, budget - result.seconds)
+            left = DEFAULT_SEARCH_SECONDS if budget is None else max(1.0, budget - result.seconds)
             found = _search(config, unbounded, chosen, search_depth, result.counterexample, left, reporter)
         _finish_proof(result, found, fmt, out)
     except EncodingError as error:
@@ -223,7 +225,8 @@ def _found_view(found) -> dict | None:
         "seconds": round(found.seconds, 3),
         "violated": found.violated,
         "violation": trace_view(found.violation) if found.violation else None,
-        "counterexample_reachable": (True if found.reaches else (False if found.complete or found.violation else None)),
+        # None when the search stopped before its bound: unreachability is then not established
+        "counterexample_reachable": True if found.reaches else (False if found.complete else None),
         "reason": found.reason,
     }
 
@@ -408,7 +411,7 @@ def _finish_spacer(result, found, unbounded, fmt, out: Optional[Path]) -> None:
     print(f"{verdict}: {result.reason} ({result.seconds:.1f} s)"
           + (": this is not a proof." if result.status == "unknown" else "."))
     if result.invariant:
-        print(f"Spacer's invariant: {result.invariant}")
+        print(f"Spacer's invariant: {len(result.invariant)} characters of Z3 formulas (all of it with --format json).")
     if found is not None:
         print("\n".join(_found_text(found, None)))
     for path in written:

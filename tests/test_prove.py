@@ -118,6 +118,15 @@ def test_k_induction_base_case_and_step():
     assert proof.status == "proved" and {q.depth for q in proof.queries if q.kind == "initiation"} == {0, 1}
 
 
+def test_spacer_finds_an_invariant_for_a_simple_property_and_reports_none_as_unknown():
+    from kafka_mc.checker.symbolic.spacer import spacer_prove
+
+    result = spacer_prove(Config("leader-epoch", messages=2), ("LeaderInIsr",), max_seconds=120)
+    assert result.status == "proved" and "Inv" in result.invariant
+    result = spacer_prove(Config("leader-epoch", messages=2), max_seconds=1)
+    assert result.status == "unknown" and not result.proved and "within 1 s" in result.reason
+
+
 def test_unknown_and_time_outs_are_never_proved(capsys):
     result = prove(Config("kip-279", messages=2), max_seconds=1e-6)
     assert result.status == "unknown" and not result.proved and "time budget" in result.reason

@@ -154,7 +154,7 @@ def scope_text(config: Config, unbounded: frozenset[str], cache: int) -> str:
             f"{elections}, acks={config.acks}, min.insync.replicas={config.min_isr}, "
             f"{'unclean' if config.unclean else 'clean'} elections, "
             f"{'flushed' if config.flush else 'unflushed'} writes, {config.partitions} network failures")
-    if "elections" in unbounded and config.protocol != "hw":
+    if config.protocol != "hw" and ("elections" in unbounded or cache < config.elections + 1):
         text += f"; behaviours whose epoch caches stay within {cache} entries"
     return text
 
@@ -467,9 +467,11 @@ def reachability(config: Config, unbounded: frozenset[str], properties: Sequence
             solver.set("timeout", max(1, int(left * 1000)))
         return solver.check(goal)
 
-    def stop(searched: int, why: str, **found) -> Reachability:
-        return Reachability(depth, searched, False, time.perf_counter() - started, reaches=reaches, reason=why,
-                            **found)
+    def stop(searched: int, why: str) -> Reachability:
+        seconds = time.perf_counter() - started
+        if max_seconds is not None and seconds >= max_seconds * 0.99:
+            why = f"time budget of {max_seconds:g} s reached at depth {searched + 1}"
+        return Reachability(depth, searched, False, seconds, reaches=reaches, reason=why)
 
     while True:
         state = unrolling.states[-1]

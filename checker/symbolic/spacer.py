@@ -11,12 +11,14 @@ bounds as `induction.prove`) and the clauses
 Spacer answers `unsat` for the query Err when it has found an interpretation of Inv that is an
 inductive invariant implying the properties (proved), `sat` when Err is derivable (a property
 is violated in a reachable state: refuted), or runs out of time (unknown). Z3's own time-out does
-not reliably stop Spacer, so the search runs in a child process that is stopped at the limit.
+not reliably stop Spacer, so the search runs in a child interpreter that is stopped at the limit.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import json
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from typing import Sequence
@@ -67,19 +69,23 @@ def horn_clauses(config: Config, properties: Sequence[str], unbounded: frozenset
     return fp, err()
 
 
-def _solve(config_fields: dict, properties: list[str], unbounded: list[str], cache: int, pipe) -> None:
-    """The child process: build the clauses, query, send (answer, detail) back."""
+def _child() -> None:
+    """The child process: read the job as JSON on stdin, query Spacer, print (answer, detail) as
+    JSON on stdout."""
+    job = json.loads(sys.stdin.read())
     try:
-        fp, query = horn_clauses(Config.for_simulation(**config_fields), properties, frozenset(unbounded), cache)
+        fp, query = horn_clauses(Config.for_simulation(**job["config"]), job["properties"],
+                                 frozenset(job["unbounded"]), job["cache"])
         answer = fp.query(query)
         if answer == z3.unsat:
-            pipe.send(("unsat", str(fp.get_answer())))
+            result = ("unsat", str(fp.get_answer()))
         elif answer == z3.sat:
-            pipe.send(("sat", ""))
+            result = ("sat", "")
         else:
-            pipe.send(("unknown", fp.reason_unknown()))
+            result = ("unknown", fp.reason_unknown())
     except Exception as error:  # reported, not raised, across the process boundary
-        pipe.send(("error", f"{type(error).__name__}: {error}"))
+        result = ("error", f"{type(error).__name__}: {error}")
+    print(json.dumps(result))
 
 
 def spacer_prove(config: Config, properties: Sequence[str] = DEFAULT_PROPERTIES, *,
@@ -95,23 +101,21 @@ def spacer_prove(config: Config, properties: Sequence[str] = DEFAULT_PROPERTIES,
     if config.protocol == "hw":
         cache = 0
     SymbolicModel(config, Shape.of(config, cache=cache, integers=True), frozenset(unbounded))  # EncodingError early
-    context = multiprocessing.get_context("spawn")
-    receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(target=_solve, args=(config.to_dict(), list(properties), sorted(unbounded), cache, sender),
-                            daemon=True)
+    job = json.dumps({"config": config.to_dict(), "properties": list(properties), "unbounded": sorted(unbounded),
+                      "cache": cache})
     started = time.perf_counter()
-    child.start()
-    sender.close()
-    answer, detail = "timeout", ""
-    if receiver.poll(max_seconds):
-        try:
-            answer, detail = receiver.recv()
-        except EOFError:
-            answer, detail = "error", "the Spacer process ended without an answer"
-    seconds = time.perf_counter() - started
-    if child.is_alive():
+    # a separate interpreter, not multiprocessing: nothing depends on how the caller's main module
+    # can be imported, and the child is stopped with certainty at the limit
+    child = subprocess.Popen([sys.executable, "-c", f"from {__name__} import _child; _child()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        output, errors = child.communicate(job, timeout=max_seconds)
+        answer, detail = json.loads(output) if output.strip() else ("error", errors.strip()[-500:] or "no answer")
+    except subprocess.TimeoutExpired:
         child.kill()
-    child.join()
+        child.communicate()
+        answer, detail = "timeout", ""
+    seconds = time.perf_counter() - started
     scope = scope_text(config, frozenset(unbounded), cache)
     if answer == "unsat":
         return SpacerResult(config, PROVED, tuple(properties), seconds,
