@@ -4,7 +4,8 @@ violate, with the shortest counterexample behind every cell.
 A matrix is the product of its axes (protocol x acks x min.insync.replicas x unclean
 election x flush), every cell explored under the same bounds until each property is decided
 (violated, or holding in every reachable state), with symmetry reduction (same verdicts and
-shortest lengths, concrete traces) and a process per cell.
+shortest lengths, concrete traces) and a process per cell, or (`run_matrix_on_spark`) a Spark
+job per cell.
 """
 
 from __future__ import annotations
@@ -81,6 +82,40 @@ def run_matrix(axes: Axes, bounds: Config = DEFAULT_BOUNDS, *, workers: int = 1,
         return [_reported(cell, progress) for cell in cells]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         return [_reported(cell, progress) for cell in pool.map(check_cell, configs, [budget] * len(configs))]
+
+
+def run_matrix_on_spark(axes: Axes, bounds: Config = DEFAULT_BOUNDS, *, master: str = "local[*]",
+                        budget: Budget = Budget(), progress: Callable[[Cell], None] | None = None,
+                        spark=None) -> list[Cell]:
+    """Check every cell as a Spark job of one task (`check_cell` on an executor); the jobs are
+    submitted together, so the cluster runs as many cells at once as it has cores. Cells come
+    back in axis order; `progress` sees them as they finish."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+    from functools import partial
+
+    from .spark import session
+
+    configs = list(axes.configs(bounds))
+    own_session = spark is None
+    if own_session:
+        spark = session(master, app_name="kafka-mc matrix")
+    context = spark.sparkContext
+    run_cell = partial(check_cell, budget=budget)
+
+    def job(config: Config) -> Cell:
+        context.setJobDescription(f"kafka-mc matrix cell {Cell(config, None).name}")
+        return context.parallelize([config], 1).map(run_cell).collect()[0]
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, min(len(configs), 2 * context.defaultParallelism))) as pool:
+            futures = {pool.submit(job, config): index for index, config in enumerate(configs)}
+            cells: list[Cell | None] = [None] * len(configs)
+            for future in as_completed(futures):
+                cells[futures[future]] = _reported(future.result(), progress)
+        return cells
+    finally:
+        if own_session:
+            spark.stop()
 
 
 def _reported(cell: Cell, progress: Callable[[Cell], None] | None) -> Cell:

@@ -53,6 +53,7 @@ from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
 from .bfs import Budget, Progress, concrete_trace
 from .result import CheckResult, Stats, Trace, Violation
+from .shipping import ship
 
 CHECKPOINT_FILE = "kafka-mc-checkpoint.json"
 CHECKPOINT_FORMAT = 1
@@ -210,14 +211,17 @@ logger.ts.name = org.apache.spark.scheduler.TaskSchedulerImpl
 logger.ts.level = error
 logger.standalone.name = org.apache.spark.scheduler.cluster.StandaloneSchedulerBackend
 logger.standalone.level = error
+logger.utils.name = org.apache.spark.util.Utils
+logger.utils.level = error
 """
 
 
 def session(master: str = "local[*]", partitions: int | None = None, app_name: str = "kafka-mc",
             extra: dict | None = None):
     """A SparkSession configured for the engine: quiet (WARN, no console progress bar), the
-    executors' Python the driver's own, adaptive execution off (partitioning stays as planned),
-    and joins allowed to reuse a partitioning on a subset of their keys (the owner hash)."""
+    executors' Python the driver's own unless `PYSPARK_PYTHON` names another, adaptive execution
+    off (partitioning stays as planned), and joins allowed to reuse a partitioning on a subset of
+    their keys (the owner hash). The driver's kafka-mc is shipped to the executors (`shipping`)."""
     from pyspark.sql import SparkSession
 
     log4j = Path(tempfile.gettempdir()) / "kafka-mc-spark-log4j2.properties"
@@ -229,7 +233,7 @@ def session(master: str = "local[*]", partitions: int | None = None, app_name: s
                .config("spark.ui.enabled", "false")
                .config("spark.driver.extraJavaOptions", java_options)
                .config("spark.executor.extraJavaOptions", java_options)
-               .config("spark.pyspark.python", sys.executable)
+               .config("spark.pyspark.python", os.environ.get("PYSPARK_PYTHON") or sys.executable)
                .config("spark.pyspark.driver.python", sys.executable)
                .config("spark.sql.adaptive.enabled", "false")
                .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
@@ -241,6 +245,7 @@ def session(master: str = "local[*]", partitions: int | None = None, app_name: s
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    ship(spark.sparkContext)
     return spark
 
 
@@ -387,6 +392,7 @@ def run_spark_check(config: Config, properties: Iterable[Property] = PROPERTIES,
     own_session = spark is None
     if own_session:
         spark = session(master, partitions)
+    ship(spark.sparkContext)
     count = partitions or spark.sparkContext.defaultParallelism
     spark.conf.set("spark.sql.shuffle.partitions", str(count))
     run = SparkRun(master=spark.sparkContext.master, executors=_executors(spark), partitions=count,

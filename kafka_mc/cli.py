@@ -34,6 +34,11 @@ class Engine(str, Enum):
     spark = "spark"
 
 
+class MatrixEngine(str, Enum):
+    bfs = "bfs"
+    spark = "spark"
+
+
 # check options the Z3 engine has no use for, by flag, with whether the user set each
 _EXPLICIT_ONLY = ("--workers", "--symmetry", "--max-states", "--dump-dot", "--recoverability")
 DEFAULT_DEPTH = 10
@@ -320,7 +325,12 @@ def matrix_command(
     crashes: str = typer.Option("2", metavar="N", help="Replica crashes, at most."),
     elections: str = typer.Option("1", metavar="N", help="Leader elections after the initial one, at most."),
     partitions: str = typer.Option("1", metavar="N", help="Network failures, at most."),
-    workers: str = typer.Option("1", metavar="N", help="Cells checked at once, one process each."),
+    workers: Optional[str] = typer.Option(None, metavar="N",
+                                          help="With --engine bfs: cells checked at once, one process each (default 1)."),
+    engine: MatrixEngine = typer.Option(MatrixEngine.bfs, "--engine",
+                                        help="bfs: cells in local processes; spark: every cell a Spark job."),
+    spark_master: Optional[str] = typer.Option(None, "--spark-master", metavar="URL",
+                                               help="With --engine spark: the Spark master (default local[*])."),
     max_states: Optional[str] = typer.Option(None, metavar="N", help="Per cell: stop after this many states."),
     compare: bool = typer.Option(True, "--compare/--no-compare",
                                  help="Also compare the model with the article's table and partition scenarios."),
@@ -347,11 +357,30 @@ def matrix_command(
         bounds = Config(**counts)
         configs = list(axes.configs(bounds))
     budget = Budget(_number("--max-states", max_states, positive=True))
+    if engine is MatrixEngine.spark:
+        from kafka_mc.cli_spark import spark_master_url
+
+        if workers is not None:
+            raise Exit(exitcodes.BAD_INPUT, "--workers: only with --engine bfs (Spark runs as many cells at once "
+                                            "as the cluster has cores)")
+        master = spark_master_url(spark_master)
+    elif spark_master is not None:
+        raise Exit(exitcodes.BAD_INPUT, "--spark-master: only with --engine spark (not --engine bfs)")
+    else:
+        worker_count = _number("--workers", workers or "1", positive=True)
     reporter = ProgressReporter(enabled=not quiet)
     done = iter(range(1, len(configs) + 1))
+
+    def noted(cell) -> None:
+        reporter.note(f"cell {next(done)}/{len(configs)}: {cell.name}")
+
     try:
-        cells = run_matrix(axes, bounds, workers=_number("--workers", workers, positive=True), budget=budget,
-                           progress=lambda cell: reporter.note(f"cell {next(done)}/{len(configs)}: {cell.name}"))
+        if engine is MatrixEngine.spark:
+            from kafka_mc.checker.matrix import run_matrix_on_spark
+
+            cells = run_matrix_on_spark(axes, bounds, master=master, budget=budget, progress=noted)
+        else:
+            cells = run_matrix(axes, bounds, workers=worker_count, budget=budget, progress=noted)
         comparisons = []
         if compare:
             from kafka_mc.checker.article import compare as compare_with_article

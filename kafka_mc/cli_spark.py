@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -13,6 +14,9 @@ from kafka_mc.checker import Budget
 from kafka_mc.model import Config
 from kafka_mc.progress import ProgressReporter
 
+# the master URLs Spark accepts (SparkSubmit: yarn, or spark://, k8s://, local...)
+MASTER_URL = re.compile(r"local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|local-cluster\[[1-9]\d*,[1-9]\d*,[1-9]\d*\]"
+                        r"|yarn|spark://\S+|k8s://\S+")
 SPARK_FLAGS = ("--spark-master", "--spark-partitions", "--checkpoint-dir", "--resume")
 
 
@@ -28,6 +32,17 @@ def refuse_spark_options(engine: str, given: list[str]) -> None:
 
     if given:
         raise Exit(exitcodes.BAD_INPUT, f"{', '.join(given)}: only with --engine spark (not --engine {engine})")
+
+
+def spark_master_url(spark_master: Optional[str]) -> str:
+    """The --spark-master value, local[*] when not given; a clear error when empty."""
+    from kafka_mc.cli import Exit
+
+    master = spark_master if spark_master is not None else "local[*]"
+    if not MASTER_URL.fullmatch(master):
+        raise Exit(exitcodes.BAD_INPUT, f"--spark-master: {master!r} is not a Spark master URL; give local, "
+                                        "local[N], local[*], spark://HOST:PORT, yarn or k8s://HOST:PORT")
+    return master
 
 
 def run_spark(config: Config, *, keep_going: bool, symmetry: bool, budget: Budget, quiet: bool,
@@ -49,9 +64,7 @@ def run_spark(config: Config, *, keep_going: bool, symmetry: bool, budget: Budge
             raise Exit(exitcodes.BAD_INPUT, f"--spark-partitions must be an integer, not {spark_partitions!r}") from None
         if partitions < 1:
             raise Exit(exitcodes.BAD_INPUT, f"--spark-partitions must be greater than 0, not {spark_partitions}")
-    master = spark_master if spark_master is not None else "local[*]"
-    if not master.strip():
-        raise Exit(exitcodes.BAD_INPUT, "--spark-master must be a Spark master URL, not empty")
+    master = spark_master_url(spark_master)
     if resume is not None:
         if checkpoint_dir is not None and Path(checkpoint_dir).absolute() != Path(resume).absolute():
             raise Exit(exitcodes.BAD_INPUT, "--resume DIR continues in DIR: do not give another --checkpoint-dir")

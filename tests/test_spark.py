@@ -98,3 +98,43 @@ def test_resume_refuses_what_is_not_a_checkpoint(spark, tmp_path):
     (tmp_path / CHECKPOINT_FILE).write_text(json.dumps({"format": 1, "config": Config().to_dict()}))
     with pytest.raises(CheckpointError, match="no complete level"):
         spark_check(Config(), spark=spark, resume=tmp_path)
+
+
+def test_matrix_cells_as_spark_jobs_equal_local_cells(spark):
+    from kafka_mc.checker.matrix import Axes, run_matrix, run_matrix_on_spark
+
+    axes = Axes(protocols=("hw", "leader-epoch"), acks=("all",), min_isr=(1,), unclean=(False, True), flush=(True,))
+    bounds = Config(messages=1, crashes=1, elections=1, partitions=0)
+    finished = []
+    on_spark = run_matrix_on_spark(axes, bounds, spark=spark, progress=finished.append)
+    local = run_matrix(axes, bounds)
+    assert [cell.name for cell in on_spark] == [cell.name for cell in local] and len(finished) == len(local)
+    assert any(cell.result.violations for cell in local)
+    for spark_cell, local_cell in zip(on_spark, local):
+        assert spark_cell.result.violations == local_cell.result.violations
+        assert (spark_cell.result.stats.distinct_states, spark_cell.decided) == \
+            (local_cell.result.stats.distinct_states, local_cell.decided)
+
+
+def test_executors_without_kafka_mc_run_the_copy_shipped_with_the_job(tmp_path):
+    """Executors whose Python has no site-packages (no kafka-mc, no dependencies) still check:
+    they import the driver's kafka-mc from the zip shipped with the job."""
+    import os
+    import subprocess
+    import sys
+
+    bare = tmp_path / "bare-python"
+    bare.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    bare.chmod(0o755)
+    cannot = subprocess.run([str(bare), "-c", "import kafka_mc"], capture_output=True, text=True, cwd=tmp_path)
+    assert "No module named 'kafka_mc'" in cannot.stderr  # the executors' Python has no kafka-mc
+    argv = ["--protocol", "hw", "--messages", "1", "--crashes", "1", "--elections", "1", "--unclean", "--format", "json"]
+    run = subprocess.run([sys.executable, "-m", "kafka_mc", "check", "--engine", "spark", "--spark-master", "local[2]",
+                          *argv], capture_output=True, text=True, env={**os.environ, "PYSPARK_PYTHON": str(bare)},
+                         cwd=tmp_path, timeout=600)
+    local = check(Config(protocol="hw", messages=1, crashes=1, elections=1, unclean=True))
+    assert run.returncode == 12, run.stderr[-3000:]  # violated, as locally
+    view = json.loads(run.stdout)
+    assert (view["distinct_states"], view["states_generated"]) == \
+        (local.stats.distinct_states, local.stats.states_generated)
+    assert [v["invariant"] for v in view["violations"]] == [v.invariant for v in local.violations]
