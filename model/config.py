@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-MIN_REPLICAS, MAX_REPLICAS = 2, 5
+from .protocols import PROTOCOLS
+from .state import MAX_REPLICAS, MIN_REPLICAS
+
 ACKS = ("all", "1", "0")
 BOUNDED_COUNTS = ("messages", "crashes", "elections", "partitions")
 CHECK_COUNT_LIMIT = 9  # what exhaustive checking can afford
@@ -56,8 +58,6 @@ class Config:
         return SimulationConfig(**fields)
 
     def __post_init__(self) -> None:
-        from .protocols import PROTOCOLS  # late: protocols import nothing from here
-
         if self.protocol not in PROTOCOLS:
             raise ConfigError("protocol", f"protocol {self.protocol!r} is unknown; allowed: {', '.join(PROTOCOLS)}")
         _check_int("replicas", self.replicas, MIN_REPLICAS, MAX_REPLICAS)

@@ -13,6 +13,8 @@ What is simplified, and why:
   crash drops the request just as it drops the response. The response, which
   carries every record from the fetch offset on, is a separate event.
 - OffsetsForLeaderEpoch request and response are one event (`FollowerTruncateByLeaderEpoch`).
+- What differs between Kafka releases is a truncation protocol (`model/protocols.py`), a layer
+  this model calls and which knows nothing of it.
 - The ISR lives in one place, the controller's partition state: a leader's ISR
   changes are written through at once, as `KafkaReplication.tla` assumes.
 - The HW checkpoint is written on every HW change: both documented cases assume the
@@ -59,7 +61,7 @@ from typing import Callable, Iterator
 
 from .actions import Action
 from .config import Config
-from .protocols import PROTOCOLS, Transition, truncate
+from .protocols import PROTOCOLS, truncate
 from .state import (
     CRASHED,
     EXPIRED,
@@ -69,6 +71,7 @@ from .state import (
     NO_LEADER,
     NO_ROLE,
     OFFLINE,
+    TRUNCATING,
     UNKNOWN,
     UP,
     Controller,
@@ -78,6 +81,9 @@ from .state import (
     State,
     isr_members,
 )
+
+
+Transition = Callable[["ReplicationModel", State, int], "State | None"]
 
 
 def _put(values: tuple, index: int, value) -> tuple:
@@ -114,7 +120,9 @@ class ReplicationModel:
                 "PeerDisconnect": ReplicationModel.peer_disconnect,
                 "PeerReconnect": ReplicationModel.peer_reconnect,
             }
-        self.transitions: dict[str, Transition] = {**base, **self.protocol.extra_actions, **tail}
+        if self.protocol.exchanges_epochs:
+            base["FollowerTruncateByLeaderEpoch"] = ReplicationModel.follower_truncate_by_leader_epoch
+        self.transitions: dict[str, Transition] = {**base, **tail}
         self.action_names: tuple[str, ...] = tuple(self.transitions)
         self._histories: dict[tuple, tuple] = {}  # see _history_with
         self._slots: tuple[tuple[Action, Callable, int], ...] = tuple(
@@ -302,9 +310,10 @@ class ReplicationModel:
 
     def leader_handle_fetch_request(self, state: State, index: int) -> State | None:
         """The leader takes the follower's fetch offset as its LEO, adds the follower back to the
-        ISR if that offset reached the leader's HW (`Partition.maybeExpandIsr`), recomputes its
-        HW and builds a response with the records from that offset on and the new HW. A fetch
-        beyond the leader's LEO gets OffsetOutOfRange."""
+        ISR if the protocol lets it join (`Partition.maybeExpandIsr`: the offset reached the
+        leader's HW), recomputes its HW and builds a response with the records from that offset
+        on and the new HW. A fetch beyond the leader's LEO gets OffsetOutOfRange; a fetch the
+        protocol finds diverging gets no records and the offset to truncate to."""
         follower = state.replicas[index]
         if follower.response or follower.role != FOLLOWER:
             return None
@@ -313,28 +322,41 @@ class ReplicationModel:
             return None
         leader = state.replicas[leader_index]
         offset = follower.leo
-        if offset > leader.leo:
+        diverging = self.protocol.fetch_divergence(leader, follower)
+        if diverging is None and offset > leader.leo:
             response = FetchResponse(leader.leo, leader.hw, (), True)
         else:
-            isr = state.controller.isr
-            if not isr >> index & 1 and offset >= leader.hw and self._can_write_isr(state, leader_index):
-                state = state._replace(controller=state.controller._replace(isr=isr | 1 << index))
-            leader = leader._replace(remote_leos=_put(leader.remote_leos, index, offset))
-            state = self._advance_hw(self.with_replica(state, leader_index, leader), leader_index)
-            leader = state.replicas[leader_index]
-            response = FetchResponse(offset, leader.hw, leader.log[offset:], False)
+            if diverging is None or self.protocol.records_diverging_fetch:
+                state = self._record_fetch(state, leader_index, index, offset)
+                leader = state.replicas[leader_index]
+            if diverging is None:
+                response = FetchResponse(offset, leader.hw, leader.log[offset:], False)
+            else:
+                response = FetchResponse(diverging, leader.hw, (), True)
         return self.with_replica(state, index, follower._replace(response=response))
+
+    def _record_fetch(self, state: State, leader_index: int, index: int, offset: int) -> State:
+        """The leader takes `offset` as the follower's LEO, adds it to the ISR when the protocol
+        lets it join, and advances its HW."""
+        leader = state.replicas[leader_index]
+        isr = state.controller.isr
+        if not isr >> index & 1 and self.protocol.may_join_isr(leader, offset) \
+                and self._can_write_isr(state, leader_index):
+            state = state._replace(controller=state.controller._replace(isr=isr | 1 << index))
+        leader = leader._replace(remote_leos=_put(leader.remote_leos, index, offset))
+        return self._advance_hw(self.with_replica(state, leader_index, leader), leader_index)
 
     def follower_handle_fetch_response(self, state: State, index: int) -> State | None:
         """The follower appends the records and sets HW = min(its LEO, the response's HW);
-        on OffsetOutOfRange it truncates to the leader's LEO."""
+        on OffsetOutOfRange it truncates to the leader's LEO (on a diverging epoch, as the
+        protocol says)."""
         follower = state.replicas[index]
         response = follower.response
         if not (follower.alive and response) or state.peer_cut >> index & 1:
             return None
         follower = follower._replace(response=())
         if response.out_of_range:
-            follower = truncate(follower, response.offset, self.protocol)
+            follower = self.protocol.handle_out_of_range(follower, response)
         else:
             follower = self._appended(follower, response.records)
             follower = follower._replace(hw=min(follower.leo, response.hw))
@@ -453,6 +475,19 @@ class ReplicationModel:
         )
         state = self.with_replica(state, index, leader)._replace(controller=Controller(index, epoch, isr))
         return self._advance_hw(state, index)
+
+    def follower_truncate_by_leader_epoch(self, state: State, index: int) -> State | None:
+        """One OffsetsForLeaderEpoch exchange: the follower sends its latest epoch, truncates to the
+        point the protocol derives from the leader's answer, and fetches once truncation is complete."""
+        follower = state.replicas[index]
+        if follower.role != TRUNCATING:
+            return None
+        leader_index = self.reachable_leader(state, index)
+        if leader_index == NO_LEADER:
+            return None
+        offset, complete = self.protocol.truncation_point(state.replicas[leader_index], follower)
+        follower = truncate(follower, offset, self.protocol)
+        return self.with_replica(state, index, follower._replace(role=FOLLOWER) if complete else follower)
 
     # ------------------------------------------------------------ network failures
 

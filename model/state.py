@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .config import MAX_REPLICAS
+
+MIN_REPLICAS, MAX_REPLICAS = 2, 5  # a set of replicas is a bitmask of at most MAX_REPLICAS bits
 
 NO_LEADER = -1
 UNKNOWN = -1  # an epoch or offset a replica does not know
