@@ -1,7 +1,8 @@
 """TLC on the TLA+ twin of the replication model (model/tla), to cross-check the BFS engine.
 
-`model/tla/KafkaReplication.tla` mirrors `model/replication.py` value for value, and
-`KafkaHw.tla` / `KafkaLeaderEpoch.tla` mirror the truncation protocols, so TLC and
+`model/tla/KafkaReplication.tla` mirrors `model/replication.py` value for value,
+`KafkaProtocols.tla` holds the operators the protocols are made of, and one module per protocol
+(`MODULES`) mirrors `model/protocols.py`, so TLC and
 `check(config, keep_going=True)` must agree on the number of distinct states, on the
 set of violated invariants and on the length of each invariant's shortest violation.
 
@@ -39,7 +40,9 @@ from kafka_mc.properties import INVARIANTS
 
 TLA_DIR = Path(model.__file__).resolve().parent / "tla"
 BASE_MODULE = "KafkaReplication"
-MODULES = {"hw": "KafkaHw", "leader-epoch": "KafkaLeaderEpoch"}
+SHARED_MODULES = (BASE_MODULE, "KafkaProtocols")
+MODULES = {"hw": "KafkaHw", "leader-epoch": "KafkaLeaderEpoch", "kip-279": "KafkaKip279", "kip-320": "KafkaKip320",
+           "diverging-epoch": "KafkaDivergingEpoch", "kafka-13141": "KafkaKafka13141"}
 INVARIANT_NAMES: tuple[str, ...] = tuple(p.name for p in INVARIANTS if not p.on_step)
 
 # The Config fields the twin maps to TLA+ constants; any other field must keep its default.
@@ -124,7 +127,7 @@ def tlc_config_text(config: Config, invariants: tuple[str, ...] = INVARIANT_NAME
 def spec_files(config: Config) -> dict[str, str]:
     """The twin's modules and the .cfg of `config`, by file name, ready for `java tlc2.TLC`."""
     module = tla_module_for(config.protocol)
-    files = {f"{name}.tla": (TLA_DIR / f"{name}.tla").read_text(encoding="utf-8") for name in (BASE_MODULE, module)}
+    files = {f"{name}.tla": (TLA_DIR / f"{name}.tla").read_text(encoding="utf-8") for name in (*SHARED_MODULES, module)}
     files[f"{module}.cfg"] = tlc_config_text(config)
     return files
 
@@ -165,7 +168,7 @@ def run_tlc(config: Config, workers: int = 1, timeout: float = 300.0) -> TlcResu
     violations: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="kafka-mc-tlc-") as directory:
         folder = Path(directory)
-        for name in (BASE_MODULE, module):
+        for name in (*SHARED_MODULES, module):
             shutil.copyfile(TLA_DIR / f"{name}.tla", folder / f"{name}.tla")
         command = command_head + [
             f"-Djava.io.tmpdir={folder}",  # TLC unpacks its standard modules there

@@ -12,8 +12,8 @@ The history, one variant per fix (see `HISTORY`):
   leader-epoch     0.11          KIP-101: OffsetsForLeaderEpoch, the leader's end of the epoch
   kip-279          2.0           KIP-279 (KAFKA-6361): agree on the largest common epoch
   kip-320          2.1           KIP-320 fencing and the KAFKA-7128 ISR-join rule
-  diverging-epoch  2.7 / 2.8     truncation moves into the fetch (KAFKA-10554)
-  kafka-13837      3.3           a diverging fetch no longer updates the leader's view
+  diverging-epoch  2.8.0         truncation moves into the fetch response (KAFKA-10554)
+  kafka-13141      2.8.1, 3.0    a diverging fetch no longer updates the leader's view
 """
 
 from __future__ import annotations
@@ -223,7 +223,7 @@ class DivergingEpochTruncation(Kip320Truncation):
     its LEO) and then truncates as KIP-279 would (`truncateOnFetchResponse`), and fetches again.
     The leader still records the diverging fetch's offset as the follower's LEO, may add it to the
     ISR and may advance its HW (`ReplicaManager.updateFollowerFetchState` skips only error
-    responses; Kafka 2.7 to 3.2). A follower with no epoch (an empty log) exchanges
+    responses; Kafka 2.7.0 to 2.7.1 and 2.8.0, fixed by KAFKA-13141). A follower with no epoch (an empty log) exchanges
     OffsetsForLeaderEpoch as before; the ISR-join rule is KIP-320's.
 
     Modelled: the response's offset is where the follower truncates, computed when the leader
@@ -236,8 +236,8 @@ class DivergingEpochTruncation(Kip320Truncation):
     """
 
     name = "diverging-epoch"
-    summary = "truncation on the fetch response's diverging epoch (Kafka 2.7/2.8 to 3.2)"
-    release = "2.8"
+    summary = "truncation on the fetch response's diverging epoch (Kafka 2.8.0)"
+    release = "2.8.0"
 
     def become_follower(self, replica: Replica) -> Replica:
         return replica._replace(role=FOLLOWER if replica.epochs else TRUNCATING)
@@ -255,20 +255,20 @@ class DivergingEpochTruncation(Kip320Truncation):
         return truncate(follower._replace(hw=min(follower.leo, response.hw)), response.offset, self)
 
 
-class Kafka13837Truncation(DivergingEpochTruncation):
-    """Kafka 3.3 on (KAFKA-13837, `Partition.fetchRecords`): as `diverging-epoch`, but the leader
-    updates a follower's fetch state (its LEO, the ISR, the HW) only from a fetch that does not
-    diverge."""
+class Kafka13141Truncation(DivergingEpochTruncation):
+    """KAFKA-13141 (Kafka 2.7.2, 2.8.1, 3.0.0 on; `ReplicaManager.updateFollowerFetchState`, and
+    `Partition.fetchRecords` since 3.3): as `diverging-epoch`, but the leader updates a follower's
+    fetch state (its LEO, the ISR, the HW) only from a fetch that does not diverge."""
 
-    name = "kafka-13837"
-    summary = "a diverging fetch leaves the leader's view of the follower alone (Kafka >= 3.3)"
-    release = "3.3"
+    name = "kafka-13141"
+    summary = "a diverging fetch leaves the leader's view of the follower alone (Kafka 2.8.1, 3.0 on)"
+    release = "3.0"
     records_diverging_fetch = False
 
 
 HISTORY: tuple[TruncationProtocol, ...] = (
     HighWatermarkTruncation(), LeaderEpochTruncation(), Kip279Truncation(), Kip320Truncation(),
-    DivergingEpochTruncation(), Kafka13837Truncation(),
+    DivergingEpochTruncation(), Kafka13141Truncation(),
 )
 
 PROTOCOLS: dict[str, TruncationProtocol] = {protocol.name: protocol for protocol in HISTORY}

@@ -25,7 +25,7 @@ from typing import Sequence
 
 import z3
 
-from kafka_mc.model import Config
+from kafka_mc.model import PROTOCOLS, Config
 
 from .induction import DEFAULT_CACHE, DEFAULT_PROPERTIES, PROVED, UNBOUNDED, UNKNOWN, scope_text
 from .layout import Shape, leaves
@@ -98,7 +98,7 @@ def spacer_prove(config: Config, properties: Sequence[str] = DEFAULT_PROPERTIES,
             raise ValueError(f"property {name!r} has no formula; allowed: {', '.join(SYMBOLIC_INVARIANTS)}")
     if cache is None:
         cache = DEFAULT_CACHE if "elections" in unbounded else config.elections + 1
-    if config.protocol == "hw":
+    if not PROTOCOLS[config.protocol].keeps_epoch_cache:
         cache = 0
     SymbolicModel(config, Shape.of(config, cache=cache, integers=True), frozenset(unbounded))  # EncodingError early
     job = json.dumps({"config": config.to_dict(), "properties": list(properties), "unbounded": sorted(unbounded),

@@ -259,16 +259,21 @@ class SymbolicModel:
             leader = s.replicas[j]
             out_of_range = replace(self._no_response(follower), has_response=z3.BoolVal(True),
                                    resp_offset=leader.log_len, resp_hw=leader.hw, resp_oor=z3.BoolVal(True))
-            expand = z3.And(z3.Not(s.isr[i]), offset >= leader.hw, self.can_write_isr(s, j))
+            diverges, target = self.protocol.fetch_divergence(leader, follower)
+            expand = z3.And(z3.Not(s.isr[i]), self.protocol.may_join_isr(leader, offset), self.can_write_isr(s, j))
             fetched = replace(s, isr=put(s.isr, i, z3.Or(s.isr[i], expand)))
             fetched = with_replica(fetched, j, replace(leader, remote_leo=put(leader.remote_leo, i, offset)))
             fetched = self.advance_hw(fetched, j)
+            recorded = fetched if self.protocol.records_diverging_fetch else s
+            diverging = replace(self._no_response(follower), has_response=z3.BoolVal(True), resp_offset=target,
+                                resp_hw=recorded.replicas[j].hw, resp_oor=z3.BoolVal(True))
             leader = fetched.replicas[j]
             response = replace(follower, has_response=z3.BoolVal(True), resp_offset=offset, resp_hw=leader.hw,
                                resp_len=leader.log_len - offset, resp_oor=z3.BoolVal(False),
                                resp_msg=[pick(leader.log_msg, offset + k) for k in range(self.shape.log)],
                                resp_epoch=[pick(leader.log_epoch, offset + k) for k in range(self.shape.log)])
-            return merge(offset > leader.log_len, with_replica(s, i, out_of_range), with_replica(fetched, i, response))
+            plain = merge(offset > leader.log_len, with_replica(s, i, out_of_range), with_replica(fetched, i, response))
+            return merge(diverges, with_replica(recorded, i, diverging), plain)
 
         reachable, after = self._by_leader(self.reachable_leaders(s, i), handled_by, s)
         return z3.And(z3.Not(follower.has_response), follower.role == FOLLOWER, reachable), after
@@ -276,7 +281,7 @@ class SymbolicModel:
     def follower_handle_fetch_response(self, s: SymState, i: int):
         follower = s.replicas[i]
         cleared = self._no_response(follower)
-        truncated = self.truncate(cleared, follower.resp_offset)
+        truncated = self.protocol.handle_out_of_range(self, cleared, follower.resp_offset, follower.resp_hw)
         appended = self.appended(cleared, follower.resp_msg, follower.resp_epoch, follower.resp_len)
         appended = replace(appended, hw=smin(appended.log_len, follower.resp_hw))
         guard = z3.And(alive(follower), follower.has_response, z3.Not(s.peer_cut[i]))

@@ -1,5 +1,6 @@
-"""The truncation protocols as formulas: the one place where `hw`, `leader-epoch` and `kip-279`
-differ, mirroring `model/protocols.py` strategy by strategy.
+"""The truncation protocols as formulas: the one place where the variants (`hw`, `leader-epoch`,
+`kip-279`, `kip-320`, `diverging-epoch`, `kafka-13141`) differ, mirroring `model/protocols.py`
+strategy by strategy.
 
 Appending to a full epoch cache is reported as an overflow (the encoding's caches have a fixed
 capacity, which reachable states of a bounded run never exceed; see `layout`).
@@ -32,6 +33,20 @@ class SymbolicProtocol:
 
     def on_become_leader(self, model, replica: SymReplica, epoch) -> SymReplica:
         return replica
+
+    def may_join_isr(self, leader: SymReplica, offset):
+        """`TruncationProtocol.may_join_isr`: the fetch offset reached the leader's HW."""
+        return offset >= leader.hw
+
+    def fetch_divergence(self, leader: SymReplica, follower: SymReplica):
+        """(diverges, offset to truncate to), as `TruncationProtocol.fetch_divergence`."""
+        return z3.BoolVal(False), follower.log_len
+
+    records_diverging_fetch = True
+
+    def handle_out_of_range(self, model, follower: SymReplica, offset, hw) -> SymReplica:
+        """The follower truncates to the response's offset (the leader's LEO)."""
+        return model.truncate(follower, offset)
 
 
 class SymbolicHw(SymbolicProtocol):
@@ -118,19 +133,57 @@ def epoch_end(replica: SymReplica, requested):
     return epoch, end
 
 
+def offset_truncation_state(leader_epoch, leader_end, follower: SymReplica):
+    """(offset, complete) as `model.protocols.offset_truncation_state`."""
+    follower_epoch, follower_end = epoch_end(follower, leader_epoch)
+    offset = z3.If(leader_end == UNKNOWN, follower.hw,
+                   z3.If(follower_end == UNKNOWN, leader_end,
+                         z3.If(follower_epoch != leader_epoch, follower_end, smin(follower_end, leader_end))))
+    complete = z3.Or(leader_end == UNKNOWN, follower_end == UNKNOWN, follower_epoch == leader_epoch)
+    return offset, complete
+
+
 class SymbolicKip279(SymbolicLeaderEpoch):
     name = "kip-279"
 
     def truncation_point(self, leader: SymReplica, follower: SymReplica):
         leader_epoch, leader_end = epoch_end(leader, latest_epoch(follower))
-        follower_epoch, follower_end = epoch_end(follower, leader_epoch)
-        offset = z3.If(leader_end == UNKNOWN, follower.hw,
-                       z3.If(follower_end == UNKNOWN, leader_end,
-                             z3.If(follower_epoch != leader_epoch, follower_end, smin(follower_end, leader_end))))
-        complete = z3.Or(leader_end == UNKNOWN, follower_end == UNKNOWN, follower_epoch == leader_epoch)
-        return offset, complete
+        return offset_truncation_state(leader_epoch, leader_end, follower)
+
+
+class SymbolicKip320(SymbolicKip279):
+    name = "kip-320"
+
+    def may_join_isr(self, leader: SymReplica, offset):
+        """KAFKA-7128: also past the start of the leader's epoch (its latest cache entry)."""
+        start = pick(leader.cache_start, leader.cache_len - 1)
+        return z3.And(offset >= leader.hw, leader.cache_len > 0, offset >= start)
+
+
+class SymbolicDivergingEpoch(SymbolicKip320):
+    name = "diverging-epoch"
+
+    def become_follower(self, model, replica: SymReplica) -> SymReplica:
+        return replace(replica, role=z3.If(replica.cache_len > 0, model.num(FOLLOWER), model.num(TRUNCATING)))
+
+    def fetch_divergence(self, leader: SymReplica, follower: SymReplica):
+        fetch_epoch = latest_epoch(follower)
+        leader_epoch, leader_end = epoch_end(leader, fetch_epoch)
+        diverges = z3.And(fetch_epoch != UNKNOWN, leader_end != UNKNOWN,
+                          z3.Or(leader_epoch < fetch_epoch, leader_end < follower.log_len))
+        return diverges, offset_truncation_state(leader_epoch, leader_end, follower)[0]
+
+    def handle_out_of_range(self, model, follower: SymReplica, offset, hw) -> SymReplica:
+        """The HW from the response (at most the LEO), then truncation to the response's offset."""
+        return model.truncate(replace(follower, hw=smin(follower.log_len, hw)), offset)
+
+
+class SymbolicKafka13141(SymbolicDivergingEpoch):
+    name = "kafka-13141"
+    records_diverging_fetch = False
 
 
 SYMBOLIC_PROTOCOLS: dict[str, SymbolicProtocol] = {
-    protocol.name: protocol for protocol in (SymbolicHw(), SymbolicLeaderEpoch(), SymbolicKip279())
+    protocol.name: protocol for protocol in (SymbolicHw(), SymbolicLeaderEpoch(), SymbolicKip279(), SymbolicKip320(),
+                                             SymbolicDivergingEpoch(), SymbolicKafka13141())
 }

@@ -1,4 +1,4 @@
------------------------------- MODULE KafkaHw ------------------------------
+----------------------------- MODULE KafkaHw -------------------------------
 (***************************************************************************)
 (* Variant `hw`: Kafka before 0.11. A replica that becomes a follower      *)
 (* truncates its log to its own high watermark, the checkpoint, and then   *)
@@ -7,7 +7,7 @@
 (* The counterpart of KafkaTruncateToHighWatermark.tla in Kafka's own      *)
 (* specifications, and of HighWatermarkTruncation in model/protocols.py.   *)
 (***************************************************************************)
-EXTENDS Integers, Sequences
+EXTENDS Integers, Sequences, KafkaProtocols
 
 CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean
 
@@ -21,15 +21,16 @@ HwBecomeFollower(rep) ==
     [rep EXCEPT !.log = IF rep.hw < Len(@) THEN SubSeq(@, 1, rep.hw) ELSE @,
                 !.role = "follower"]
 
-HwEpochsAfterAppend(epochs, records, offset) == epochs
-HwEpochsAfterTruncate(epochs, offset) == epochs
-HwEpochsOnBecomeLeader(epochs, epoch, leo) == epochs
-
 INSTANCE KafkaReplication WITH
     BecomeFollowerReplica <- HwBecomeFollower,
-    EpochsAfterAppend <- HwEpochsAfterAppend,
-    EpochsAfterTruncate <- HwEpochsAfterTruncate,
-    EpochsOnBecomeLeader <- HwEpochsOnBecomeLeader
+    EpochsAfterAppend <- NoCacheAfterAppend,
+    EpochsAfterTruncate <- NoCacheAfterTruncate,
+    EpochsOnBecomeLeader <- NoCacheOnBecomeLeader,
+    TruncationPoint <- NoTruncationPoint,
+    MayJoinIsr <- JoinAtHw,
+    FetchDivergence <- NoDivergence,
+    TruncateOnFetch <- FALSE,
+    RecordsDivergingFetch <- TRUE
 
 Next == BaseNext
 

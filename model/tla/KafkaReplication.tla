@@ -39,11 +39,12 @@
 (* restarts only once that crash has been noticed.                         *)
 (*                                                                         *)
 (* Truncation is pluggable, as in model/protocols.py: a variant module     *)
-(* (KafkaHw, KafkaLeaderEpoch) instantiates this module with its own       *)
-(* operators for the four CONSTANT operators below and adds its own        *)
-(* actions; everything else is shared.                                     *)
+(* (KafkaHw, KafkaLeaderEpoch, KafkaKip279, KafkaKip320,                   *)
+(* KafkaDivergingEpoch, KafkaKafka13141) instantiates this module with its *)
+(* own operators for the CONSTANT operators below, most of them taken from *)
+(* KafkaProtocols; everything else is shared.                              *)
 (***************************************************************************)
-EXTENDS Integers, Sequences, FiniteSets
+EXTENDS Integers, Sequences, FiniteSets, KafkaProtocols
 
 CONSTANTS
     Replicas,       \* the brokers holding a replica of the partition, e.g. {A, B, C}
@@ -66,7 +67,19 @@ CONSTANTS
     \* The epoch cache after the log is cut at an offset.
     EpochsAfterTruncate(_, _),
     \* The epoch cache of a replica that becomes leader in an epoch at its LEO.
-    EpochsOnBecomeLeader(_, _, _)
+    EpochsOnBecomeLeader(_, _, _),
+    \* OffsetsForLeaderEpoch with a leader: <<offset to truncate to, whether
+    \* truncation is complete>> for a follower in the Truncating role.
+    TruncationPoint(_, _),
+    \* Whether a follower outside the ISR fetching at an offset joins it.
+    MayJoinIsr(_, _),
+    \* The offset a fetching follower truncates to when the leader finds its
+    \* log diverging (Unknown: no divergence).
+    FetchDivergence(_, _),
+    \* A diverging fetch's response sets the follower's HW before it truncates.
+    TruncateOnFetch,
+    \* The leader takes a diverging fetch's offset as the follower's LEO.
+    RecordsDivergingFetch
 
 ASSUME
     /\ Replicas # {}
@@ -80,7 +93,6 @@ vars == <<replicas, controller, written, crashes, committed, acked>>
 history == <<committed, acked>>
 
 NoLeader == "none"      \* controller.leader of a leaderless partition
-Unknown == -1           \* an epoch or offset a replica does not know
 
 Up == "up"
 Crashed == "crashed"
@@ -98,10 +110,6 @@ NoRemoteLeos == <<>>
 (***************************************************************************)
 (* Helpers                                                                 *)
 (***************************************************************************)
-MinOf(S) == CHOOSE x \in S : \A y \in S : x <= y
-Lesser(a, b) == IF a <= b THEN a ELSE b
-Greater(a, b) == IF a >= b THEN a ELSE b
-
 Leo(rep) == Len(rep.log)
 Alive(rep) == rep.status = Up
 
@@ -209,33 +217,41 @@ ProducerWrite(r) ==
         /\ UNCHANGED crashes
 
 (* Fetch, first half: the leader handles follower r's FetchRequest, whose  *)
-(* fetch offset is r's LEO. It takes that offset as r's LEO, adds r back   *)
-(* to the ISR if the offset reached its HW (Partition.maybeExpandIsr),     *)
-(* recomputes its HW and builds a response with the records from that      *)
-(* offset on and the new HW. A fetch beyond the leader's LEO gets          *)
-(* OffsetOutOfRange, carrying the leader's LEO.                            *)
+(* fetch offset is r's LEO. It takes that offset as r's LEO, adds r to the *)
+(* ISR if the protocol lets it join (Partition.maybeExpandIsr), recomputes *)
+(* its HW and builds a response with the records from that offset on and   *)
+(* the new HW. A fetch beyond the leader's LEO gets OffsetOutOfRange,      *)
+(* carrying the leader's LEO; a fetch the protocol finds diverging gets no *)
+(* records and the offset to truncate to (flagged as out of range), and    *)
+(* updates the leader's view only if RecordsDivergingFetch.                *)
 LeaderHandleFetchRequest(r) ==
     LET l == CurrentLeader
         f == replicas[r]
         offset == Leo(f)
+        diverging == FetchDivergence(replicas[l], f)
+        ctl == IF r \notin controller.isr /\ MayJoinIsr(replicas[l], offset)
+               THEN [controller EXCEPT !.isr = @ \cup {r}]
+               ELSE controller
+        seen == [replicas EXCEPT ![l].remoteLeos[r] = offset]
+        rs == HwAdvanced(seen, ctl)
+        divergingResponse(hw) == [offset |-> diverging, hw |-> hw, records |-> <<>>, outOfRange |-> TRUE]
     IN  /\ l # NoLeader
         /\ l # r
         /\ f.response = NoResponse
         /\ Alive(f)
         /\ f.role = Follower
         /\ f.epoch = controller.epoch
-        /\ IF offset > Leo(replicas[l])
+        /\ IF diverging = Unknown /\ offset > Leo(replicas[l])
            THEN /\ replicas' = [replicas EXCEPT ![r].response =
                                   [offset |-> Leo(replicas[l]), hw |-> replicas[l].hw,
                                    records |-> <<>>, outOfRange |-> TRUE]]
                 /\ UNCHANGED <<controller, history>>
-           ELSE LET ctl == IF r \notin controller.isr /\ offset >= replicas[l].hw
-                           THEN [controller EXCEPT !.isr = @ \cup {r}]
-                           ELSE controller
-                    seen == [replicas EXCEPT ![l].remoteLeos[r] = offset]
-                    rs == HwAdvanced(seen, ctl)
-                    response == [offset |-> offset, hw |-> rs[l].hw,
-                                 records |-> Suffix(rs[l].log, offset), outOfRange |-> FALSE]
+           ELSE IF diverging # Unknown /\ ~RecordsDivergingFetch
+           THEN /\ replicas' = [replicas EXCEPT ![r].response = divergingResponse(replicas[l].hw)]
+                /\ UNCHANGED <<controller, history>>
+           ELSE LET response == IF diverging # Unknown THEN divergingResponse(rs[l].hw)
+                                ELSE [offset |-> offset, hw |-> rs[l].hw,
+                                      records |-> Suffix(rs[l].log, offset), outOfRange |-> FALSE]
                 IN  /\ replicas' = [rs EXCEPT ![r].response = response]
                     /\ committed' = CommittedWith(rs, ctl)
                     /\ acked' = AckedWith(seen, rs, ctl)
@@ -244,7 +260,8 @@ LeaderHandleFetchRequest(r) ==
 
 (* Fetch, second half: follower r handles the FetchResponse. It appends    *)
 (* the records and sets HW = min(its LEO, the response's HW); on           *)
-(* OffsetOutOfRange it truncates to the leader's LEO.                      *)
+(* OffsetOutOfRange it truncates to the response's offset (the leader's    *)
+(* LEO; with TruncateOnFetch, where its log diverges, after taking the HW).*)
 FollowerHandleFetchResponse(r) ==
     LET f == replicas[r]
         response == f.response
@@ -253,7 +270,10 @@ FollowerHandleFetchResponse(r) ==
         /\ response # NoResponse
         /\ replicas' = [replicas EXCEPT ![r] =
               IF response.outOfRange
-              THEN Truncate(handled, response.offset)
+              THEN Truncate(IF TruncateOnFetch
+                            THEN [handled EXCEPT !.hw = Lesser(Leo(f), response.hw)]
+                            ELSE handled,
+                            response.offset)
               ELSE [handled EXCEPT
                       !.log = @ \o response.records,
                       !.hw = Lesser(Leo(f) + Len(response.records), response.hw),
@@ -346,14 +366,33 @@ ControllerElectLeader(r) ==
                   [leader |-> r, epoch |-> epoch, isr |-> isr])
         /\ UNCHANGED <<written, crashes>>
 
-(* The actions every variant shares, in the order of model/replication.py  *)
-(* (a variant adds its own).                                               *)
+(* OffsetsForLeaderEpoch, request and response in one event: follower r    *)
+(* in the Truncating role asks its leader, truncates to the point the      *)
+(* protocol derives (TruncationPoint), and fetches once truncation is      *)
+(* complete. Never enabled under hw, whose followers never truncate so.    *)
+FollowerTruncateByLeaderEpoch(r) ==
+    LET f == replicas[r]
+        l == controller.leader
+        point == TruncationPoint(replicas[l], f)
+        truncated == Truncate(f, point[1])
+    IN  /\ Alive(f)
+        /\ f.role = Truncating
+        /\ f.epoch = controller.epoch
+        /\ l # NoLeader
+        /\ Alive(replicas[l])
+        /\ replicas[l].role = Leader
+        /\ replicas' = [replicas EXCEPT ![r] = IF point[2] THEN [truncated EXCEPT !.role = Follower]
+                                                            ELSE truncated]
+        /\ UNCHANGED <<controller, written, crashes, committed, acked>>
+
+(* The actions every variant shares, in the order of model/replication.py. *)
 BaseNext ==
     \/ \E r \in Replicas : ProducerWrite(r)
     \/ \E r \in Replicas : LeaderHandleFetchRequest(r)
     \/ \E r \in Replicas : FollowerHandleFetchResponse(r)
     \/ \E r \in Replicas : LeaderShrinkIsr(r)
     \/ \E r \in Replicas : BecomeFollower(r)
+    \/ \E r \in Replicas : FollowerTruncateByLeaderEpoch(r)
     \/ \E r \in Replicas : ReplicaCrash(r)
     \/ \E r \in Replicas : ReplicaRestart(r)
     \/ \E r \in Replicas : ControllerNoticeFailure(r)

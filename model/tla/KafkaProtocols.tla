@@ -1,0 +1,109 @@
+--------------------------- MODULE KafkaProtocols ---------------------------
+(***************************************************************************)
+(* The operators the truncation protocols are made of, as model/          *)
+(* protocols.py: a variant module picks its own and passes them to        *)
+(* KafkaReplication. Pure operators on values, no variables.               *)
+(***************************************************************************)
+EXTENDS Integers, Sequences
+
+Unknown == -1           \* an epoch or offset a replica does not know
+
+MinOf(S) == CHOOSE x \in S : \A y \in S : x <= y
+Lesser(a, b) == IF a <= b THEN a ELSE b
+Greater(a, b) == IF a >= b THEN a ELSE b
+
+LatestEpoch(epochs) == IF epochs = <<>> THEN Unknown ELSE epochs[Len(epochs)][1]
+
+----------------------------------------------------------------------------
+(* No epoch cache (hw): the cache stays empty.                             *)
+NoCacheAfterAppend(epochs, records, offset) == epochs
+NoCacheAfterTruncate(epochs, offset) == epochs
+NoCacheOnBecomeLeader(epochs, epoch, leo) == epochs
+
+(* The leader-epoch cache (KIP-101 on). Appending records at an offset     *)
+(* opens an entry <<epoch, offset>> at every record whose epoch is newer   *)
+(* than the latest cached one; cutting the log drops the entries that      *)
+(* start at or after the cut; a new leader opens its epoch at its LEO.     *)
+RECURSIVE CacheAfterAppend(_, _, _)
+CacheAfterAppend(epochs, records, offset) ==
+    IF records = <<>> THEN epochs
+    ELSE LET epoch == Head(records).epoch
+             opened == IF epochs = <<>> \/ epoch > epochs[Len(epochs)][1]
+                       THEN Append(epochs, <<epoch, offset>>)
+                       ELSE epochs
+         IN  CacheAfterAppend(opened, Tail(records), offset + 1)
+
+CacheAfterTruncate(epochs, offset) == SelectSeq(epochs, LAMBDA entry : entry[2] < offset)
+
+CacheOnBecomeLeader(epochs, epoch, leo) == Append(epochs, <<epoch, leo>>)
+
+----------------------------------------------------------------------------
+(* Kafka 0.11's LeaderEpochFileCache.endOffsetFor: the LEO for the latest  *)
+(* epoch; otherwise the start of the first later cached epoch; Unknown     *)
+(* (UNDEFINED_EPOCH_OFFSET) for an undefined epoch or one older than every *)
+(* cached epoch.                                                           *)
+EndOffsetFor(epochs, leo, requested) ==
+    LET later == {i \in 1 .. Len(epochs) : epochs[i][1] > requested}
+    IN  IF requested = Unknown \/ epochs = <<>> THEN Unknown
+        ELSE IF requested = epochs[Len(epochs)][1] THEN leo
+        ELSE IF requested < epochs[1][1] THEN Unknown
+        ELSE IF later = {} THEN Unknown
+        ELSE epochs[MinOf(later)][2]
+
+(* endOffsetFor since KIP-279: <<the largest cached epoch at or below the  *)
+(* requested one (the requested one if it predates the cache), where it    *)
+(* ends>>, or <<Unknown, Unknown>>.                                        *)
+EpochEnd(epochs, leo, requested) ==
+    LET later == {i \in 1 .. Len(epochs) : epochs[i][1] > requested}
+        earlier == {i \in 1 .. Len(epochs) : epochs[i][1] <= requested}
+    IN  IF requested = Unknown \/ epochs = <<>> THEN <<Unknown, Unknown>>
+        ELSE IF requested = epochs[Len(epochs)][1] THEN <<requested, leo>>
+        ELSE IF later = {} THEN <<Unknown, Unknown>>
+        ELSE <<IF earlier = {} THEN requested ELSE epochs[CHOOSE i \in earlier : \A j \in earlier : j <= i][1],
+               epochs[MinOf(later)][2]>>
+
+(* AbstractFetcherThread.getOffsetTruncationState (Kafka 2.0 on), given    *)
+(* the leader's <<epoch, end>>: <<offset to truncate to, complete>>.       *)
+OffsetTruncationState(leaderEpoch, leaderEnd, f) ==
+    LET own == EpochEnd(f.epochs, Len(f.log), leaderEpoch)
+    IN  IF leaderEnd = Unknown THEN <<f.hw, TRUE>>
+        ELSE IF own[2] = Unknown THEN <<leaderEnd, TRUE>>
+        ELSE IF own[1] # leaderEpoch THEN <<own[2], FALSE>>
+        ELSE <<Lesser(own[2], leaderEnd), TRUE>>
+
+(* The OffsetsForLeaderEpoch exchange: <<offset, complete>>.               *)
+Kip101TruncationPoint(leader, f) ==
+    LET endOffset == EndOffsetFor(leader.epochs, Len(leader.log), LatestEpoch(f.epochs))
+    IN  <<IF endOffset = Unknown THEN f.hw ELSE endOffset, TRUE>>
+
+Kip279TruncationPoint(leader, f) ==
+    LET answer == EpochEnd(leader.epochs, Len(leader.log), LatestEpoch(f.epochs))
+    IN  OffsetTruncationState(answer[1], answer[2], f)
+
+NoTruncationPoint(leader, f) == <<f.hw, TRUE>>   \* hw: no exchange happens
+
+----------------------------------------------------------------------------
+(* Partition.maybeExpandIsr: before 2.1 a follower joins the ISR once its  *)
+(* fetch offset reaches the leader's HW; from 2.1 (KAFKA-7128) also the    *)
+(* start offset of the leader's epoch.                                     *)
+JoinAtHw(leader, offset) == offset >= leader.hw
+
+JoinPastEpochStart(leader, offset) ==
+    /\ offset >= leader.hw
+    /\ leader.epochs # <<>>
+    /\ offset >= leader.epochs[Len(leader.epochs)][2]
+
+(* Partition.readRecords with lastFetchedEpoch (2.7 on): the offset the    *)
+(* follower truncates to when its log diverges from the leader's, else     *)
+(* Unknown.                                                                *)
+NoDivergence(leader, f) == Unknown
+
+FetchDivergenceOffset(leader, f) ==
+    LET fetchEpoch == LatestEpoch(f.epochs)
+        answer == EpochEnd(leader.epochs, Len(leader.log), fetchEpoch)
+    IN  IF fetchEpoch = Unknown \/ answer[2] = Unknown THEN Unknown
+        ELSE IF answer[1] < fetchEpoch \/ answer[2] < Len(f.log)
+        THEN OffsetTruncationState(answer[1], answer[2], f)[1]
+        ELSE Unknown
+
+=============================================================================
