@@ -5,25 +5,31 @@ small aggregates (counts, the least key of each property), never a frontier or t
 
 A level on disk (`DIR/level-NNNNN/`, Parquet, one file per partition) holds the new states of
 that depth: `owner` (the owner hash of `checker.partition.owner_of`, before its modulo), `fp`
-(the 64-bit fingerprint, signed), `key` (the path key, below), `parent` (the parent's
+(the 64-bit fingerprint, signed), `key` (the edge key, below), `parent` (the parent's
 fingerprint), `slot` (the action index; for depth 0 the initial-state index), `state` (the
 state, packed: nested plain tuples of ints in `marshal` format) and `props` (a bit per
 property the state violates, for invariants, or reaches, for state witnesses).
 
 One level:
-1. the frontier is read back from Parquet (lineage is cut there), sorted by key and ranked
-   (`monotonically_increasing_id` over the range-partitioned sort: order-preserving);
+1. the frontier is read back from Parquet (lineage is cut there);
 2. executors unpack it in batches, generate successors with the explicit model (built once
    per Python worker), canonicalise them under symmetry, and deduplicate them within the
-   partition, keeping the first, least-keyed path; a successor's key is
-   `parent rank * A + slot` (A = action slots), so keys of one level compare as the local
-   engine's path keys do: every state keeps the least shortest path, as in `checker.bfs`;
+   partition, keeping the edge of least key: an edge's key is a 64-bit mix of its parent's
+   fingerprint and its action slot (`edge_key`), ties broken by parent and slot, so which
+   shortest path a state keeps does not depend on the partitioning or on the order of rows;
 3. successors are shuffled by the owner hash (`repartition(P, "owner")`), duplicates are
    removed by key (`groupBy(owner, fp)`, least key wins), and states already visited are
    removed by a left-anti join against every earlier level, each cached and partitioned by
-   the same owner hash, so the join is partition-local (no shuffle of the visited set);
+   the same owner hash, so the join is partition-local (no shuffle of the visited set; the
+   sort-merge joins sort each cached level again, which cost less than the alternatives
+   measured: hash tables of the candidates, built once per visited level, ran out of memory
+   in one pipeline and cost a task per level and partition as a union);
 4. executors check the properties on the new states; the level is written as Parquet;
    the driver reads back its count and the least key of each property's states.
+
+Every count, verdict and shortest length equals the local engine's; the traces are shortest
+ones too, but the local engine keeps the least path in its own order, so the two may show
+different (equally short) traces.
 
 Counterexamples: the driver looks the violating state up by key in its level, then its
 parent by fingerprint in the level before, down to depth 0 (one small filtered read per
@@ -125,10 +131,21 @@ def _identity(state):
     return state
 
 
-def _expander(config: Config, symmetry: bool, slots: int, step_props: tuple[Property, ...]):
-    """mapPartitions over a ranked frontier (rows: rank, fp, state), in rank order: every
-    successor once per partition with its least key, how many times it was generated, and for
-    each step witness the least key (and parent) of an edge into it where the witness holds."""
+def edge_key(parent_fp: int, slot: int) -> int:
+    """The key of the edge `slot` out of the state `parent_fp`: a 64-bit mix of the two, so the
+    least key over the edges into a state picks one of them the same way on any partitioning."""
+    return hash((parent_fp, slot))
+
+
+def edge_slot(parent_fp: int, key: int, slots: int) -> int:
+    """The action slot of the edge out of `parent_fp` whose key is `key`."""
+    return next(slot for slot in range(slots) if edge_key(parent_fp, slot) == key)
+
+
+def _expander(config: Config, symmetry: bool, step_props: tuple[Property, ...]):
+    """mapPartitions over a frontier (rows: fp, state): every successor once per partition with
+    its least edge key, how many times it was generated, and for each step witness the least key
+    (and parent) of an edge into it where the witness holds."""
     steps = len(step_props)
 
     def expand(rows):
@@ -136,22 +153,24 @@ def _expander(config: Config, symmetry: bool, slots: int, step_props: tuple[Prop
         successors = model.indexed_successors
         represent = canonical if symmetry else _identity
         best: dict[int, list] = {}
-        for rank, parent_fp, blob in rows:
+        for parent_fp, blob in rows:
             state = unpack(blob)
-            base = rank * slots
             for slot, following in successors(state):
                 held = [p.holds(state, following) for p in step_props] if steps else ()
                 following = represent(following)
                 fp = hash(following)
+                key = edge_key(parent_fp, slot)
                 entry = best.get(fp)
                 if entry is None:
-                    entry = best[fp] = [owner_key(following), fp, base + slot, parent_fp, slot, pack(following),
+                    entry = best[fp] = [owner_key(following), fp, key, parent_fp, slot, pack(following),
                                         1] + [None] * (2 * steps)
                 else:
                     entry[6] += 1
+                    if (key, parent_fp, slot) < (entry[2], entry[3], entry[4]):
+                        entry[2], entry[3], entry[4] = key, parent_fp, slot
                 for index, holds in enumerate(held):
-                    if holds and entry[7 + 2 * index] is None:  # the first such edge has the least key
-                        entry[7 + 2 * index] = base + slot
+                    if holds and (entry[7 + 2 * index] is None or key < entry[7 + 2 * index]):
+                        entry[7 + 2 * index] = key
                         entry[8 + 2 * index] = parent_fp
             if len(best) >= _FLUSH:
                 yield from map(tuple, best.values())
@@ -505,11 +524,10 @@ class _Engine:
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
-        frontier = (self._read_level(depth - 1).select("key", "fp", "state").orderBy("key")
-                    .select(F.monotonically_increasing_id().alias("rank"), "fp", "state"))
+        frontier = self._read_level(depth - 1).select("fp", "state")
         step_props = tuple(p for p in self.step_props if p.name not in settled)
         step_index = [self.step_props.index(p) for p in step_props]
-        successors = frontier.rdd.mapPartitions(_expander(self.config, self.symmetry, self.slots, step_props))
+        successors = frontier.rdd.mapPartitions(_expander(self.config, self.symmetry, step_props))
         # the expander writes the step columns of the unsettled step witnesses only: put them in place
         width = len(self.step_props)
         if len(step_props) != width:
@@ -621,7 +639,7 @@ class _Engine:
         want_fp: dict[int, dict[int, list[str]]] = {}  # level -> fp -> names
         for name, entry in found.items():
             if "parent" in entry:  # a step witness: the edge's parent and its action
-                paths[name] = [entry["key"] % self.slots]
+                paths[name] = [edge_slot(entry["parent"], entry["key"], self.slots)]
                 want_fp.setdefault(entry["level"], {}).setdefault(entry["parent"], []).append(name)
             else:
                 paths[name] = []
