@@ -1,0 +1,1 @@
+"""The compiled exploration kernel."""

@@ -1,0 +1,196 @@
+"""`kernel_check`: the breadth-first search of `checker.bfs.check`, run by the compiled kernel.
+
+The same counts, verdicts and traces as the BFS engine: levels are expanded in node order and
+slot order, a state keeps the first (least) path to it, and the first occurrence of each
+property in a level is the one reported. Traces are rebuilt from the parent links and
+replayed through the explicit model (`checker.bfs.concrete_trace`), so reports are unchanged.
+
+What the kernel leaves out: replica symmetry (`symmetry=True` runs `checker.bfs.check`) and
+properties other than those of `properties.PROPERTIES` (users' own predicates are Python;
+a run that asks for one runs `checker.bfs.check` too).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import numba
+import numpy as np
+
+from kafka_mc.model import Config, ReplicationModel
+from kafka_mc.properties import ALWAYS, PROPERTIES, Property
+
+from ..bfs import Budget, Progress, check, concrete_trace
+from ..result import CheckResult, Stats, Trace, Violation
+from .explore import NO_PARENT, NOT_FOUND, explore_level, fingerprint, insert, pack
+from .invariants import FOLLOWER_TRUNCATED, PROPERTY_NAMES, state_flags
+from .layout import encode, packing, settings
+from .transitions import ACTION_NAMES
+
+INITIAL_TABLE_SLOTS = 1 << 16
+
+
+@dataclass(frozen=True)
+class KernelStats(Stats):
+    """`Stats` with the kernel's own figures: `seconds` is exploration only; `compile_seconds`
+    the JIT compilation (or loading it from numba's cache) before it; `collision_probability`
+    TLC's optimistic estimate of a fingerprint collision, distinct * (generated - distinct) / 2^64."""
+
+    compile_seconds: float = 0.0
+    collision_probability: float = 0.0
+
+
+def supports(properties: Iterable[Property], symmetry: bool = False) -> bool:
+    """Whether the kernel can run this check (otherwise `kernel_check` runs the BFS engine)."""
+    return not symmetry and all(any(p is known for known in PROPERTIES) for p in properties)
+
+
+_compiled = False
+
+
+def compile_kernel() -> float:
+    """Compile (or load from numba's cache) every kernel function, once per process, by exploring
+    a tiny configuration; the seconds it took, 0 when already done."""
+    global _compiled
+    if _compiled:
+        return 0.0
+    started = time.perf_counter()
+    _Search(Config("hw", replicas=2, messages=1, crashes=0, elections=0), PROPERTIES).run_level()
+    _compiled = True
+    return time.perf_counter() - started
+
+
+class _Search:
+    """The kernel's arrays for one run: frontier, visited table, parent links, found properties."""
+
+    def __init__(self, config: Config, properties: tuple[Property, ...]):
+        self.model = ReplicationModel(config)
+        self.cfg = settings(config)
+        codes = [ACTION_NAMES.index(name) for name in self.model.action_names]
+        self.slot_codes = np.array([code for code in codes for _ in range(config.replicas)], dtype=np.int64)
+        self.layout = packing(config)
+        wanted = {p.name for p in properties}
+        self.looking = sum(1 << index for index, name in enumerate(PROPERTY_NAMES) if name in wanted)
+        self.found_nodes = np.full(len(PROPERTY_NAMES), NOT_FOUND, dtype=np.int64)
+        self.found_slots = np.full(len(PROPERTY_NAMES), NOT_FOUND, dtype=np.int64)
+        self.table = np.zeros(INITIAL_TABLE_SLOTS, dtype=np.uint64)
+        self.parents = np.empty(1024, dtype=np.uint32)
+        self.slots = np.empty(1024, dtype=np.uint8)
+        self.distinct = self.generated = 0
+        self.first_node = 0  # the frontier's first node
+        self.frontier, self.frontier_count = self._seed()
+
+    def _seed(self) -> tuple[np.ndarray, int]:
+        """The initial states, each kept when new, checked, numbered in order."""
+        layout, words = self.layout, self.layout.word_count
+        initial_states = self.model.initial_states()
+        self.generated = len(initial_states)
+        frontier = np.zeros(len(initial_states) * words, dtype=np.int64)
+        count = 0
+        for index, state in enumerate(initial_states):
+            wide = encode(state)
+            pack(wide, layout.cells, layout.biases, layout.shifts, layout.words, words, frontier, count * words)
+            if insert(self.table, np.uint64(fingerprint(frontier, count * words, words))):
+                self.parents[count], self.slots[count] = NO_PARENT, index
+                self._offer(state_flags(self.cfg, wide), count)
+                count += 1
+        self.distinct = count
+        return frontier[:count * words], count
+
+    def _offer(self, flags: int, node: int) -> None:
+        hits = flags & self.looking
+        for index in range(len(PROPERTY_NAMES)):
+            if hits >> index & 1:
+                self.found_nodes[index] = node
+                self.looking &= ~(1 << index)
+
+    def run_level(self) -> int:
+        """Expand the frontier; the number of new states."""
+        layout = self.layout
+        (self.table, self.distinct, self.parents, self.slots, frontier, count, generated) = explore_level(
+            self.cfg, self.slot_codes, layout.cells, layout.biases, layout.bits, layout.shifts, layout.words,
+            layout.word_count, self.frontier, self.frontier_count, self.first_node, self.table, self.distinct,
+            self.parents, self.slots, self.found_nodes, self.found_slots, self.looking)
+        self.looking = sum(1 << index for index in range(len(PROPERTY_NAMES))
+                           if self.looking >> index & 1 and self.found_nodes[index] == NOT_FOUND)
+        self.first_node += self.frontier_count
+        self.frontier, self.frontier_count = frontier, count
+        self.generated += generated
+        return count
+
+    def found(self) -> dict[str, Trace]:
+        """The trace to the first occurrence of every property found."""
+        traces = {}
+        for index, name in enumerate(PROPERTY_NAMES):
+            node = int(self.found_nodes[index])
+            if node == NOT_FOUND:
+                continue
+            path = [int(self.found_slots[index])] if index == FOLLOWER_TRUNCATED else []
+            while self.parents[node] != NO_PARENT:
+                path.append(int(self.slots[node]))
+                node = int(self.parents[node])
+            actions = [self.model.action_at(slot) for slot in reversed(path)]
+            traces[name] = concrete_trace(self.model, int(self.slots[node]), actions, False)
+        return traces
+
+
+def kernel_check(
+    config: Config,
+    properties: Iterable[Property] = PROPERTIES,
+    *,
+    keep_going: bool = False,
+    symmetry: bool = False,
+    workers: int = 1,
+    budget: Budget = Budget(),
+    progress: Callable[[Progress], None] | None = None,
+) -> CheckResult:
+    """`checker.bfs.check` by the compiled kernel, with `workers` threads (the same results for
+    any number); with symmetry or a property the kernel lacks, `checker.bfs.check` itself."""
+    properties = tuple(properties)
+    if not supports(properties, symmetry):
+        return check(config, properties, keep_going=keep_going, symmetry=symmetry, workers=workers,
+                     budget=budget, progress=progress)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, not {workers!r}")
+    compile_seconds = compile_kernel()
+    numba.set_num_threads(min(workers, numba.config.NUMBA_NUM_THREADS))
+    invariants = {p.name for p in properties if p.kind == ALWAYS}
+    started = time.perf_counter()
+    search = _Search(config, properties)
+    depth, stopped_because = 0, ""
+    while search.frontier_count:
+        found = {PROPERTY_NAMES[i] for i in range(len(PROPERTY_NAMES)) if search.found_nodes[i] != NOT_FOUND}
+        if invariants & found and not keep_going:
+            stopped_because = "stopped after the level of the first violation"
+            break
+        if len(found) == len(properties):
+            stopped_because = "every invariant violated and every witness reached"
+            break
+        stopped_because = budget.exceeded(search.distinct, time.perf_counter() - started)
+        if stopped_because:
+            break
+        depth += 1 if search.run_level() else 0
+        if progress:
+            progress(Progress(depth, search.generated, search.distinct, search.frontier_count,
+                              time.perf_counter() - started))
+    traces = search.found()
+    seconds = time.perf_counter() - started
+    violated = sorted((name for name in traces if name in invariants), key=lambda n: (len(traces[n]), n))
+    return CheckResult(
+        engine="kernel" + (f" ({workers} threads)" if workers > 1 else ""),
+        config=config,
+        complete=not search.frontier_count and not stopped_because,
+        stats=KernelStats(search.distinct, search.generated, depth, seconds, compile_seconds,
+                          collision_probability(search.distinct, search.generated)),
+        violations=tuple(Violation(name, traces[name]) for name in violated),
+        witnesses={p.name: p.name in traces for p in properties if p.kind != ALWAYS},
+        stopped_because=stopped_because,
+        witness_traces={name: trace for name, trace in traces.items() if name not in invariants},
+    )
+
+
+def collision_probability(distinct: int, generated: int) -> float:
+    """TLC's optimistic estimate that two of the distinct states share a fingerprint."""
+    return distinct * max(generated - distinct, 0) / 2.0 ** 64

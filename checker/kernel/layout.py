@@ -1,0 +1,221 @@
+"""The kernel's two forms of a state and the conversions between them and the model's named tuples.
+
+Wide form: one int16 array of WIDTH cells at fixed offsets, sized for the largest
+configuration (MAX_REPLICAS replicas, MAX_MESSAGES records, MAX_CACHE epoch-cache entries),
+which the transitions read and write. Every cell a state does not use is 0, so equal states
+have equal wide forms. Packed form: the cells a configuration can use, each biased to be
+non-negative and given just the bits its range needs, laid into 63-bit fields of int64
+words (`Packing`); frontiers hold states in this form and fingerprints hash it.
+
+Replica cells (at `replica * REPLICA_WIDTH`): the log as message numbers and record epochs,
+LEO, unflushed count, HW, the epoch cache (count, epochs, start offsets), status, role,
+epoch, the fetch response in flight (present, offset, HW, out of range, record count,
+records), the stale ISR and the view of the others' LEOs (present, one per replica).
+After the replicas: the controller (leader, epoch, ISR), records written, crashes, acked
+writes, the cut masks, cuts, and the committed and consumed histories as one bitmask of
+message numbers per offset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kafka_mc.model import Config, Record, Replica, State
+from kafka_mc.model.protocols import PROTOCOLS
+from kafka_mc.model.state import MAX_REPLICAS, Controller, FetchResponse
+
+from kafka_mc.model.config import CHECK_COUNT_LIMIT
+
+MAX_MESSAGES = CHECK_COUNT_LIMIT
+MAX_CACHE = CHECK_COUNT_LIMIT + 1  # an epoch cache holds at most one entry per epoch 0..elections
+
+# replica cells, relative to the replica's first cell
+LOG_MSG = 0
+LOG_EPOCH = LOG_MSG + MAX_MESSAGES
+LEO = LOG_EPOCH + MAX_MESSAGES
+UNFLUSHED = LEO + 1
+HW = UNFLUSHED + 1
+CACHE_COUNT = HW + 1
+CACHE_EPOCH = CACHE_COUNT + 1
+CACHE_START = CACHE_EPOCH + MAX_CACHE
+STATUS = CACHE_START + MAX_CACHE
+ROLE = STATUS + 1
+EPOCH = ROLE + 1
+RESPONSE = EPOCH + 1
+RESPONSE_OFFSET = RESPONSE + 1
+RESPONSE_HW = RESPONSE_OFFSET + 1
+RESPONSE_OUT_OF_RANGE = RESPONSE_HW + 1
+RESPONSE_COUNT = RESPONSE_OUT_OF_RANGE + 1
+RESPONSE_MSG = RESPONSE_COUNT + 1
+RESPONSE_EPOCH = RESPONSE_MSG + MAX_MESSAGES
+STALE_ISR = RESPONSE_EPOCH + MAX_MESSAGES
+HAS_REMOTE = STALE_ISR + 1
+REMOTE_LEO = HAS_REMOTE + 1
+REPLICA_WIDTH = REMOTE_LEO + MAX_REPLICAS
+
+# state cells
+GLOBAL = MAX_REPLICAS * REPLICA_WIDTH
+LEADER = GLOBAL
+CONTROLLER_EPOCH = LEADER + 1
+ISR = CONTROLLER_EPOCH + 1
+WRITTEN = ISR + 1
+CRASHES = WRITTEN + 1
+ACKED = CRASHES + 1
+ZK_CUT = ACKED + 1
+PEER_CUT = ZK_CUT + 1
+CUTS = PEER_CUT + 1
+COMMITTED = CUTS + 1
+CONSUMED = COMMITTED + MAX_MESSAGES
+WIDTH = CONSUMED + MAX_MESSAGES
+
+# the settings the kernel reads, as cells of one int64 array
+(C_REPLICAS, C_MESSAGES, C_CRASHES, C_ELECTIONS, C_ACKS, C_MIN_ISR, C_UNCLEAN, C_FLUSH, C_PARTITIONS,
+ C_PROTOCOL) = range(10)
+ACKS_CODES = {"all": 0, "1": 1, "0": 2}
+ACKS_ALL, ACKS_ONE, ACKS_ZERO = 0, 1, 2
+# protocols by code, in history order: each code's behaviour includes what the lesser codes add
+PROTOCOL_CODES = {name: code for code, name in enumerate(PROTOCOLS)}
+HW_PROTOCOL, LEADER_EPOCH_PROTOCOL, KIP_279, KIP_320, DIVERGING_EPOCH, KAFKA_13141 = (
+    PROTOCOL_CODES[name] for name in ("hw", "leader-epoch", "kip-279", "kip-320", "diverging-epoch", "kafka-13141"))
+
+
+def settings(config: Config) -> np.ndarray:
+    values = [config.replicas, config.messages, config.crashes, config.elections, ACKS_CODES[config.acks],
+              config.min_isr, int(config.unclean), int(config.flush), config.partitions,
+              PROTOCOL_CODES[config.protocol]]
+    return np.array(values, dtype=np.int64)
+
+
+def replica_cell(replica: int, cell: int) -> int:
+    return replica * REPLICA_WIDTH + cell
+
+
+# ------------------------------------------------------------------ named tuples <-> wide form
+
+def encode(state: State) -> np.ndarray:
+    """The wide form of a model state."""
+    wide = np.zeros(WIDTH, dtype=np.int16)
+    for index, replica in enumerate(state.replicas):
+        base = index * REPLICA_WIDTH
+        for offset, record in enumerate(replica.log):
+            wide[base + LOG_MSG + offset], wide[base + LOG_EPOCH + offset] = record.msg, record.epoch
+        wide[base + LEO], wide[base + UNFLUSHED], wide[base + HW] = len(replica.log), replica.unflushed, replica.hw
+        wide[base + CACHE_COUNT] = len(replica.epochs)
+        for position, (epoch, start) in enumerate(replica.epochs):
+            wide[base + CACHE_EPOCH + position], wide[base + CACHE_START + position] = epoch, start
+        wide[base + STATUS], wide[base + ROLE], wide[base + EPOCH] = replica.status, replica.role, replica.epoch
+        if replica.response:
+            response = replica.response
+            wide[base + RESPONSE] = 1
+            wide[base + RESPONSE_OFFSET], wide[base + RESPONSE_HW] = response.offset, response.hw
+            wide[base + RESPONSE_OUT_OF_RANGE] = int(response.out_of_range)
+            wide[base + RESPONSE_COUNT] = len(response.records)
+            for position, record in enumerate(response.records):
+                wide[base + RESPONSE_MSG + position] = record.msg
+                wide[base + RESPONSE_EPOCH + position] = record.epoch
+        wide[base + STALE_ISR] = replica.stale_isr
+        if replica.remote_leos:
+            wide[base + HAS_REMOTE] = 1
+            wide[base + REMOTE_LEO:base + REMOTE_LEO + len(replica.remote_leos)] = replica.remote_leos
+    controller = state.controller
+    wide[LEADER], wide[CONTROLLER_EPOCH], wide[ISR] = controller.leader, controller.epoch, controller.isr
+    wide[WRITTEN], wide[CRASHES], wide[ACKED] = state.written, state.crashes, state.acked
+    wide[ZK_CUT], wide[PEER_CUT], wide[CUTS] = state.zk_cut, state.peer_cut, state.cuts
+    for history, first in ((state.committed, COMMITTED), (state.consumed, CONSUMED)):
+        for offset, msg in history:
+            wide[first + offset] |= 1 << msg
+    return wide
+
+
+def decode(wide: np.ndarray, replicas: int) -> State:
+    """The model state of a wide form."""
+    cells = [int(value) for value in wide]
+    decoded = []
+    for index in range(replicas):
+        base = index * REPLICA_WIDTH
+        leo = cells[base + LEO]
+        log = tuple(Record(cells[base + LOG_MSG + k], cells[base + LOG_EPOCH + k]) for k in range(leo))
+        epochs = tuple((cells[base + CACHE_EPOCH + k], cells[base + CACHE_START + k])
+                       for k in range(cells[base + CACHE_COUNT]))
+        response = ()
+        if cells[base + RESPONSE]:
+            records = tuple(Record(cells[base + RESPONSE_MSG + k], cells[base + RESPONSE_EPOCH + k])
+                            for k in range(cells[base + RESPONSE_COUNT]))
+            response = FetchResponse(cells[base + RESPONSE_OFFSET], cells[base + RESPONSE_HW], records,
+                                     bool(cells[base + RESPONSE_OUT_OF_RANGE]))
+        remote = tuple(cells[base + REMOTE_LEO:base + REMOTE_LEO + replicas]) if cells[base + HAS_REMOTE] else ()
+        decoded.append(Replica(log, cells[base + UNFLUSHED], cells[base + HW], epochs, cells[base + STATUS],
+                               cells[base + ROLE], cells[base + EPOCH], response, cells[base + STALE_ISR], remote))
+
+    def history(first: int) -> tuple:
+        return tuple((offset, msg) for offset in range(MAX_MESSAGES) for msg in range(MAX_MESSAGES + 1)
+                     if cells[first + offset] >> msg & 1)
+
+    return State(tuple(decoded), Controller(cells[LEADER], cells[CONTROLLER_EPOCH], cells[ISR]), cells[WRITTEN],
+                 cells[CRASHES], history(COMMITTED), history(CONSUMED), cells[ACKED], cells[ZK_CUT],
+                 cells[PEER_CUT], cells[CUTS])
+
+
+# ------------------------------------------------------------------------------ packed form
+
+@dataclass(frozen=True)
+class Packing:
+    """Where each used cell of the wide form goes in the packed words of one configuration."""
+
+    cells: np.ndarray  # int64: the wide cell of each field
+    biases: np.ndarray  # int64: added before packing, so that every value is non-negative
+    bits: np.ndarray  # int64: the field's width
+    words: np.ndarray  # int64: the word it lies in
+    shifts: np.ndarray  # int64: its lowest bit in that word
+    word_count: int
+
+
+def _ranges(config: Config) -> list[tuple[int, int, int]]:
+    """(cell, least value, greatest value) of every cell that can vary under `config`."""
+    n, messages, elections = config.replicas, config.messages, config.elections
+    keeps_cache = PROTOCOLS[config.protocol].keeps_epoch_cache
+    masks = (1 << n) - 1
+    ranges = []
+    for index in range(n):
+        base = index * REPLICA_WIDTH
+        for offset in range(messages):
+            ranges += [(base + LOG_MSG + offset, 0, messages), (base + LOG_EPOCH + offset, 0, elections)]
+        ranges += [(base + LEO, 0, messages), (base + HW, 0, messages)]
+        if not config.flush:
+            ranges.append((base + UNFLUSHED, 0, messages))
+        if keeps_cache:
+            ranges.append((base + CACHE_COUNT, 0, elections + 1))
+            for position in range(elections + 1):
+                ranges += [(base + CACHE_EPOCH + position, 0, elections), (base + CACHE_START + position, 0, messages)]
+        ranges += [(base + STATUS, 0, 3), (base + ROLE, 0, 4), (base + EPOCH, -1, elections)]
+        ranges += [(base + RESPONSE, 0, 1), (base + RESPONSE_OFFSET, 0, messages), (base + RESPONSE_HW, 0, messages),
+                   (base + RESPONSE_OUT_OF_RANGE, 0, 1), (base + RESPONSE_COUNT, 0, messages)]
+        for position in range(messages):
+            ranges += [(base + RESPONSE_MSG + position, 0, messages),
+                       (base + RESPONSE_EPOCH + position, 0, elections)]
+        if config.partitions:
+            ranges.append((base + STALE_ISR, 0, masks))
+        ranges.append((base + HAS_REMOTE, 0, 1))
+        ranges += [(base + REMOTE_LEO + other, -1, messages) for other in range(n)]
+    ranges += [(LEADER, -1, n - 1), (CONTROLLER_EPOCH, 0, elections), (ISR, 0, masks), (WRITTEN, 0, messages),
+               (CRASHES, 0, config.crashes), (ACKED, 0, (1 << (messages + 1)) - 1)]
+    if config.partitions:
+        ranges += [(ZK_CUT, 0, masks), (PEER_CUT, 0, masks), (CUTS, 0, config.partitions)]
+    for first in (COMMITTED, CONSUMED):
+        ranges += [(first + offset, 0, (1 << (messages + 1)) - 1) for offset in range(messages)]
+    return [(cell, low, high) for cell, low, high in ranges if high > low]
+
+
+def packing(config: Config) -> Packing:
+    cells, biases, bits, words, shifts = [], [], [], [], []
+    word, shift = 0, 0
+    for cell, low, high in _ranges(config):
+        width = (high - low).bit_length()
+        if shift + width > 63:
+            word, shift = word + 1, 0
+        cells.append(cell), biases.append(-low), bits.append(width), words.append(word), shifts.append(shift)
+        shift += width
+    as_array = lambda values: np.array(values, dtype=np.int64)  # noqa: E731
+    return Packing(as_array(cells), as_array(biases), as_array(bits), as_array(words), as_array(shifts), word + 1)

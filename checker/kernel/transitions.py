@@ -1,0 +1,607 @@
+"""Successor generation over wide states, compiled: one function per action of
+`model/replication.py`, the truncation protocols of `model/protocols.py` as branches on the
+protocol's code (each protocol adds to the ones before it in history order).
+
+Every action reads the state `s` and, when it is enabled, writes its successor into `t`
+(a copy of `s` changed in place) and returns True; `apply` dispatches an action code.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from .layout import (
+    ACKED, ACKS_ALL, ACKS_ZERO, C_ACKS, C_CRASHES, C_ELECTIONS, C_FLUSH, C_MESSAGES, C_MIN_ISR, C_PARTITIONS,
+    C_PROTOCOL, C_REPLICAS, C_UNCLEAN, CACHE_COUNT, CACHE_EPOCH, CACHE_START, COMMITTED, CONSUMED,
+    CONTROLLER_EPOCH, CRASHES, CUTS, DIVERGING_EPOCH, EPOCH, HAS_REMOTE, HW, HW_PROTOCOL, ISR, KAFKA_13141,
+    KIP_320, LEADER, LEADER_EPOCH_PROTOCOL, LEO, LOG_EPOCH, LOG_MSG, MAX_REPLICAS, PEER_CUT, REMOTE_LEO, REPLICA_WIDTH, RESPONSE,
+    RESPONSE_COUNT, RESPONSE_EPOCH, RESPONSE_HW, RESPONSE_MSG, RESPONSE_OFFSET, RESPONSE_OUT_OF_RANGE, ROLE,
+    STALE_ISR, STATUS, UNFLUSHED, WRITTEN, ZK_CUT, MAX_MESSAGES,
+)
+from kafka_mc.model.state import CRASHED, EXPIRED, FENCED, FOLLOWER, LEADER as LEADER_ROLE, NO_LEADER, NO_ROLE, \
+    OFFLINE, TRUNCATING, UNKNOWN, UP
+
+# action codes; `ACTION_NAMES[code]` is the model's name
+ACTION_NAMES = (
+    "ProducerWrite", "LeaderHandleFetchRequest", "FollowerHandleFetchResponse", "LeaderShrinkIsr",
+    "BecomeFollower", "LeaderShrinkIsrFails", "ReplicaFlush", "ReplicaCrash", "ReplicaRestart",
+    "ControllerNoticeFailure", "ControllerElectLeader", "ZkDisconnect", "ZkReconnect", "PeerDisconnect",
+    "PeerReconnect", "FollowerTruncateByLeaderEpoch",
+)
+(PRODUCER_WRITE, LEADER_HANDLE_FETCH_REQUEST, FOLLOWER_HANDLE_FETCH_RESPONSE, LEADER_SHRINK_ISR, BECOME_FOLLOWER,
+ LEADER_SHRINK_ISR_FAILS, REPLICA_FLUSH, REPLICA_CRASH, REPLICA_RESTART, CONTROLLER_NOTICE_FAILURE,
+ CONTROLLER_ELECT_LEADER, ZK_DISCONNECT, ZK_RECONNECT, PEER_DISCONNECT, PEER_RECONNECT,
+ FOLLOWER_TRUNCATE_BY_LEADER_EPOCH) = range(len(ACTION_NAMES))
+
+
+# ------------------------------------------------------------------------------- reading
+
+@njit(cache=True, inline="always")
+def cell(replica, offset):
+    return replica * REPLICA_WIDTH + offset
+
+
+@njit(cache=True)
+def popcount(mask):
+    count = 0
+    while mask:
+        mask &= mask - 1
+        count += 1
+    return count
+
+
+@njit(cache=True)
+def alive(s, i):
+    status = s[cell(i, STATUS)]
+    return status == UP or status == EXPIRED
+
+
+@njit(cache=True)
+def acts_as_leader(s, i):
+    role = s[cell(i, ROLE)]
+    return (role == LEADER_ROLE or role == FENCED) and alive(s, i)
+
+
+@njit(cache=True)
+def current_leader(s):
+    index = s[LEADER]
+    if index != NO_LEADER and acts_as_leader(s, index) and s[cell(index, EPOCH)] == s[CONTROLLER_EPOCH]:
+        return index
+    return NO_LEADER
+
+
+@njit(cache=True)
+def acting_leader(s, n, epoch):
+    index = s[LEADER]
+    if index != NO_LEADER and s[cell(index, EPOCH)] == epoch and acts_as_leader(s, index):
+        return index
+    for index in range(n):
+        if s[cell(index, EPOCH)] == epoch and acts_as_leader(s, index):
+            return index
+    return NO_LEADER
+
+
+@njit(cache=True)
+def reachable_leader(s, n, i):
+    if not alive(s, i) or s[PEER_CUT] >> i & 1:
+        return NO_LEADER
+    leader = acting_leader(s, n, s[cell(i, EPOCH)])
+    if leader == i or leader == NO_LEADER or s[PEER_CUT] >> leader & 1:
+        return NO_LEADER
+    return leader
+
+
+@njit(cache=True)
+def isr_of(s, i):
+    return s[ISR] if i == s[LEADER] else s[cell(i, STALE_ISR)]
+
+
+@njit(cache=True)
+def can_write_isr(s, i):
+    return i == s[LEADER] and not s[ZK_CUT] >> i & 1
+
+
+@njit(cache=True)
+def latest_epoch(s, i):
+    count = s[cell(i, CACHE_COUNT)]
+    return s[cell(i, CACHE_EPOCH) + count - 1] if count else UNKNOWN
+
+
+@njit(cache=True)
+def end_offset_for(s, leader, requested):
+    """KIP-101's `LeaderEpochFileCache.endOffsetFor` (`protocols.end_offset_for`)."""
+    count = s[cell(leader, CACHE_COUNT)]
+    if requested == UNKNOWN or not count:
+        return UNKNOWN
+    if requested == s[cell(leader, CACHE_EPOCH) + count - 1]:
+        return s[cell(leader, LEO)]
+    if requested < s[cell(leader, CACHE_EPOCH)]:
+        return UNKNOWN
+    for position in range(count):
+        if s[cell(leader, CACHE_EPOCH) + position] > requested:
+            return s[cell(leader, CACHE_START) + position]
+    return UNKNOWN
+
+
+@njit(cache=True)
+def epoch_end(s, i, requested):
+    """`protocols.epoch_end` on replica i's cache and LEO: (epoch, end offset)."""
+    count = s[cell(i, CACHE_COUNT)]
+    if requested == UNKNOWN or not count:
+        return UNKNOWN, UNKNOWN
+    epochs = cell(i, CACHE_EPOCH)
+    if requested == s[epochs + count - 1]:
+        return requested, s[cell(i, LEO)]
+    later = UNKNOWN
+    for position in range(count):
+        if s[epochs + position] > requested:
+            later = s[cell(i, CACHE_START) + position]
+            break
+    if later == UNKNOWN:
+        return UNKNOWN, UNKNOWN
+    earlier = requested
+    for position in range(count):
+        if s[epochs + position] <= requested:
+            earlier = s[epochs + position]
+    return earlier, later
+
+
+@njit(cache=True)
+def offset_truncation_state(s, follower, leader_epoch, leader_end):
+    """`protocols.offset_truncation_state`: (offset, complete)."""
+    if leader_end == UNKNOWN:
+        return s[cell(follower, HW)], True
+    follower_epoch, follower_end = epoch_end(s, follower, leader_epoch)
+    if follower_end == UNKNOWN:
+        return leader_end, True
+    if follower_epoch != leader_epoch:
+        return follower_end, False
+    return min(follower_end, leader_end), True
+
+
+@njit(cache=True)
+def fetch_divergence(s, protocol, leader, follower):
+    """The offset a diverging fetch truncates to, or UNKNOWN when it does not diverge."""
+    if protocol < DIVERGING_EPOCH:
+        return UNKNOWN
+    fetch_epoch = latest_epoch(s, follower)
+    if fetch_epoch == UNKNOWN:
+        return UNKNOWN
+    leader_epoch, leader_end = epoch_end(s, leader, fetch_epoch)
+    if leader_end == UNKNOWN or not (leader_epoch < fetch_epoch or leader_end < s[cell(follower, LEO)]):
+        return UNKNOWN
+    return offset_truncation_state(s, follower, leader_epoch, leader_end)[0]
+
+
+@njit(cache=True)
+def may_join_isr(s, protocol, leader, offset):
+    if offset < s[cell(leader, HW)]:
+        return False
+    if protocol < KIP_320:
+        return True
+    count = s[cell(leader, CACHE_COUNT)]
+    return count > 0 and offset >= s[cell(leader, CACHE_START) + count - 1]
+
+
+# ------------------------------------------------------------------------------- writing
+
+@njit(cache=True)
+def clear_memory(t, i):
+    """Forget the response in flight, the stale ISR and the view of the others."""
+    for position in range(RESPONSE, REMOTE_LEO + MAX_REPLICAS):
+        t[cell(i, position)] = 0
+
+
+@njit(cache=True)
+def truncate(t, i, offset):
+    """`protocols.truncate`: cut the log at `offset`; HW and epoch cache never point past it."""
+    leo = t[cell(i, LEO)]
+    if offset >= leo:
+        return
+    for position in range(offset, leo):
+        t[cell(i, LOG_MSG) + position] = 0
+        t[cell(i, LOG_EPOCH) + position] = 0
+    t[cell(i, UNFLUSHED)] = max(0, t[cell(i, UNFLUSHED)] - (leo - offset))
+    t[cell(i, HW)] = min(t[cell(i, HW)], offset)
+    t[cell(i, LEO)] = offset
+    count, kept = t[cell(i, CACHE_COUNT)], 0
+    for position in range(count):
+        epoch, start = t[cell(i, CACHE_EPOCH) + position], t[cell(i, CACHE_START) + position]
+        t[cell(i, CACHE_EPOCH) + position] = 0
+        t[cell(i, CACHE_START) + position] = 0
+        if start < offset:
+            t[cell(i, CACHE_EPOCH) + kept] = epoch
+            t[cell(i, CACHE_START) + kept] = start
+            kept += 1
+    t[cell(i, CACHE_COUNT)] = kept
+
+
+@njit(cache=True)
+def push_cache_entry(t, i, epoch, start):
+    count = t[cell(i, CACHE_COUNT)]
+    t[cell(i, CACHE_EPOCH) + count] = epoch
+    t[cell(i, CACHE_START) + count] = start
+    t[cell(i, CACHE_COUNT)] = count + 1
+
+
+@njit(cache=True)
+def append(cfg, t, i, msg, epoch):
+    """One record at the end of replica i's log (`ReplicationModel._appended`, one record)."""
+    leo = t[cell(i, LEO)]
+    t[cell(i, LOG_MSG) + leo] = msg
+    t[cell(i, LOG_EPOCH) + leo] = epoch
+    t[cell(i, LEO)] = leo + 1
+    if not cfg[C_FLUSH]:
+        t[cell(i, UNFLUSHED)] += 1
+    if cfg[C_PROTOCOL] != HW_PROTOCOL:
+        count = t[cell(i, CACHE_COUNT)]
+        if not count or epoch > t[cell(i, CACHE_EPOCH) + count - 1]:
+            push_cache_entry(t, i, epoch, leo)
+
+
+@njit(cache=True)
+def add_history(t, first, i, hw):
+    for offset in range(hw):
+        t[first + offset] |= 1 << t[cell(i, LOG_MSG) + offset]
+
+
+@njit(cache=True)
+def advance_hw(cfg, t, index):
+    """`ReplicationModel._advance_hw`."""
+    if index == NO_LEADER:
+        return
+    isr = isr_of(t, index)
+    least = 1 << 30
+    for member in range(cfg[C_REPLICAS]):
+        if isr >> member & 1:
+            leo = t[cell(index, LEO)] if member == index else t[cell(index, REMOTE_LEO) + member]
+            least = min(least, leo)
+    old_hw = t[cell(index, HW)]
+    hw = max(old_hw, least)
+    if hw != old_hw:
+        t[cell(index, HW)] = hw
+        if cfg[C_ACKS] == ACKS_ALL and popcount(isr) >= cfg[C_MIN_ISR]:
+            epoch = t[cell(index, EPOCH)]
+            for offset in range(old_hw, hw):
+                if t[cell(index, LOG_EPOCH) + offset] == epoch:
+                    t[ACKED] |= 1 << t[cell(index, LOG_MSG) + offset]
+    if not hw:
+        return
+    add_history(t, CONSUMED, index, hw)
+    if index == current_leader(t):
+        add_history(t, COMMITTED, index, hw)
+
+
+@njit(cache=True)
+def with_isr(cfg, t, isr):
+    t[ISR] = isr
+    advance_hw(cfg, t, current_leader(t))
+
+
+# ------------------------------------------------------------------------------- actions
+
+@njit(cache=True)
+def producer_write(cfg, s, t, i):
+    if s[WRITTEN] >= cfg[C_MESSAGES]:
+        return False
+    lost_on_wire = cfg[C_ACKS] == ACKS_ZERO and i == s[LEADER] and s[cell(i, STATUS)] == CRASHED
+    if not (lost_on_wire or s[cell(i, ROLE)] == LEADER_ROLE and alive(s, i)):
+        return False
+    if cfg[C_ACKS] == ACKS_ALL and popcount(isr_of(s, i)) < cfg[C_MIN_ISR]:
+        return False
+    t[:] = s
+    written = s[WRITTEN] + 1
+    t[WRITTEN] = written
+    if cfg[C_ACKS] != ACKS_ALL:
+        t[ACKED] |= 1 << written
+    if lost_on_wire:
+        return True
+    append(cfg, t, i, written, s[cell(i, EPOCH)])
+    advance_hw(cfg, t, i)
+    return True
+
+
+@njit(cache=True)
+def record_fetch(cfg, t, leader, i, offset):
+    """`ReplicationModel._record_fetch`."""
+    isr = t[ISR]
+    if not isr >> i & 1 and may_join_isr(t, cfg[C_PROTOCOL], leader, offset) and can_write_isr(t, leader):
+        t[ISR] = isr | 1 << i
+    t[cell(leader, REMOTE_LEO) + i] = offset
+    advance_hw(cfg, t, leader)
+
+
+@njit(cache=True)
+def leader_handle_fetch_request(cfg, s, t, i):
+    if s[cell(i, RESPONSE)] or s[cell(i, ROLE)] != FOLLOWER:
+        return False
+    leader = reachable_leader(s, cfg[C_REPLICAS], i)
+    if leader == NO_LEADER:
+        return False
+    protocol = cfg[C_PROTOCOL]
+    offset = s[cell(i, LEO)]
+    diverging = fetch_divergence(s, protocol, leader, i)
+    t[:] = s
+    t[cell(i, RESPONSE)] = 1
+    if diverging == UNKNOWN and offset > s[cell(leader, LEO)]:
+        t[cell(i, RESPONSE_OFFSET)] = s[cell(leader, LEO)]
+        t[cell(i, RESPONSE_HW)] = s[cell(leader, HW)]
+        t[cell(i, RESPONSE_OUT_OF_RANGE)] = 1
+        return True
+    if diverging == UNKNOWN or protocol != KAFKA_13141:
+        record_fetch(cfg, t, leader, i, offset)
+    t[cell(i, RESPONSE_HW)] = t[cell(leader, HW)]
+    if diverging != UNKNOWN:
+        t[cell(i, RESPONSE_OFFSET)] = diverging
+        t[cell(i, RESPONSE_OUT_OF_RANGE)] = 1
+        return True
+    t[cell(i, RESPONSE_OFFSET)] = offset
+    leader_leo = t[cell(leader, LEO)]
+    t[cell(i, RESPONSE_COUNT)] = leader_leo - offset
+    for position in range(offset, leader_leo):
+        t[cell(i, RESPONSE_MSG) + position - offset] = t[cell(leader, LOG_MSG) + position]
+        t[cell(i, RESPONSE_EPOCH) + position - offset] = t[cell(leader, LOG_EPOCH) + position]
+    return True
+
+
+@njit(cache=True)
+def clear_response(t, i):
+    for position in range(RESPONSE, RESPONSE_EPOCH + MAX_MESSAGES):
+        t[cell(i, position)] = 0
+
+
+@njit(cache=True)
+def follower_handle_fetch_response(cfg, s, t, i):
+    if not (alive(s, i) and s[cell(i, RESPONSE)]) or s[PEER_CUT] >> i & 1:
+        return False
+    t[:] = s
+    clear_response(t, i)
+    response_offset, response_hw = s[cell(i, RESPONSE_OFFSET)], s[cell(i, RESPONSE_HW)]
+    if s[cell(i, RESPONSE_OUT_OF_RANGE)]:
+        if cfg[C_PROTOCOL] >= DIVERGING_EPOCH:
+            t[cell(i, HW)] = min(t[cell(i, LEO)], response_hw)
+        truncate(t, i, response_offset)
+    else:
+        for position in range(s[cell(i, RESPONSE_COUNT)]):
+            append(cfg, t, i, s[cell(i, RESPONSE_MSG) + position], s[cell(i, RESPONSE_EPOCH) + position])
+        t[cell(i, HW)] = min(t[cell(i, LEO)], response_hw)
+    return True
+
+
+@njit(cache=True)
+def leader_shrink_isr(cfg, s, t, i):
+    isr = s[ISR]
+    if not isr >> i & 1:
+        return False
+    leader = current_leader(s)
+    if leader == NO_LEADER or leader == i or not can_write_isr(s, leader):
+        return False
+    if s[cell(leader, REMOTE_LEO) + i] >= s[cell(leader, LEO)]:
+        return False
+    t[:] = s
+    with_isr(cfg, t, isr & ~(1 << i))
+    return True
+
+
+@njit(cache=True)
+def leader_shrink_isr_fails(cfg, s, t, i):
+    if not (s[cell(i, ROLE)] == LEADER_ROLE and alive(s, i)) or can_write_isr(s, i):
+        return False
+    isr, leo = isr_of(s, i), s[cell(i, LEO)]
+    lagging = False
+    for member in range(cfg[C_REPLICAS]):
+        if member != i and isr >> member & 1 and s[cell(i, REMOTE_LEO) + member] < leo:
+            lagging = True
+    if not lagging:
+        return False
+    t[:] = s
+    t[cell(i, ROLE)] = FENCED
+    return True
+
+
+@njit(cache=True)
+def become_follower(cfg, s, t, i):
+    leader = s[LEADER]
+    if not alive(s, i) or leader == NO_LEADER or leader == i or s[cell(i, EPOCH)] >= s[CONTROLLER_EPOCH]:
+        return False
+    if s[ZK_CUT] >> i & 1:
+        return False
+    t[:] = s
+    t[cell(i, EPOCH)] = s[CONTROLLER_EPOCH]
+    clear_memory(t, i)
+    protocol = cfg[C_PROTOCOL]
+    if protocol == HW_PROTOCOL:
+        truncate(t, i, t[cell(i, HW)])
+        t[cell(i, ROLE)] = FOLLOWER
+    elif protocol >= DIVERGING_EPOCH and t[cell(i, CACHE_COUNT)]:
+        t[cell(i, ROLE)] = FOLLOWER
+    else:
+        t[cell(i, ROLE)] = TRUNCATING
+    return True
+
+
+@njit(cache=True)
+def replica_flush(cfg, s, t, i):
+    if not s[cell(i, UNFLUSHED)] or not alive(s, i):
+        return False
+    t[:] = s
+    t[cell(i, UNFLUSHED)] = 0
+    return True
+
+
+@njit(cache=True)
+def replica_crash(cfg, s, t, i):
+    if not alive(s, i) or s[CRASHES] >= cfg[C_CRASHES]:
+        return False
+    t[:] = s
+    truncate(t, i, s[cell(i, LEO)] - s[cell(i, UNFLUSHED)])
+    t[cell(i, STATUS)] = OFFLINE if s[cell(i, STATUS)] == EXPIRED else CRASHED
+    t[cell(i, ROLE)] = NO_ROLE
+    t[cell(i, EPOCH)] = UNKNOWN
+    clear_memory(t, i)
+    t[CRASHES] = s[CRASHES] + 1
+    return True
+
+
+@njit(cache=True)
+def replica_restart(cfg, s, t, i):
+    if alive(s, i) or (s[cell(i, STATUS)] == CRASHED and s[LEADER] == i):
+        return False
+    if s[ZK_CUT] >> i & 1:
+        return False
+    t[:] = s
+    t[cell(i, STATUS)] = UP
+    return True
+
+
+@njit(cache=True)
+def controller_notice_failure(cfg, s, t, i):
+    status = s[cell(i, STATUS)]
+    if not (status == CRASHED or status == UP and s[ZK_CUT] >> i & 1):
+        return False
+    t[:] = s
+    if status == CRASHED:
+        t[cell(i, STATUS)] = OFFLINE
+    else:
+        t[cell(i, STATUS)] = EXPIRED
+        if i == s[LEADER]:
+            t[cell(i, STALE_ISR)] = s[ISR]
+    if s[LEADER] == i:
+        t[LEADER] = NO_LEADER
+    remaining = s[ISR] & ~(1 << i)
+    if s[ISR] >> i & 1 and remaining:
+        with_isr(cfg, t, remaining)
+    return True
+
+
+@njit(cache=True)
+def controller_elect_leader(cfg, s, t, i):
+    if s[LEADER] != NO_LEADER or s[CONTROLLER_EPOCH] >= cfg[C_ELECTIONS]:
+        return False
+    if s[cell(i, STATUS)] != UP or s[ZK_CUT] >> i & 1:
+        return False
+    n, isr = cfg[C_REPLICAS], s[ISR]
+    live_isr = 0
+    for member in range(n):
+        if isr >> member & 1 and s[cell(member, STATUS)] == UP:
+            live_isr |= 1 << member
+    if live_isr >> i & 1:
+        new_isr = isr
+    elif cfg[C_UNCLEAN] and not live_isr:
+        new_isr = 1 << i
+    else:
+        return False
+    epoch = s[CONTROLLER_EPOCH] + 1
+    t[:] = s
+    t[cell(i, ROLE)] = LEADER_ROLE
+    t[cell(i, EPOCH)] = epoch
+    clear_memory(t, i)
+    t[cell(i, HAS_REMOTE)] = 1
+    for member in range(n):
+        t[cell(i, REMOTE_LEO) + member] = UNKNOWN
+    if cfg[C_PROTOCOL] != HW_PROTOCOL:
+        push_cache_entry(t, i, epoch, s[cell(i, LEO)])
+    t[LEADER] = i
+    t[CONTROLLER_EPOCH] = epoch
+    t[ISR] = new_isr
+    advance_hw(cfg, t, i)
+    return True
+
+
+@njit(cache=True)
+def follower_truncate_by_leader_epoch(cfg, s, t, i):
+    if s[cell(i, ROLE)] != TRUNCATING:
+        return False
+    leader = reachable_leader(s, cfg[C_REPLICAS], i)
+    if leader == NO_LEADER:
+        return False
+    requested = latest_epoch(s, i)
+    if cfg[C_PROTOCOL] == LEADER_EPOCH_PROTOCOL:
+        end = end_offset_for(s, leader, requested)
+        offset, complete = (s[cell(i, HW)] if end == UNKNOWN else end), True
+    else:
+        leader_epoch, leader_end = epoch_end(s, leader, requested)
+        offset, complete = offset_truncation_state(s, i, leader_epoch, leader_end)
+    t[:] = s
+    truncate(t, i, offset)
+    if complete:
+        t[cell(i, ROLE)] = FOLLOWER
+    return True
+
+
+@njit(cache=True)
+def zk_disconnect(cfg, s, t, i):
+    if s[CUTS] >= cfg[C_PARTITIONS] or s[cell(i, STATUS)] != UP or s[ZK_CUT] >> i & 1:
+        return False
+    t[:] = s
+    t[ZK_CUT] = s[ZK_CUT] | 1 << i
+    t[CUTS] = s[CUTS] + 1
+    return True
+
+
+@njit(cache=True)
+def zk_reconnect(cfg, s, t, i):
+    if not s[ZK_CUT] >> i & 1:
+        return False
+    t[:] = s
+    t[ZK_CUT] = s[ZK_CUT] & ~(1 << i)
+    if t[cell(i, STATUS)] == EXPIRED:
+        t[cell(i, STATUS)] = UP
+    if t[cell(i, ROLE)] == FENCED and can_write_isr(t, i):
+        t[cell(i, ROLE)] = LEADER_ROLE
+    return True
+
+
+@njit(cache=True)
+def peer_disconnect(cfg, s, t, i):
+    if s[CUTS] >= cfg[C_PARTITIONS] or not alive(s, i) or s[PEER_CUT] >> i & 1:
+        return False
+    t[:] = s
+    t[PEER_CUT] = s[PEER_CUT] | 1 << i
+    t[CUTS] = s[CUTS] + 1
+    return True
+
+
+@njit(cache=True)
+def peer_reconnect(cfg, s, t, i):
+    if not s[PEER_CUT] >> i & 1:
+        return False
+    t[:] = s
+    t[PEER_CUT] = s[PEER_CUT] & ~(1 << i)
+    return True
+
+
+@njit(cache=True)
+def apply(cfg, action, s, t, i):
+    """The successor of `s` by action code `action` on replica i, into `t`; False when disabled."""
+    if action == PRODUCER_WRITE:
+        return producer_write(cfg, s, t, i)
+    if action == LEADER_HANDLE_FETCH_REQUEST:
+        return leader_handle_fetch_request(cfg, s, t, i)
+    if action == FOLLOWER_HANDLE_FETCH_RESPONSE:
+        return follower_handle_fetch_response(cfg, s, t, i)
+    if action == LEADER_SHRINK_ISR:
+        return leader_shrink_isr(cfg, s, t, i)
+    if action == BECOME_FOLLOWER:
+        return become_follower(cfg, s, t, i)
+    if action == LEADER_SHRINK_ISR_FAILS:
+        return leader_shrink_isr_fails(cfg, s, t, i)
+    if action == REPLICA_FLUSH:
+        return replica_flush(cfg, s, t, i)
+    if action == REPLICA_CRASH:
+        return replica_crash(cfg, s, t, i)
+    if action == REPLICA_RESTART:
+        return replica_restart(cfg, s, t, i)
+    if action == CONTROLLER_NOTICE_FAILURE:
+        return controller_notice_failure(cfg, s, t, i)
+    if action == CONTROLLER_ELECT_LEADER:
+        return controller_elect_leader(cfg, s, t, i)
+    if action == ZK_DISCONNECT:
+        return zk_disconnect(cfg, s, t, i)
+    if action == ZK_RECONNECT:
+        return zk_reconnect(cfg, s, t, i)
+    if action == PEER_DISCONNECT:
+        return peer_disconnect(cfg, s, t, i)
+    if action == PEER_RECONNECT:
+        return peer_reconnect(cfg, s, t, i)
+    return follower_truncate_by_leader_epoch(cfg, s, t, i)
