@@ -30,6 +30,10 @@ AGREEMENT_CONFIGS = [
     Config("leader-epoch", messages=2, crashes=1, elections=1, acks="0"),
     Config("kip-279", messages=1, crashes=1, elections=1, unclean=True),
     Config("kip-279", messages=1, crashes=0, elections=1, partitions=1),
+    # the later variants: the KAFKA-7128 ISR-join rule, truncation on a diverging fetch, KAFKA-13141
+    Config("kip-320", messages=1, crashes=1, elections=1, unclean=True),
+    Config("diverging-epoch", messages=1, crashes=1, elections=1),
+    Config("kafka-13141", messages=1, crashes=1, elections=1, acks="1"),
 ]
 
 
