@@ -1,0 +1,143 @@
+"""The protocol variants after KIP-101: each fix turns the counterexample of the variant before it
+green, the new rules act as Kafka's code does, and the protocols are a layer the replication
+model calls without being imported back."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from kafka_mc.checker import check
+from kafka_mc.checker.scenario import documented_scenarios, load_scenario, replay
+from kafka_mc.checker.symbolic.truncation import SYMBOLIC_PROTOCOLS
+from kafka_mc.checker.tlc import MODULES
+from kafka_mc.model import PROTOCOLS, Config, ReplicationModel, parse_action
+from kafka_mc.model.protocols import HISTORY
+from kafka_mc.model.state import FOLLOWER, LEADER, TRUNCATING, FetchResponse, Record, Replica
+
+FINDINGS = {path.stem: path for path in documented_scenarios("findings")}
+MODEL_DIR = Path(__file__).parent.parent / "model"
+
+# (the counterexample of a variant, the same story under the variant that fixes it, the step of
+# the counterexample the fix disables: None when every step stays enabled)
+FIXES = [
+    ("fast-failover-leader-epoch", "fast-failover-kip-279", None),
+    ("isr-join-lagging-hw-kip-279", "isr-join-lagging-hw-kip-320", 17),
+    ("diverging-fetch-joins-isr-diverging-epoch", "diverging-fetch-joins-isr-kafka-13141", 11),
+]
+
+
+@pytest.mark.parametrize("broken, fixed, disabled", FIXES, ids=[fix[1] for fix in FIXES])
+def test_each_fix_turns_the_counterexample_before_it_green(broken, fixed, disabled):
+    before, after = load_scenario(FINDINGS[broken]), load_scenario(FINDINGS[fixed])
+    replayed = replay(before)
+    assert replayed.mismatches == [] and set(replayed.first_breaks) == set(before.expected_violations) != set()
+    replayed = replay(after)
+    assert replayed.mismatches == [] and replayed.first_breaks == {}
+    # the broken steps under the fixed protocol: enabled up to the step the fix disables
+    model = ReplicationModel(after.config)
+    state = model.initial_states()[before.trace.initial]
+    for number, action in enumerate(before.trace.actions, start=1):
+        following = model.next_state(state, action)
+        if following is None:
+            break
+        state = following
+    else:
+        number = None
+    assert number == disabled
+
+
+def test_the_history_is_oldest_first_and_every_variant_has_every_engine():
+    assert [p.name for p in HISTORY] == ["hw", "leader-epoch", "kip-279", "kip-320", "diverging-epoch", "kafka-13141"]
+    assert list(PROTOCOLS) == [p.name for p in HISTORY]
+    assert set(SYMBOLIC_PROTOCOLS) == set(MODULES) == set(PROTOCOLS)
+
+
+def test_diverging_epoch_loses_committed_data_with_two_replicas_and_kafka_13141_does_not():
+    bounds = dict(replicas=2, messages=2, crashes=2, elections=2)
+    broken = check(Config("diverging-epoch", **bounds), keep_going=True, symmetry=True)
+    assert {v.invariant: len(v.trace) for v in broken.violations} == {
+        "NoCommittedDataLoss": 11, "NoAckedDataLoss": 11, "NoConsumedRecordLost": 11, "NoLogDivergence": 11}
+    fixed = check(Config("kafka-13141", **bounds), keep_going=True, symmetry=True)
+    assert fixed.complete and not fixed.violations
+
+
+def replica(log=(), hw=0, epochs=(), role=FOLLOWER) -> Replica:
+    return Replica(tuple(Record(m, e) for m, e in log), 0, hw, tuple(epochs), 0, role, 0, (), 0, ())
+
+
+def test_kafka_7128_rule_needs_the_start_of_the_leaders_epoch():
+    leader = replica([(1, 0), (2, 1)], hw=0, epochs=[(0, 0), (1, 1)], role=LEADER)  # LE1 starts at offset 1
+    assert PROTOCOLS["kip-279"].may_join_isr(leader, 0)
+    assert not PROTOCOLS["kip-320"].may_join_isr(leader, 0)
+    assert PROTOCOLS["kip-320"].may_join_isr(leader, 1)
+    assert not PROTOCOLS["kip-320"].may_join_isr(leader._replace(hw=2), 1)
+
+
+def test_a_fetch_diverges_where_readrecords_says_and_the_follower_truncates_as_kip_279():
+    protocol = PROTOCOLS["diverging-epoch"]
+    leader = replica([(1, 0), (3, 2)], hw=1, epochs=[(0, 0), (2, 1)], role=LEADER)
+    assert protocol.fetch_divergence(leader, replica([(1, 0)], epochs=[(0, 0)])) is None  # a prefix
+    assert protocol.fetch_divergence(leader, replica()) is None  # no epoch: OffsetsForLeaderEpoch first
+    # LE0 ends at 1 on the leader, before the fetch offset 2: truncate to 1
+    follower = replica([(1, 0), (2, 0)], hw=1, epochs=[(0, 0)])
+    assert protocol.fetch_divergence(leader, follower) == 1
+    # the leader has no LE1: it answers LE0 ending at 1; the follower's LE0 ends at 1 too
+    follower = replica([(1, 0), (2, 1)], hw=0, epochs=[(0, 0), (1, 1)])
+    assert protocol.fetch_divergence(leader, follower) == 1
+    # the response's HW is taken before truncation, so it never covers the cut records
+    handled = protocol.handle_out_of_range(follower, FetchResponse(1, 2, (), True))
+    assert handled.log == (Record(1, 0),) and handled.hw == 1 and handled.epochs == ((0, 0),)
+
+
+def test_a_follower_with_an_epoch_fetches_at_once_under_truncation_on_fetch():
+    protocol = PROTOCOLS["diverging-epoch"]
+    assert protocol.become_follower(replica([(1, 0)], epochs=[(0, 0)])).role == FOLLOWER
+    assert protocol.become_follower(replica()).role == TRUNCATING
+    actions = ReplicationModel(Config("diverging-epoch")).action_names
+    assert "FollowerTruncateByLeaderEpoch" in actions and "FollowerTruncateByLeaderEpoch" not in \
+        ReplicationModel(Config("hw")).action_names
+
+
+def test_kafka_13141_leaves_the_leaders_view_of_a_diverging_follower_alone():
+    steps = ["ProducerWrite(A)", "ReplicaCrash(A)", "ControllerNoticeFailure(A)", "ReplicaRestart(A)",
+             "ControllerElectLeader(B)", "ProducerWrite(B)", "BecomeFollower(A)", "LeaderHandleFetchRequest(A)"]
+    after = {}
+    for name in ("diverging-epoch", "kafka-13141"):
+        model = ReplicationModel(Config(name, messages=2, crashes=2, elections=2))
+        state = model.initial_states()[0]
+        for step in steps:
+            state = model.next_state(state, parse_action(step, model.action_names, 2))
+        after[name] = state
+    assert after["diverging-epoch"].controller.isr == 0b11 and after["diverging-epoch"].replicas[1].remote_leos[0] == 1
+    assert after["kafka-13141"].controller.isr == 0b10 and after["kafka-13141"].replicas[1].remote_leos[0] == -1
+    assert after["diverging-epoch"].replicas[0].response == after["kafka-13141"].replicas[0].response == \
+        FetchResponse(0, 1, (), True)
+
+
+def imports_of(path: Path) -> set[str]:
+    """The sibling model modules a module imports (relative imports), at any level of nesting."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+            found.add(node.module)
+    return found
+
+
+def test_the_model_modules_import_no_loop_and_protocols_never_import_the_model():
+    graph = {path.stem: imports_of(path) for path in MODEL_DIR.glob("*.py") if path.stem != "__init__"}
+    assert imports_of(MODEL_DIR / "protocols.py") == {"state"}
+    visiting, done = set(), set()
+
+    def visit(module):
+        assert module not in visiting, f"import loop through {module}"
+        if module in done:
+            return
+        visiting.add(module)
+        for imported in graph.get(module, ()):
+            visit(imported)
+        visiting.discard(module)
+        done.add(module)
+
+    for module in graph:
+        visit(module)
