@@ -1,13 +1,19 @@
-"""The Spark engine against the local engine: wall time, states/s, speed-up, driver peak memory,
-Spark's overhead per level.
+"""The Spark engine against the local engine, on the ladder of `benchmarks/bench.py`.
 
-    python benchmarks/spark_bench.py [--configs small,medium] [--masters local,local[1],local[2]]
-                                     [--cluster] [--json out.json]
+For each rung (leader-epoch, no violation: every run explores the whole space) this runs the
+local engine (one process), Spark `local[1]` and `local[2]`, and a standalone cluster on
+127.0.0.1 with one worker and then two (one core each), every run in a fresh child process,
+and reports wall time, distinct states/s, states/s per core, the speed-up over the local
+engine (and of two workers over one), the peak RSS of the driver (its Python and JVM) and of
+the largest executor (its JVM and Python workers), and Spark's cost per level: a least-squares
+line through each level's seconds against its new states gives the fixed overhead of a level
+(its intercept) and the cost of a state (its slope).
 
-`local` is the local engine (`checker.bfs.check`, one process). `--cluster` also starts a
-standalone master with one worker, then two (1 core each), on 127.0.0.1, from the installed
-pyspark. Every Spark run is checked against the local engine's counts. The driver's peak memory
-is its Python process's peak RSS plus its JVM's (read from /proc while the run goes on).
+    python benchmarks/spark_bench.py --up-to 500000              # rungs expected below that size
+    python benchmarks/spark_bench.py --rungs 8 --setups cluster  # the 1.3e7 rung on the cluster only
+    python benchmarks/spark_bench.py --save rows.json            # keep the rows as they come
+
+Setups: local (the local engine), local[1], local[2], cluster (one worker, then two).
 """
 
 from __future__ import annotations
@@ -15,56 +21,71 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
+import platform
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
-from kafka_mc.checker import check
-from kafka_mc.model import Config
+from tabulate import tabulate
 
-CONFIGS = {
-    "tiny": Config(protocol="hw", messages=1, crashes=1, elections=1),  # 352 states
-    "small": Config(protocol="leader-epoch"),  # 6,462
-    "medium": Config(protocol="leader-epoch", messages=3, crashes=2, elections=2),
-    "large": Config(protocol="leader-epoch", replicas=3, messages=2, crashes=2, elections=2),
-}
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
+from bench import LADDER  # noqa: E402  (the speed ladder: protocol, replicas, messages, crashes, elections)
+
+SETUPS = ("local", "local[1]", "local[2]", "cluster")
 
 
-def _rss_kib(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+# ------------------------------------------------------------------------------ memory
+
+
+def _processes() -> dict[int, tuple[int, str, int]]:
+    """pid -> (parent pid, command line, RSS KiB) of every process."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            rss = next((int(line.split()[1]) for line in (entry / "status").read_text().splitlines()
+                        if line.startswith("VmRSS:")), 0)
+        except (OSError, IndexError, ValueError):
+            continue
+        table[int(entry.name)] = (parent, command, rss)
+    return table
+
+
+def _tree_rss(table: dict, root: int) -> int:
+    """RSS KiB of `root` and its descendants."""
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        if pid in table:
+            total += table[pid][2]
+            stack += [child for child, (parent, _, _) in table.items() if parent == pid]
+    return total
 
 
 class PeakMemory:
-    """Peak RSS of the driver's JVM (a child of this process), sampled every 0.2 s."""
+    """Samples every 0.5 s: the driver's tree (the child process: its Python, its JVM and, in local
+    mode, the Python workers) and each executor's tree (an executor JVM and its Python workers)."""
 
-    def __init__(self):
-        self.peak_jvm = 0
+    def __init__(self, driver_pid: int):
+        self.driver_pid, self.driver_kib, self.executor_kib = driver_pid, 0, 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
-    def _jvms(self):
-        me = str(os.getpid())
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                except OSError:
-                    continue
-                if fields[1] == me:
-                    yield int(entry.name)
-
     def _sample(self):
         while not self._stop.is_set():
-            self.peak_jvm = max(self.peak_jvm, sum(_rss_kib(pid) for pid in self._jvms()))
-            time.sleep(0.2)
+            table = _processes()
+            self.driver_kib = max(self.driver_kib, _tree_rss(table, self.driver_pid))
+            for pid, (_, command, _) in table.items():
+                if "CoarseGrainedExecutorBackend" in command:
+                    self.executor_kib = max(self.executor_kib, _tree_rss(table, pid))
+            time.sleep(0.5)
 
     def __enter__(self):
         self._thread.start()
@@ -75,99 +96,136 @@ class PeakMemory:
         self._thread.join()
 
 
-def run_local(config: Config) -> dict:
+# ------------------------------------------------------------------------------- child
+
+
+def child(setup: str, rung: list, master: str, cores: int, executor_memory: str) -> dict:
+    """In the child process: one complete exploration, as a JSON-ready row."""
+    from kafka_mc.checker import check
+    from kafka_mc.model import Config
+
+    protocol, replicas, messages, crashes, elections = rung
+    config = Config(protocol, replicas, messages, crashes, elections)
     started = time.perf_counter()
-    result = check(config, keep_going=True)
-    seconds = time.perf_counter() - started
-    return {"engine": "local", "seconds": seconds, "distinct_states": result.stats.distinct_states,
-            "states_generated": result.stats.states_generated, "depth": result.stats.depth, "cores": 1}
+    if setup == "local":
+        result = check(config, keep_going=True)
+        levels, partitions = [], None
+    else:
+        from kafka_mc.checker.spark import run_spark_check, session
 
-
-def run_spark(config: Config, master: str, cores: int, partitions: int) -> dict:
-    from kafka_mc.checker.spark import run_spark_check, session
-
-    extra = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"} \
-        if master.startswith("spark://") else {}
-    with PeakMemory() as memory:
+        extra = {"spark.driver.memory": "4g", "spark.executor.memory": executor_memory}
+        if master.startswith("spark://"):
+            extra.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+                          "spark.cores.max": str(cores)})
+        partitions = max(2, cores)
+        sizes = []
         spark = session(master, partitions, app_name="kafka-mc-bench", extra=extra)
+        started = time.perf_counter()
         try:
-            started = time.perf_counter()
-            result, run = run_spark_check(config, keep_going=True, spark=spark, partitions=partitions)
-            seconds = time.perf_counter() - started
+            result, run = run_spark_check(config, keep_going=True, spark=spark, partitions=partitions,
+                                          progress=lambda p: sizes.append(p.distinct_states))
         finally:
             spark.stop()
-    levels = run.level_seconds
-    return {"engine": f"spark {master}", "seconds": seconds, "distinct_states": result.stats.distinct_states,
-            "states_generated": result.stats.states_generated, "depth": result.stats.depth, "cores": cores,
-            "executors": run.executors, "partitions": run.partitions,
-            "driver_python_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "driver_jvm_peak_mib": memory.peak_jvm / 1024,
-            "median_level_seconds": sorted(levels)[len(levels) // 2] if levels else None}
+        from kafka_mc.model import ReplicationModel
+
+        before = [len(ReplicationModel(config).initial_states())] + sizes[:-1]
+        levels = list(zip([after - prior for prior, after in zip(before, sizes)], run.level_seconds))
+    seconds = time.perf_counter() - started
+    return {"setup": setup, "master": master, "cores": cores, "partitions": partitions, "seconds": seconds,
+            "distinct": result.stats.distinct_states, "generated": result.stats.states_generated,
+            "depth": result.stats.depth, "levels": levels}
+
+
+def _level_line(levels: list) -> tuple[float | None, float | None]:
+    """Least squares of level seconds on new states: (seconds per level, microseconds per state)."""
+    if len(levels) < 3:
+        return None, None
+    xs, ys = [x for x, _ in levels], [y for _, y in levels]
+    n, mx, my = len(xs), sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx == 0:
+        return None, None
+    slope = sum((x - mx) * (y - my) for x, y in levels) / sxx
+    return my - slope * mx, slope * 1e6
+
+
+def measure(setup: str, rung: tuple, master: str, cores: int, executor_memory: str) -> dict:
+    """Run one setup on one rung in a child process, sampling memory from here."""
+    arguments = json.dumps([setup, list(rung[:5]), master, cores, executor_memory])
+    process = subprocess.Popen([sys.executable, __file__, "--child", arguments], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+    with PeakMemory(process.pid) as memory:
+        output, _ = process.communicate()
+    if process.returncode != 0:
+        raise RuntimeError(f"{setup} on {rung} failed (exit {process.returncode})")
+    row = json.loads(output.strip().splitlines()[-1])
+    overhead, per_state = _level_line(row.pop("levels"))
+    protocol, replicas, messages, crashes, elections = rung[:5]
+    row.update(rung=f"r={replicas} m={messages} c={crashes} e={elections}",
+               distinct_per_s=row["distinct"] / row["seconds"],
+               per_core=row["distinct"] / row["seconds"] / cores,
+               driver_peak_mb=memory.driver_kib / 1024, executor_peak_mb=memory.executor_kib / 1024 or None,
+               level_overhead_s=overhead, us_per_state=per_state)
+    return row
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--configs", default="tiny,small")
-    parser.add_argument("--masters", default="local,local[1],local[2]")
-    parser.add_argument("--cluster", action="store_true")
-    parser.add_argument("--json")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--up-to", type=float, default=None, help="only rungs expected below this many states")
+    parser.add_argument("--rungs", default=None, help="rung numbers, 1-based, comma-separated")
+    parser.add_argument("--setups", default=",".join(SETUPS), help="comma-separated: " + ", ".join(SETUPS))
+    parser.add_argument("--executor-memory", default="8g", help="each executor's heap (default 8g)")
+    parser.add_argument("--save", help="append each row to this JSON file as it comes")
     args = parser.parse_args()
-    rows = []
-    for name in args.configs.split(","):
-        config = CONFIGS[name]
-        local = run_local(config)
-        local["config"] = name
-        rows.append(local)
-        print(json.dumps(local), flush=True)
-        targets = []
-        for master in args.masters.split(","):
-            if master != "local":
-                cores = int(master[6:-1]) if master.startswith("local[") else 1
-                targets.append((master, cores, None))
-        if args.cluster:
-            sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
-            from test_spark_cluster import Cluster  # the tests' cluster: master and two 1-core workers
+    if args.child:
+        print(json.dumps(child(*json.loads(args.child))))
+        return
+    setups = args.setups.split(",")
+    unknown = [s for s in setups if s not in SETUPS]
+    if unknown:
+        parser.error(f"--setups: {', '.join(unknown)} not among {', '.join(SETUPS)}")
+    rungs = LADDER if not args.rungs else [LADDER[int(n) - 1] for n in args.rungs.split(",")]
+    rungs = [r for r in rungs if args.up_to is None or r[5] <= args.up_to]
+    rows: list[dict] = []
 
-            import tempfile
+    def keep(row: dict) -> None:
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        if args.save:
+            Path(args.save).write_text(json.dumps(rows, indent=1))
 
-            cluster = Cluster(Path(tempfile.mkdtemp(prefix="kafka-mc-bench-cluster-")))
-            try:
-                row = run_spark(config, cluster.url, 2, 2)
-                row.update(config=name, engine="spark standalone, 2 workers")
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-                Cluster.kill(cluster.workers[1])
-                time.sleep(2)
-                row = run_spark(config, cluster.url, 1, 2)
-                row.update(config=name, engine="spark standalone, 1 worker")
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-            finally:
-                cluster.stop()
-        for master, cores, _ in targets:
-            row = run_spark(config, master, cores, max(cores, 2))
-            row["config"] = name
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-        for row in rows:
-            if row["config"] == name:
-                assert (row["distinct_states"], row["states_generated"], row["depth"]) == \
-                    (local["distinct_states"], local["states_generated"], local["depth"]), row
-                row["states_per_second"] = row["distinct_states"] / row["seconds"]
-                row["states_per_second_per_core"] = row["states_per_second"] / row["cores"]
-                row["speed_up_vs_local"] = local["seconds"] / row["seconds"]
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
-    header = ("config", "engine", "distinct", "seconds", "states/s", "per core", "vs local", "driver JVM MiB",
-              "level s")
-    print(" | ".join(header))
-    for row in rows:
-        print(" | ".join(str(x) for x in (row["config"], row["engine"], row["distinct_states"],
-                                          f"{row['seconds']:.1f}", f"{row['states_per_second']:.0f}",
-                                          f"{row['states_per_second_per_core']:.0f}",
-                                          f"{row['speed_up_vs_local']:.3f}",
-                                          f"{row.get('driver_jvm_peak_mib', 0):.0f}",
-                                          row.get("median_level_seconds"))))
+    for rung in rungs:
+        first = len(rows)
+        for setup in setups:
+            if setup == "cluster":
+                from test_spark_cluster import Cluster  # the tests' standalone cluster on 127.0.0.1
+
+                cluster = Cluster(Path(tempfile.mkdtemp(prefix="kafka-mc-bench-cluster-")), memory="10g")
+                try:
+                    keep(dict(measure("cluster", rung, cluster.url, 2, args.executor_memory), setup="cluster, 2 workers"))
+                    Cluster.kill(cluster.workers[1])
+                    time.sleep(3)
+                    keep(dict(measure("cluster", rung, cluster.url, 1, args.executor_memory), setup="cluster, 1 worker"))
+                finally:
+                    cluster.stop()
+            else:
+                master = setup if setup != "local" else "-"
+                keep(measure(setup, rung, master, int(setup[6:-1]) if setup.startswith("local[") else 1,
+                             args.executor_memory))
+        local = next((r for r in rows[first:] if r["setup"] == "local"), None)
+        for row in rows[first:]:  # every engine explores the same space
+            assert (row["distinct"], row["generated"]) == (rows[first]["distinct"], rows[first]["generated"]), row
+            row["vs_local"] = local["seconds"] / row["seconds"] if local else None
+    print(f"\n{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"load average {os.getloadavg()[0]:.1f} at the end\n")
+    print(tabulate([[r["rung"], r["setup"], r["distinct"], round(r["seconds"], 1), round(r["distinct_per_s"]),
+                     round(r["per_core"]), r["vs_local"] and round(r["vs_local"], 3), round(r["driver_peak_mb"]),
+                     r["executor_peak_mb"] and round(r["executor_peak_mb"]),
+                     r["level_overhead_s"] and round(r["level_overhead_s"], 2),
+                     r["us_per_state"] and round(r["us_per_state"], 1)] for r in rows],
+                   headers=["rung", "setup", "distinct", "wall s", "states/s", "per core", "vs local",
+                            "driver MB", "executor MB", "s/level", "us/state"]))
 
 
 if __name__ == "__main__":

@@ -44,14 +44,16 @@ def _environment() -> dict:
 
 
 class Cluster:
-    def __init__(self, root: Path):
+    """A standalone master and two one-core workers on 127.0.0.1 (`memory`: each worker's)."""
+
+    def __init__(self, root: Path, memory: str = "1g"):
         self.root, self.port, self.ui = root, _free_port(), _free_port()
         self.url = f"spark://127.0.0.1:{self.port}"
         self.master = self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                                   "--port", str(self.port), "--webui-port", str(self.ui))
         self._wait(lambda: self.status() is not None, "the master")
         self.workers = [self._start(f"worker{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                                    "--cores", "1", "--memory", "1g", "--webui-port", str(_free_port()),
+                                    "--cores", "1", "--memory", memory, "--webui-port", str(_free_port()),
                                     "--work-dir", str(root / f"work{i}"), self.url) for i in range(2)]
         self._wait(lambda: (self.status() or {}).get("aliveworkers") == 2, "two workers")
 
