@@ -27,7 +27,7 @@ from ..result import CheckResult, Stats, Trace, Violation
 from .explore import NO_PARENT, NOT_FOUND, explore_level, fingerprint, insert, pack
 from .invariants import FOLLOWER_TRUNCATED, PROPERTY_NAMES, state_flags
 from .layout import encode, packing, settings
-from .transitions import ACTION_NAMES
+from .transitions import slot_codes
 
 INITIAL_TABLE_SLOTS = 1 << 16
 
@@ -68,8 +68,7 @@ class _Search:
     def __init__(self, config: Config, properties: tuple[Property, ...]):
         self.model = ReplicationModel(config)
         self.cfg = settings(config)
-        codes = [ACTION_NAMES.index(name) for name in self.model.action_names]
-        self.slot_codes = np.array([code for code in codes for _ in range(config.replicas)], dtype=np.int64)
+        self.slot_codes = slot_codes(self.model.action_names, config.replicas)
         self.layout = packing(config)
         wanted = {p.name for p in properties}
         self.looking = sum(1 << index for index, name in enumerate(PROPERTY_NAMES) if name in wanted)

@@ -131,7 +131,7 @@ def encode(state: State) -> np.ndarray:
 
 def decode(wide: np.ndarray, replicas: int) -> State:
     """The model state of a wide form."""
-    cells = [int(value) for value in wide]
+    cells = wide.tolist()
     decoded = []
     for index in range(replicas):
         base = index * REPLICA_WIDTH

@@ -8,6 +8,7 @@ Every action reads the state `s` and, when it is enabled, writes its successor i
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from .layout import (
@@ -32,6 +33,11 @@ ACTION_NAMES = (
  LEADER_SHRINK_ISR_FAILS, REPLICA_FLUSH, REPLICA_CRASH, REPLICA_RESTART, CONTROLLER_NOTICE_FAILURE,
  CONTROLLER_ELECT_LEADER, ZK_DISCONNECT, ZK_RECONNECT, PEER_DISCONNECT, PEER_RECONNECT,
  FOLLOWER_TRUNCATE_BY_LEADER_EPOCH) = range(len(ACTION_NAMES))
+
+
+def slot_codes(action_names: tuple[str, ...], replicas: int) -> np.ndarray:
+    """The action code of every slot of a model (`ReplicationModel.action_index` order)."""
+    return np.array([ACTION_NAMES.index(name) for name in action_names for _ in range(replicas)], dtype=np.int64)
 
 
 # ------------------------------------------------------------------------------- reading
@@ -605,3 +611,18 @@ def apply(cfg, action, s, t, i):
     if action == PEER_RECONNECT:
         return peer_reconnect(cfg, s, t, i)
     return follower_truncate_by_leader_epoch(cfg, s, t, i)
+
+
+@njit(cache=True)
+def successors(cfg, slot_codes, s):
+    """Every enabled slot of `s` and its successor (rows of the returned array), in slot order;
+    for tests and tools, one state at a time (the level loop does not use it)."""
+    slot_count, n = slot_codes.shape[0], cfg[C_REPLICAS]
+    following = np.empty((slot_count, s.shape[0]), dtype=s.dtype)
+    slots = np.empty(slot_count, dtype=np.int64)
+    made = 0
+    for slot in range(slot_count):
+        if apply(cfg, slot_codes[slot], s, following[made], slot % n):
+            slots[made] = slot
+            made += 1
+    return following[:made], slots[:made]
