@@ -38,13 +38,16 @@ class TruncationProtocol:
 
     `exchanges_epochs`: a new follower exchanges OffsetsForLeaderEpoch with its leader
     (`FollowerTruncateByLeaderEpoch`, using `truncation_point`) before it fetches.
-    `keeps_epoch_cache`: replicas keep a leader-epoch cache (`epochs`)."""
+    `keeps_epoch_cache`: replicas keep a leader-epoch cache (`epochs`).
+    `truncates_on_fetch`: the leader checks each fetch for divergence (`fetch_divergence`); its
+    out-of-range responses are diverging-epoch responses."""
 
     name: str
     summary: str
     release: str
     exchanges_epochs = False
     keeps_epoch_cache = False
+    truncates_on_fetch = False
 
     def become_follower(self, replica: Replica) -> Replica:
         """The replica has accepted a LeaderAndIsr naming another leader."""
@@ -62,6 +65,11 @@ class TruncationProtocol:
     def truncation_point(self, leader: Replica, follower: Replica) -> tuple[int, bool]:
         """Where the follower truncates after one OffsetsForLeaderEpoch exchange, and whether
         it may fetch then (only protocols that `exchanges_epochs`)."""
+        raise NotImplementedError
+
+    def leader_answer(self, leader: Replica, follower: Replica) -> tuple[int, int]:
+        """The leader's OffsetsForLeaderEpoch answer to the follower's latest epoch: (epoch, end
+        offset); the epoch is UNKNOWN where the answer carries none (KIP-101's version 0)."""
         raise NotImplementedError
 
     def may_join_isr(self, leader: Replica, fetch_offset: int) -> bool:
@@ -120,10 +128,13 @@ class LeaderEpochTruncation(TruncationProtocol):
     def epochs_on_become_leader(self, epochs: tuple, epoch: int, leo: int) -> tuple:
         return epochs + ((epoch, leo),)
 
+    def leader_answer(self, leader: Replica, follower: Replica) -> tuple[int, int]:
+        return UNKNOWN, end_offset_for(leader, latest_epoch(follower))
+
     def truncation_point(self, leader: Replica, follower: Replica) -> tuple[int, bool]:
         """The leader's end offset for the follower's latest epoch, or its HW when that is
         undefined (Kafka 0.11)."""
-        end_offset = end_offset_for(leader, latest_epoch(follower))
+        end_offset = self.leader_answer(leader, follower)[1]
         return (follower.hw if end_offset == UNKNOWN else end_offset), True
 
 
@@ -187,9 +198,11 @@ class Kip279Truncation(LeaderEpochTruncation):
     summary = "KIP-279: agree on the largest common epoch, truncate to its end (Kafka >= 2.0)"
     release = "2.0"
 
+    def leader_answer(self, leader: Replica, follower: Replica) -> tuple[int, int]:
+        return epoch_end(leader.epochs, leader.leo, latest_epoch(follower))
+
     def truncation_point(self, leader: Replica, follower: Replica) -> tuple[int, bool]:
-        leader_epoch, leader_end = epoch_end(leader.epochs, leader.leo, latest_epoch(follower))
-        return offset_truncation_state(leader_epoch, leader_end, follower)
+        return offset_truncation_state(*self.leader_answer(leader, follower), follower)
 
 
 class Kip320Truncation(Kip279Truncation):
@@ -232,12 +245,15 @@ class DivergingEpochTruncation(Kip320Truncation):
     leader's log always diverges). The response carries the HW after the leader's update, as every
     response of the model does (Kafka sends the HW read before it). An undefined lookup (an epoch
     newer than the leader's, OffsetOutOfRange in Kafka) cannot occur: a follower's epochs never
-    exceed its leader's.
+    exceed its leader's. The follower takes the HW and truncates in one event, so the window of
+    KAFKA-14704 (fixed in 3.2.4, 3.3.3, 3.4.1: a consumer could read records the follower was
+    about to truncate, below the HW it had just taken) is not modelled.
     """
 
     name = "diverging-epoch"
     summary = "truncation on the fetch response's diverging epoch (Kafka 2.8.0)"
     release = "2.8.0"
+    truncates_on_fetch = True
 
     def become_follower(self, replica: Replica) -> Replica:
         return replica._replace(role=FOLLOWER if replica.epochs else TRUNCATING)
@@ -246,7 +262,7 @@ class DivergingEpochTruncation(Kip320Truncation):
         fetch_epoch = latest_epoch(follower)
         if fetch_epoch == UNKNOWN:
             return None
-        leader_epoch, leader_end = epoch_end(leader.epochs, leader.leo, fetch_epoch)
+        leader_epoch, leader_end = self.leader_answer(leader, follower)
         if leader_end == UNKNOWN or not (leader_epoch < fetch_epoch or leader_end < follower.leo):
             return None
         return offset_truncation_state(leader_epoch, leader_end, follower)[0]
