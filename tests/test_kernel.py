@@ -11,10 +11,10 @@ import pytest
 from kafka_mc.checker import Budget, check
 from kafka_mc.checker.kernel import kernel_check
 from kafka_mc.checker.kernel.engine import KernelStats, collision_probability
-from kafka_mc.checker.kernel.explore import pack, unpack
-from kafka_mc.checker.kernel.invariants import FOLLOWER_TRUNCATED, PROPERTY_NAMES, follower_truncated, state_flags
+from kafka_mc.checker.kernel.explore import BLOCK, expand_block, fingerprint, flag_block, pack, unpack
+from kafka_mc.checker.kernel.invariants import PROPERTY_NAMES
 from kafka_mc.checker.kernel.layout import decode, encode, packing, settings
-from kafka_mc.checker.kernel.transitions import slot_codes, successors
+from kafka_mc.checker.kernel.transitions import slot_codes
 from kafka_mc.model import Config, ReplicationModel
 from kafka_mc.model.protocols import PROTOCOLS
 from kafka_mc.properties import ALWAYS, INVARIANTS, PROPERTIES, WITNESSES
@@ -67,35 +67,53 @@ def _reachable(model: ReplicationModel):
         frontier = following
 
 
+def _expand(config: Config, states: list):
+    """The kernel's level loop on `states` as one frontier: for each state, its successors as
+    (slot, wide form, a log got shorter) in the order made, and its property flags."""
+    model = ReplicationModel(config)
+    cfg, codes, layout = settings(config), slot_codes(model.action_names, config.replicas), packing(config)
+    words, slot_count = layout.word_count, len(codes)
+    frontier = np.zeros(len(states) * words, dtype=np.int64)
+    for position, state in enumerate(states):
+        pack(encode(state), layout.cells, layout.biases, layout.shifts, layout.words, words, frontier,
+             position * words)
+    room = BLOCK * slot_count
+    out_words, out_fingerprints = np.empty(room * words, dtype=np.int64), np.empty(room, dtype=np.uint64)
+    out_slots, out_truncated = np.empty(room, dtype=np.int64), np.empty(room, dtype=np.bool_)
+    out_counts, flags = np.empty(BLOCK, dtype=np.int64), np.empty(BLOCK, dtype=np.int64)
+    wide = np.empty_like(encode(states[0]))
+    for first in range(0, len(states), BLOCK):
+        count = min(BLOCK, len(states) - first)
+        expand_block(cfg, codes, layout.cells, layout.biases, layout.bits, layout.shifts, layout.words, words,
+                     frontier, first, count, out_words, out_fingerprints, out_slots, out_truncated, out_counts)
+        flag_block(cfg, layout.cells, layout.biases, layout.bits, layout.shifts, layout.words, words, frontier,
+                   first, count, flags)
+        for j in range(count):
+            made = []
+            for out in range(j * slot_count, j * slot_count + out_counts[j]):
+                unpack(out_words, out * words, layout.cells, layout.biases, layout.bits, layout.shifts,
+                       layout.words, wide)
+                assert out_fingerprints[out] == fingerprint(out_words, out * words, words)
+                made.append((int(out_slots[out]), wide.copy(), bool(out_truncated[out])))
+            yield made, int(flags[j])
+
+
 @pytest.mark.parametrize("config", AGREEMENT_CONFIGS, ids=_name)
 def test_the_kernel_computes_the_models_successors_and_property_values_on_every_reachable_state(config):
     model = ReplicationModel(config)
-    cfg, codes, layout = settings(config), slot_codes(model.action_names, config.replicas), packing(config)
-    words = np.zeros(layout.word_count, dtype=np.int64)
-    unpacked = np.empty_like(encode(model.initial_states()[0]))
-    invariants = [p for p in INVARIANTS if p.kind == ALWAYS]
-    state_witnesses = [p for p in WITNESSES if not p.on_step]
-    states = 0
-    for state in _reachable(model):
-        states += 1
-        wide = encode(state)
-        assert decode(wide, config.replicas) == state
-        pack(wide, layout.cells, layout.biases, layout.shifts, layout.words, layout.word_count, words, 0)
-        unpack(words, 0, layout.cells, layout.biases, layout.bits, layout.shifts, layout.words, unpacked)
-        assert np.array_equal(unpacked, wide), f"packing loses part of {state}"
+    states = list(_reachable(model))
+    assert len(states) > 100
+    step_witness = next(p for p in WITNESSES if p.on_step)
+    state_properties = [p for p in PROPERTIES if not p.on_step]
+    for state, (made, flags) in zip(states, _expand(config, states)):
+        assert decode(encode(state), config.replicas) == state
         expected = list(model.indexed_successors(state))
-        following, slots = successors(cfg, codes, wide)
-        assert [(int(slot), decode(row, config.replicas)) for slot, row in zip(slots, following)] == expected, \
+        assert [(slot, decode(wide, config.replicas)) for slot, wide, _ in made] == expected, \
             f"successors of {state}"
-        for (_, successor), row in zip(expected, following):
-            truncated = next(p for p in WITNESSES if p.on_step).holds(state, successor)
-            assert follower_truncated(cfg, wide, row) == truncated
-        flags = state_flags(cfg, wide)
-        for prop in invariants:
-            assert bool(flags >> PROPERTY_NAMES.index(prop.name) & 1) == (not prop.holds(state)), prop.name
-        for prop in state_witnesses:
-            assert bool(flags >> PROPERTY_NAMES.index(prop.name) & 1) == prop.holds(state), prop.name
-    assert states > 100
+        assert [truncated for *_, truncated in made] == [step_witness.holds(state, after) for _, after in expected]
+        for prop in state_properties:
+            flagged = bool(flags >> PROPERTY_NAMES.index(prop.name) & 1)
+            assert flagged == (prop.holds(state) if prop.kind != ALWAYS else not prop.holds(state)), prop.name
 
 
 def _outcome(result):

@@ -1,6 +1,14 @@
 """The compiled exploration kernel: `kernel_check` is `checker.bfs.check` run by numba-compiled
 code over packed states (layout, transitions, invariants, explore, engine)."""
 
-from .engine import KernelStats, kernel_check, supports
+import os
+
+from .cache import drop_stale_cache
+
+drop_stale_cache()  # before numba loads any kernel function from its cache
+# GNU OpenMP threads spin between parallel regions by default, taking a core from other work
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from .engine import KernelStats, kernel_check, supports  # noqa: E402
 
 __all__ = ["KernelStats", "kernel_check", "supports"]

@@ -104,39 +104,52 @@ def _grown(values, needed):
     return bigger
 
 
+@njit(cache=True)
+def expand_states(cfg, slot_codes, cells, biases, bits, shifts, words, word_count, frontier, first, low, high,
+                  out_words, out_fingerprints, out_slots, out_truncated, out_counts):
+    """`expand_block`'s work on the block's states low..high-1, in one thread."""
+    slot_count, n = slot_codes.shape[0], cfg[C_REPLICAS]
+    s = np.empty(WIDTH, dtype=np.int16)
+    t = np.empty(WIDTH, dtype=np.int16)
+    for j in range(low, high):
+        unpack(frontier, (first + j) * word_count, cells, biases, bits, shifts, words, s)
+        made = 0
+        for slot in range(slot_count):
+            if apply(cfg, slot_codes[slot], s, t, slot % n):
+                out = j * slot_count + made
+                pack(t, cells, biases, shifts, words, word_count, out_words, out * word_count)
+                out_fingerprints[out] = fingerprint(out_words, out * word_count, word_count)
+                out_slots[out] = slot
+                out_truncated[out] = follower_truncated(cfg, s, t)
+                made += 1
+        out_counts[j] = made
+
+
 @njit(cache=True, parallel=True)
 def expand_block(cfg, slot_codes, cells, biases, bits, shifts, words, word_count, frontier, first, count,
                  out_words, out_fingerprints, out_slots, out_truncated, out_counts):
     """The successors of frontier states first..first+count-1: state j's c-th successor at
     j * slot_count + c, with its fingerprint, action slot and whether a log got shorter."""
-    slot_count, n = slot_codes.shape[0], cfg[C_REPLICAS]
-    shares = (count + THREAD_SHARE - 1) // THREAD_SHARE
-    for share in prange(shares):
-        s = np.empty(WIDTH, dtype=np.int16)
-        t = np.empty(WIDTH, dtype=np.int16)
-        for j in range(share * THREAD_SHARE, min(count, (share + 1) * THREAD_SHARE)):
-            unpack(frontier, (first + j) * word_count, cells, biases, bits, shifts, words, s)
-            made = 0
-            for slot in range(slot_count):
-                if apply(cfg, slot_codes[slot], s, t, slot % n):
-                    out = j * slot_count + made
-                    pack(t, cells, biases, shifts, words, word_count, out_words, out * word_count)
-                    out_fingerprints[out] = fingerprint(out_words, out * word_count, word_count)
-                    out_slots[out] = slot
-                    out_truncated[out] = follower_truncated(cfg, s, t)
-                    made += 1
-            out_counts[j] = made
+    for share in prange((count + THREAD_SHARE - 1) // THREAD_SHARE):
+        expand_states(cfg, slot_codes, cells, biases, bits, shifts, words, word_count, frontier, first,
+                      share * THREAD_SHARE, min(count, (share + 1) * THREAD_SHARE),
+                      out_words, out_fingerprints, out_slots, out_truncated, out_counts)
+
+
+@njit(cache=True)
+def flag_states(cfg, cells, biases, bits, shifts, words, word_count, frontier, first, low, high, flags):
+    s = np.empty(WIDTH, dtype=np.int16)
+    for j in range(low, high):
+        unpack(frontier, (first + j) * word_count, cells, biases, bits, shifts, words, s)
+        flags[j] = state_flags(cfg, s)
 
 
 @njit(cache=True, parallel=True)
 def flag_block(cfg, cells, biases, bits, shifts, words, word_count, frontier, first, count, flags):
     """The property flags (`invariants.state_flags`) of frontier states first..first+count-1."""
-    shares = (count + THREAD_SHARE - 1) // THREAD_SHARE
-    for share in prange(shares):
-        s = np.empty(WIDTH, dtype=np.int16)
-        for j in range(share * THREAD_SHARE, min(count, (share + 1) * THREAD_SHARE)):
-            unpack(frontier, (first + j) * word_count, cells, biases, bits, shifts, words, s)
-            flags[j] = state_flags(cfg, s)
+    for share in prange((count + THREAD_SHARE - 1) // THREAD_SHARE):
+        flag_states(cfg, cells, biases, bits, shifts, words, word_count, frontier, first, share * THREAD_SHARE,
+                    min(count, (share + 1) * THREAD_SHARE), flags)
 
 
 @njit(cache=True)

@@ -14,9 +14,9 @@ from kafka_mc.properties import PROPERTIES
 
 from .layout import (
     ACKED, C_MESSAGES, C_REPLICAS, CACHE_COUNT, CACHE_EPOCH, CACHE_START, COMMITTED, CONSUMED, CONTROLLER_EPOCH,
-    EPOCH, HAS_REMOTE, HW, ISR, LEADER, LEO, LOG_EPOCH, LOG_MSG, RESPONSE, STALE_ISR,
+    EPOCH, HAS_REMOTE, HW, ISR, LEADER, LEO, LOG_EPOCH, LOG_MSG, REPLICA_WIDTH, RESPONSE, STALE_ISR,
 )
-from .transitions import alive, cell
+from .transitions import alive
 
 PROPERTY_NAMES = ("NoCommittedDataLoss", "NoLogDivergence", "NoAckedDataLoss", "NoConsumedRecordLost",
                   "HwBelowLeo", "LeaderEpochMonotonic", "LeaderInIsr", "CrashLosesMemory",
@@ -31,10 +31,10 @@ def history_in_leader_log(cfg, s, first):
     leader = s[LEADER]
     if leader == NO_LEADER or not alive(s, leader):
         return True
-    leo = s[cell(leader, LEO)]
+    leo = s[leader * REPLICA_WIDTH + LEO]
     for offset in range(cfg[C_MESSAGES]):
         msgs = s[first + offset]
-        if msgs and (offset >= leo or msgs != 1 << s[cell(leader, LOG_MSG) + offset]):
+        if msgs and (offset >= leo or msgs != 1 << s[leader * REPLICA_WIDTH + LOG_MSG + offset]):
             return False
     return True
 
@@ -45,8 +45,8 @@ def no_acked_data_loss(cfg, s):
     if leader == NO_LEADER or not alive(s, leader) or not s[ACKED]:
         return True
     held = 0
-    for offset in range(s[cell(leader, LEO)]):
-        held |= 1 << s[cell(leader, LOG_MSG) + offset]
+    for offset in range(s[leader * REPLICA_WIDTH + LEO]):
+        held |= 1 << s[leader * REPLICA_WIDTH + LOG_MSG + offset]
     return s[ACKED] & ~held == 0
 
 
@@ -55,9 +55,9 @@ def no_log_divergence(cfg, s):
     n = cfg[C_REPLICAS]
     for first in range(n):
         for second in range(first + 1, n):
-            for offset in range(min(s[cell(first, HW)], s[cell(second, HW)])):
-                if s[cell(first, LOG_MSG) + offset] != s[cell(second, LOG_MSG) + offset] or \
-                        s[cell(first, LOG_EPOCH) + offset] != s[cell(second, LOG_EPOCH) + offset]:
+            for offset in range(min(s[first * REPLICA_WIDTH + HW], s[second * REPLICA_WIDTH + HW])):
+                if s[first * REPLICA_WIDTH + LOG_MSG + offset] != s[second * REPLICA_WIDTH + LOG_MSG + offset] or \
+                        s[first * REPLICA_WIDTH + LOG_EPOCH + offset] != s[second * REPLICA_WIDTH + LOG_EPOCH + offset]:
                     return False
     return True
 
@@ -65,7 +65,7 @@ def no_log_divergence(cfg, s):
 @njit(cache=True)
 def hw_below_leo(cfg, s):
     for i in range(cfg[C_REPLICAS]):
-        if s[cell(i, HW)] > s[cell(i, LEO)]:
+        if s[i * REPLICA_WIDTH + HW] > s[i * REPLICA_WIDTH + LEO]:
             return False
     return True
 
@@ -74,19 +74,19 @@ def hw_below_leo(cfg, s):
 def leader_epoch_monotonic(cfg, s):
     current = s[CONTROLLER_EPOCH]
     for i in range(cfg[C_REPLICAS]):
-        if s[cell(i, EPOCH)] > current:
+        if s[i * REPLICA_WIDTH + EPOCH] > current:
             return False
         latest = UNKNOWN
-        for offset in range(s[cell(i, LEO)]):
-            epoch = s[cell(i, LOG_EPOCH) + offset]
+        for offset in range(s[i * REPLICA_WIDTH + LEO]):
+            epoch = s[i * REPLICA_WIDTH + LOG_EPOCH + offset]
             if epoch < latest:
                 return False
             latest = epoch
         if latest > current:
             return False
-        for position in range(s[cell(i, CACHE_COUNT)] - 1):
-            if s[cell(i, CACHE_EPOCH) + position] >= s[cell(i, CACHE_EPOCH) + position + 1] or \
-                    s[cell(i, CACHE_START) + position] > s[cell(i, CACHE_START) + position + 1]:
+        for position in range(s[i * REPLICA_WIDTH + CACHE_COUNT] - 1):
+            if s[i * REPLICA_WIDTH + CACHE_EPOCH + position] >= s[i * REPLICA_WIDTH + CACHE_EPOCH + position + 1] or \
+                    s[i * REPLICA_WIDTH + CACHE_START + position] > s[i * REPLICA_WIDTH + CACHE_START + position + 1]:
                 return False
     return True
 
@@ -100,8 +100,8 @@ def leader_in_isr(cfg, s):
 @njit(cache=True)
 def crash_loses_memory(cfg, s):
     for i in range(cfg[C_REPLICAS]):
-        if not alive(s, i) and (s[cell(i, EPOCH)] != UNKNOWN or s[cell(i, RESPONSE)] or s[cell(i, HAS_REMOTE)]
-                                or s[cell(i, STALE_ISR)]):
+        if not alive(s, i) and (s[i * REPLICA_WIDTH + EPOCH] != UNKNOWN or s[i * REPLICA_WIDTH + RESPONSE] or s[i * REPLICA_WIDTH + HAS_REMOTE]
+                                or s[i * REPLICA_WIDTH + STALE_ISR]):
             return False
     return True
 
@@ -144,6 +144,6 @@ def state_flags(cfg, s):
 @njit(cache=True)
 def follower_truncated(cfg, before, after):
     for i in range(cfg[C_REPLICAS]):
-        if after[cell(i, LEO)] < before[cell(i, LEO)]:
+        if after[i * REPLICA_WIDTH + LEO] < before[i * REPLICA_WIDTH + LEO]:
             return True
     return False

@@ -43,11 +43,6 @@ def slot_codes(action_names: tuple[str, ...], replicas: int) -> np.ndarray:
 # ------------------------------------------------------------------------------- reading
 
 @njit(cache=True, inline="always")
-def cell(replica, offset):
-    return replica * REPLICA_WIDTH + offset
-
-
-@njit(cache=True)
 def popcount(mask):
     count = 0
     while mask:
@@ -56,92 +51,92 @@ def popcount(mask):
     return count
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def alive(s, i):
-    status = s[cell(i, STATUS)]
+    status = s[i * REPLICA_WIDTH + STATUS]
     return status == UP or status == EXPIRED
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def acts_as_leader(s, i):
-    role = s[cell(i, ROLE)]
+    role = s[i * REPLICA_WIDTH + ROLE]
     return (role == LEADER_ROLE or role == FENCED) and alive(s, i)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def current_leader(s):
     index = s[LEADER]
-    if index != NO_LEADER and acts_as_leader(s, index) and s[cell(index, EPOCH)] == s[CONTROLLER_EPOCH]:
+    if index != NO_LEADER and acts_as_leader(s, index) and s[index * REPLICA_WIDTH + EPOCH] == s[CONTROLLER_EPOCH]:
         return index
     return NO_LEADER
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def acting_leader(s, n, epoch):
     index = s[LEADER]
-    if index != NO_LEADER and s[cell(index, EPOCH)] == epoch and acts_as_leader(s, index):
+    if index != NO_LEADER and s[index * REPLICA_WIDTH + EPOCH] == epoch and acts_as_leader(s, index):
         return index
     for index in range(n):
-        if s[cell(index, EPOCH)] == epoch and acts_as_leader(s, index):
+        if s[index * REPLICA_WIDTH + EPOCH] == epoch and acts_as_leader(s, index):
             return index
     return NO_LEADER
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def reachable_leader(s, n, i):
     if not alive(s, i) or s[PEER_CUT] >> i & 1:
         return NO_LEADER
-    leader = acting_leader(s, n, s[cell(i, EPOCH)])
+    leader = acting_leader(s, n, s[i * REPLICA_WIDTH + EPOCH])
     if leader == i or leader == NO_LEADER or s[PEER_CUT] >> leader & 1:
         return NO_LEADER
     return leader
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def isr_of(s, i):
-    return s[ISR] if i == s[LEADER] else s[cell(i, STALE_ISR)]
+    return s[ISR] if i == s[LEADER] else s[i * REPLICA_WIDTH + STALE_ISR]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def can_write_isr(s, i):
     return i == s[LEADER] and not s[ZK_CUT] >> i & 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def latest_epoch(s, i):
-    count = s[cell(i, CACHE_COUNT)]
-    return s[cell(i, CACHE_EPOCH) + count - 1] if count else UNKNOWN
+    count = s[i * REPLICA_WIDTH + CACHE_COUNT]
+    return s[i * REPLICA_WIDTH + CACHE_EPOCH + count - 1] if count else UNKNOWN
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def end_offset_for(s, leader, requested):
     """KIP-101's `LeaderEpochFileCache.endOffsetFor` (`protocols.end_offset_for`)."""
-    count = s[cell(leader, CACHE_COUNT)]
+    count = s[leader * REPLICA_WIDTH + CACHE_COUNT]
     if requested == UNKNOWN or not count:
         return UNKNOWN
-    if requested == s[cell(leader, CACHE_EPOCH) + count - 1]:
-        return s[cell(leader, LEO)]
-    if requested < s[cell(leader, CACHE_EPOCH)]:
+    if requested == s[leader * REPLICA_WIDTH + CACHE_EPOCH + count - 1]:
+        return s[leader * REPLICA_WIDTH + LEO]
+    if requested < s[leader * REPLICA_WIDTH + CACHE_EPOCH]:
         return UNKNOWN
     for position in range(count):
-        if s[cell(leader, CACHE_EPOCH) + position] > requested:
-            return s[cell(leader, CACHE_START) + position]
+        if s[leader * REPLICA_WIDTH + CACHE_EPOCH + position] > requested:
+            return s[leader * REPLICA_WIDTH + CACHE_START + position]
     return UNKNOWN
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def epoch_end(s, i, requested):
     """`protocols.epoch_end` on replica i's cache and LEO: (epoch, end offset)."""
-    count = s[cell(i, CACHE_COUNT)]
+    count = s[i * REPLICA_WIDTH + CACHE_COUNT]
     if requested == UNKNOWN or not count:
         return UNKNOWN, UNKNOWN
-    epochs = cell(i, CACHE_EPOCH)
+    epochs = i * REPLICA_WIDTH + CACHE_EPOCH
     if requested == s[epochs + count - 1]:
-        return requested, s[cell(i, LEO)]
+        return requested, s[i * REPLICA_WIDTH + LEO]
     later = UNKNOWN
     for position in range(count):
         if s[epochs + position] > requested:
-            later = s[cell(i, CACHE_START) + position]
+            later = s[i * REPLICA_WIDTH + CACHE_START + position]
             break
     if later == UNKNOWN:
         return UNKNOWN, UNKNOWN
@@ -152,11 +147,11 @@ def epoch_end(s, i, requested):
     return earlier, later
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def offset_truncation_state(s, follower, leader_epoch, leader_end):
     """`protocols.offset_truncation_state`: (offset, complete)."""
     if leader_end == UNKNOWN:
-        return s[cell(follower, HW)], True
+        return s[follower * REPLICA_WIDTH + HW], True
     follower_epoch, follower_end = epoch_end(s, follower, leader_epoch)
     if follower_end == UNKNOWN:
         return leader_end, True
@@ -165,7 +160,7 @@ def offset_truncation_state(s, follower, leader_epoch, leader_end):
     return min(follower_end, leader_end), True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def fetch_divergence(s, protocol, leader, follower):
     """The offset a diverging fetch truncates to, or UNKNOWN when it does not diverge."""
     if protocol < DIVERGING_EPOCH:
@@ -174,84 +169,84 @@ def fetch_divergence(s, protocol, leader, follower):
     if fetch_epoch == UNKNOWN:
         return UNKNOWN
     leader_epoch, leader_end = epoch_end(s, leader, fetch_epoch)
-    if leader_end == UNKNOWN or not (leader_epoch < fetch_epoch or leader_end < s[cell(follower, LEO)]):
+    if leader_end == UNKNOWN or not (leader_epoch < fetch_epoch or leader_end < s[follower * REPLICA_WIDTH + LEO]):
         return UNKNOWN
     return offset_truncation_state(s, follower, leader_epoch, leader_end)[0]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def may_join_isr(s, protocol, leader, offset):
-    if offset < s[cell(leader, HW)]:
+    if offset < s[leader * REPLICA_WIDTH + HW]:
         return False
     if protocol < KIP_320:
         return True
-    count = s[cell(leader, CACHE_COUNT)]
-    return count > 0 and offset >= s[cell(leader, CACHE_START) + count - 1]
+    count = s[leader * REPLICA_WIDTH + CACHE_COUNT]
+    return count > 0 and offset >= s[leader * REPLICA_WIDTH + CACHE_START + count - 1]
 
 
 # ------------------------------------------------------------------------------- writing
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def clear_memory(t, i):
     """Forget the response in flight, the stale ISR and the view of the others."""
     for position in range(RESPONSE, REMOTE_LEO + MAX_REPLICAS):
-        t[cell(i, position)] = 0
+        t[i * REPLICA_WIDTH + position] = 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def truncate(t, i, offset):
     """`protocols.truncate`: cut the log at `offset`; HW and epoch cache never point past it."""
-    leo = t[cell(i, LEO)]
+    leo = t[i * REPLICA_WIDTH + LEO]
     if offset >= leo:
         return
     for position in range(offset, leo):
-        t[cell(i, LOG_MSG) + position] = 0
-        t[cell(i, LOG_EPOCH) + position] = 0
-    t[cell(i, UNFLUSHED)] = max(0, t[cell(i, UNFLUSHED)] - (leo - offset))
-    t[cell(i, HW)] = min(t[cell(i, HW)], offset)
-    t[cell(i, LEO)] = offset
-    count, kept = t[cell(i, CACHE_COUNT)], 0
+        t[i * REPLICA_WIDTH + LOG_MSG + position] = 0
+        t[i * REPLICA_WIDTH + LOG_EPOCH + position] = 0
+    t[i * REPLICA_WIDTH + UNFLUSHED] = max(0, t[i * REPLICA_WIDTH + UNFLUSHED] - (leo - offset))
+    t[i * REPLICA_WIDTH + HW] = min(t[i * REPLICA_WIDTH + HW], offset)
+    t[i * REPLICA_WIDTH + LEO] = offset
+    count, kept = t[i * REPLICA_WIDTH + CACHE_COUNT], 0
     for position in range(count):
-        epoch, start = t[cell(i, CACHE_EPOCH) + position], t[cell(i, CACHE_START) + position]
-        t[cell(i, CACHE_EPOCH) + position] = 0
-        t[cell(i, CACHE_START) + position] = 0
+        epoch, start = t[i * REPLICA_WIDTH + CACHE_EPOCH + position], t[i * REPLICA_WIDTH + CACHE_START + position]
+        t[i * REPLICA_WIDTH + CACHE_EPOCH + position] = 0
+        t[i * REPLICA_WIDTH + CACHE_START + position] = 0
         if start < offset:
-            t[cell(i, CACHE_EPOCH) + kept] = epoch
-            t[cell(i, CACHE_START) + kept] = start
+            t[i * REPLICA_WIDTH + CACHE_EPOCH + kept] = epoch
+            t[i * REPLICA_WIDTH + CACHE_START + kept] = start
             kept += 1
-    t[cell(i, CACHE_COUNT)] = kept
+    t[i * REPLICA_WIDTH + CACHE_COUNT] = kept
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def push_cache_entry(t, i, epoch, start):
-    count = t[cell(i, CACHE_COUNT)]
-    t[cell(i, CACHE_EPOCH) + count] = epoch
-    t[cell(i, CACHE_START) + count] = start
-    t[cell(i, CACHE_COUNT)] = count + 1
+    count = t[i * REPLICA_WIDTH + CACHE_COUNT]
+    t[i * REPLICA_WIDTH + CACHE_EPOCH + count] = epoch
+    t[i * REPLICA_WIDTH + CACHE_START + count] = start
+    t[i * REPLICA_WIDTH + CACHE_COUNT] = count + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def append(cfg, t, i, msg, epoch):
     """One record at the end of replica i's log (`ReplicationModel._appended`, one record)."""
-    leo = t[cell(i, LEO)]
-    t[cell(i, LOG_MSG) + leo] = msg
-    t[cell(i, LOG_EPOCH) + leo] = epoch
-    t[cell(i, LEO)] = leo + 1
+    leo = t[i * REPLICA_WIDTH + LEO]
+    t[i * REPLICA_WIDTH + LOG_MSG + leo] = msg
+    t[i * REPLICA_WIDTH + LOG_EPOCH + leo] = epoch
+    t[i * REPLICA_WIDTH + LEO] = leo + 1
     if not cfg[C_FLUSH]:
-        t[cell(i, UNFLUSHED)] += 1
+        t[i * REPLICA_WIDTH + UNFLUSHED] += 1
     if cfg[C_PROTOCOL] != HW_PROTOCOL:
-        count = t[cell(i, CACHE_COUNT)]
-        if not count or epoch > t[cell(i, CACHE_EPOCH) + count - 1]:
+        count = t[i * REPLICA_WIDTH + CACHE_COUNT]
+        if not count or epoch > t[i * REPLICA_WIDTH + CACHE_EPOCH + count - 1]:
             push_cache_entry(t, i, epoch, leo)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def add_history(t, first, i, hw):
     for offset in range(hw):
-        t[first + offset] |= 1 << t[cell(i, LOG_MSG) + offset]
+        t[first + offset] |= 1 << t[i * REPLICA_WIDTH + LOG_MSG + offset]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def advance_hw(cfg, t, index):
     """`ReplicationModel._advance_hw`."""
     if index == NO_LEADER:
@@ -260,17 +255,17 @@ def advance_hw(cfg, t, index):
     least = 1 << 30
     for member in range(cfg[C_REPLICAS]):
         if isr >> member & 1:
-            leo = t[cell(index, LEO)] if member == index else t[cell(index, REMOTE_LEO) + member]
+            leo = t[index * REPLICA_WIDTH + LEO] if member == index else t[index * REPLICA_WIDTH + REMOTE_LEO + member]
             least = min(least, leo)
-    old_hw = t[cell(index, HW)]
+    old_hw = t[index * REPLICA_WIDTH + HW]
     hw = max(old_hw, least)
     if hw != old_hw:
-        t[cell(index, HW)] = hw
+        t[index * REPLICA_WIDTH + HW] = hw
         if cfg[C_ACKS] == ACKS_ALL and popcount(isr) >= cfg[C_MIN_ISR]:
-            epoch = t[cell(index, EPOCH)]
+            epoch = t[index * REPLICA_WIDTH + EPOCH]
             for offset in range(old_hw, hw):
-                if t[cell(index, LOG_EPOCH) + offset] == epoch:
-                    t[ACKED] |= 1 << t[cell(index, LOG_MSG) + offset]
+                if t[index * REPLICA_WIDTH + LOG_EPOCH + offset] == epoch:
+                    t[ACKED] |= 1 << t[index * REPLICA_WIDTH + LOG_MSG + offset]
     if not hw:
         return
     add_history(t, CONSUMED, index, hw)
@@ -278,7 +273,7 @@ def advance_hw(cfg, t, index):
         add_history(t, COMMITTED, index, hw)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def with_isr(cfg, t, isr):
     t[ISR] = isr
     advance_hw(cfg, t, current_leader(t))
@@ -286,12 +281,12 @@ def with_isr(cfg, t, isr):
 
 # ------------------------------------------------------------------------------- actions
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def producer_write(cfg, s, t, i):
     if s[WRITTEN] >= cfg[C_MESSAGES]:
         return False
-    lost_on_wire = cfg[C_ACKS] == ACKS_ZERO and i == s[LEADER] and s[cell(i, STATUS)] == CRASHED
-    if not (lost_on_wire or s[cell(i, ROLE)] == LEADER_ROLE and alive(s, i)):
+    lost_on_wire = cfg[C_ACKS] == ACKS_ZERO and i == s[LEADER] and s[i * REPLICA_WIDTH + STATUS] == CRASHED
+    if not (lost_on_wire or s[i * REPLICA_WIDTH + ROLE] == LEADER_ROLE and alive(s, i)):
         return False
     if cfg[C_ACKS] == ACKS_ALL and popcount(isr_of(s, i)) < cfg[C_MIN_ISR]:
         return False
@@ -302,79 +297,79 @@ def producer_write(cfg, s, t, i):
         t[ACKED] |= 1 << written
     if lost_on_wire:
         return True
-    append(cfg, t, i, written, s[cell(i, EPOCH)])
+    append(cfg, t, i, written, s[i * REPLICA_WIDTH + EPOCH])
     advance_hw(cfg, t, i)
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def record_fetch(cfg, t, leader, i, offset):
     """`ReplicationModel._record_fetch`."""
     isr = t[ISR]
     if not isr >> i & 1 and may_join_isr(t, cfg[C_PROTOCOL], leader, offset) and can_write_isr(t, leader):
         t[ISR] = isr | 1 << i
-    t[cell(leader, REMOTE_LEO) + i] = offset
+    t[leader * REPLICA_WIDTH + REMOTE_LEO + i] = offset
     advance_hw(cfg, t, leader)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def leader_handle_fetch_request(cfg, s, t, i):
-    if s[cell(i, RESPONSE)] or s[cell(i, ROLE)] != FOLLOWER:
+    if s[i * REPLICA_WIDTH + RESPONSE] or s[i * REPLICA_WIDTH + ROLE] != FOLLOWER:
         return False
     leader = reachable_leader(s, cfg[C_REPLICAS], i)
     if leader == NO_LEADER:
         return False
     protocol = cfg[C_PROTOCOL]
-    offset = s[cell(i, LEO)]
+    offset = s[i * REPLICA_WIDTH + LEO]
     diverging = fetch_divergence(s, protocol, leader, i)
     t[:] = s
-    t[cell(i, RESPONSE)] = 1
-    if diverging == UNKNOWN and offset > s[cell(leader, LEO)]:
-        t[cell(i, RESPONSE_OFFSET)] = s[cell(leader, LEO)]
-        t[cell(i, RESPONSE_HW)] = s[cell(leader, HW)]
-        t[cell(i, RESPONSE_OUT_OF_RANGE)] = 1
+    t[i * REPLICA_WIDTH + RESPONSE] = 1
+    if diverging == UNKNOWN and offset > s[leader * REPLICA_WIDTH + LEO]:
+        t[i * REPLICA_WIDTH + RESPONSE_OFFSET] = s[leader * REPLICA_WIDTH + LEO]
+        t[i * REPLICA_WIDTH + RESPONSE_HW] = s[leader * REPLICA_WIDTH + HW]
+        t[i * REPLICA_WIDTH + RESPONSE_OUT_OF_RANGE] = 1
         return True
     if diverging == UNKNOWN or protocol != KAFKA_13141:
         record_fetch(cfg, t, leader, i, offset)
-    t[cell(i, RESPONSE_HW)] = t[cell(leader, HW)]
+    t[i * REPLICA_WIDTH + RESPONSE_HW] = t[leader * REPLICA_WIDTH + HW]
     if diverging != UNKNOWN:
-        t[cell(i, RESPONSE_OFFSET)] = diverging
-        t[cell(i, RESPONSE_OUT_OF_RANGE)] = 1
+        t[i * REPLICA_WIDTH + RESPONSE_OFFSET] = diverging
+        t[i * REPLICA_WIDTH + RESPONSE_OUT_OF_RANGE] = 1
         return True
-    t[cell(i, RESPONSE_OFFSET)] = offset
-    leader_leo = t[cell(leader, LEO)]
-    t[cell(i, RESPONSE_COUNT)] = leader_leo - offset
+    t[i * REPLICA_WIDTH + RESPONSE_OFFSET] = offset
+    leader_leo = t[leader * REPLICA_WIDTH + LEO]
+    t[i * REPLICA_WIDTH + RESPONSE_COUNT] = leader_leo - offset
     for position in range(offset, leader_leo):
-        t[cell(i, RESPONSE_MSG) + position - offset] = t[cell(leader, LOG_MSG) + position]
-        t[cell(i, RESPONSE_EPOCH) + position - offset] = t[cell(leader, LOG_EPOCH) + position]
+        t[i * REPLICA_WIDTH + RESPONSE_MSG + position - offset] = t[leader * REPLICA_WIDTH + LOG_MSG + position]
+        t[i * REPLICA_WIDTH + RESPONSE_EPOCH + position - offset] = t[leader * REPLICA_WIDTH + LOG_EPOCH + position]
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def clear_response(t, i):
     for position in range(RESPONSE, RESPONSE_EPOCH + MAX_MESSAGES):
-        t[cell(i, position)] = 0
+        t[i * REPLICA_WIDTH + position] = 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def follower_handle_fetch_response(cfg, s, t, i):
-    if not (alive(s, i) and s[cell(i, RESPONSE)]) or s[PEER_CUT] >> i & 1:
+    if not (alive(s, i) and s[i * REPLICA_WIDTH + RESPONSE]) or s[PEER_CUT] >> i & 1:
         return False
     t[:] = s
     clear_response(t, i)
-    response_offset, response_hw = s[cell(i, RESPONSE_OFFSET)], s[cell(i, RESPONSE_HW)]
-    if s[cell(i, RESPONSE_OUT_OF_RANGE)]:
+    response_offset, response_hw = s[i * REPLICA_WIDTH + RESPONSE_OFFSET], s[i * REPLICA_WIDTH + RESPONSE_HW]
+    if s[i * REPLICA_WIDTH + RESPONSE_OUT_OF_RANGE]:
         if cfg[C_PROTOCOL] >= DIVERGING_EPOCH:
-            t[cell(i, HW)] = min(t[cell(i, LEO)], response_hw)
+            t[i * REPLICA_WIDTH + HW] = min(t[i * REPLICA_WIDTH + LEO], response_hw)
         truncate(t, i, response_offset)
     else:
-        for position in range(s[cell(i, RESPONSE_COUNT)]):
-            append(cfg, t, i, s[cell(i, RESPONSE_MSG) + position], s[cell(i, RESPONSE_EPOCH) + position])
-        t[cell(i, HW)] = min(t[cell(i, LEO)], response_hw)
+        for position in range(s[i * REPLICA_WIDTH + RESPONSE_COUNT]):
+            append(cfg, t, i, s[i * REPLICA_WIDTH + RESPONSE_MSG + position], s[i * REPLICA_WIDTH + RESPONSE_EPOCH + position])
+        t[i * REPLICA_WIDTH + HW] = min(t[i * REPLICA_WIDTH + LEO], response_hw)
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def leader_shrink_isr(cfg, s, t, i):
     isr = s[ISR]
     if not isr >> i & 1:
@@ -382,96 +377,96 @@ def leader_shrink_isr(cfg, s, t, i):
     leader = current_leader(s)
     if leader == NO_LEADER or leader == i or not can_write_isr(s, leader):
         return False
-    if s[cell(leader, REMOTE_LEO) + i] >= s[cell(leader, LEO)]:
+    if s[leader * REPLICA_WIDTH + REMOTE_LEO + i] >= s[leader * REPLICA_WIDTH + LEO]:
         return False
     t[:] = s
     with_isr(cfg, t, isr & ~(1 << i))
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def leader_shrink_isr_fails(cfg, s, t, i):
-    if not (s[cell(i, ROLE)] == LEADER_ROLE and alive(s, i)) or can_write_isr(s, i):
+    if not (s[i * REPLICA_WIDTH + ROLE] == LEADER_ROLE and alive(s, i)) or can_write_isr(s, i):
         return False
-    isr, leo = isr_of(s, i), s[cell(i, LEO)]
+    isr, leo = isr_of(s, i), s[i * REPLICA_WIDTH + LEO]
     lagging = False
     for member in range(cfg[C_REPLICAS]):
-        if member != i and isr >> member & 1 and s[cell(i, REMOTE_LEO) + member] < leo:
+        if member != i and isr >> member & 1 and s[i * REPLICA_WIDTH + REMOTE_LEO + member] < leo:
             lagging = True
     if not lagging:
         return False
     t[:] = s
-    t[cell(i, ROLE)] = FENCED
+    t[i * REPLICA_WIDTH + ROLE] = FENCED
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def become_follower(cfg, s, t, i):
     leader = s[LEADER]
-    if not alive(s, i) or leader == NO_LEADER or leader == i or s[cell(i, EPOCH)] >= s[CONTROLLER_EPOCH]:
+    if not alive(s, i) or leader == NO_LEADER or leader == i or s[i * REPLICA_WIDTH + EPOCH] >= s[CONTROLLER_EPOCH]:
         return False
     if s[ZK_CUT] >> i & 1:
         return False
     t[:] = s
-    t[cell(i, EPOCH)] = s[CONTROLLER_EPOCH]
+    t[i * REPLICA_WIDTH + EPOCH] = s[CONTROLLER_EPOCH]
     clear_memory(t, i)
     protocol = cfg[C_PROTOCOL]
     if protocol == HW_PROTOCOL:
-        truncate(t, i, t[cell(i, HW)])
-        t[cell(i, ROLE)] = FOLLOWER
-    elif protocol >= DIVERGING_EPOCH and t[cell(i, CACHE_COUNT)]:
-        t[cell(i, ROLE)] = FOLLOWER
+        truncate(t, i, t[i * REPLICA_WIDTH + HW])
+        t[i * REPLICA_WIDTH + ROLE] = FOLLOWER
+    elif protocol >= DIVERGING_EPOCH and t[i * REPLICA_WIDTH + CACHE_COUNT]:
+        t[i * REPLICA_WIDTH + ROLE] = FOLLOWER
     else:
-        t[cell(i, ROLE)] = TRUNCATING
+        t[i * REPLICA_WIDTH + ROLE] = TRUNCATING
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def replica_flush(cfg, s, t, i):
-    if not s[cell(i, UNFLUSHED)] or not alive(s, i):
+    if not s[i * REPLICA_WIDTH + UNFLUSHED] or not alive(s, i):
         return False
     t[:] = s
-    t[cell(i, UNFLUSHED)] = 0
+    t[i * REPLICA_WIDTH + UNFLUSHED] = 0
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def replica_crash(cfg, s, t, i):
     if not alive(s, i) or s[CRASHES] >= cfg[C_CRASHES]:
         return False
     t[:] = s
-    truncate(t, i, s[cell(i, LEO)] - s[cell(i, UNFLUSHED)])
-    t[cell(i, STATUS)] = OFFLINE if s[cell(i, STATUS)] == EXPIRED else CRASHED
-    t[cell(i, ROLE)] = NO_ROLE
-    t[cell(i, EPOCH)] = UNKNOWN
+    truncate(t, i, s[i * REPLICA_WIDTH + LEO] - s[i * REPLICA_WIDTH + UNFLUSHED])
+    t[i * REPLICA_WIDTH + STATUS] = OFFLINE if s[i * REPLICA_WIDTH + STATUS] == EXPIRED else CRASHED
+    t[i * REPLICA_WIDTH + ROLE] = NO_ROLE
+    t[i * REPLICA_WIDTH + EPOCH] = UNKNOWN
     clear_memory(t, i)
     t[CRASHES] = s[CRASHES] + 1
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def replica_restart(cfg, s, t, i):
-    if alive(s, i) or (s[cell(i, STATUS)] == CRASHED and s[LEADER] == i):
+    if alive(s, i) or (s[i * REPLICA_WIDTH + STATUS] == CRASHED and s[LEADER] == i):
         return False
     if s[ZK_CUT] >> i & 1:
         return False
     t[:] = s
-    t[cell(i, STATUS)] = UP
+    t[i * REPLICA_WIDTH + STATUS] = UP
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def controller_notice_failure(cfg, s, t, i):
-    status = s[cell(i, STATUS)]
+    status = s[i * REPLICA_WIDTH + STATUS]
     if not (status == CRASHED or status == UP and s[ZK_CUT] >> i & 1):
         return False
     t[:] = s
     if status == CRASHED:
-        t[cell(i, STATUS)] = OFFLINE
+        t[i * REPLICA_WIDTH + STATUS] = OFFLINE
     else:
-        t[cell(i, STATUS)] = EXPIRED
+        t[i * REPLICA_WIDTH + STATUS] = EXPIRED
         if i == s[LEADER]:
-            t[cell(i, STALE_ISR)] = s[ISR]
+            t[i * REPLICA_WIDTH + STALE_ISR] = s[ISR]
     if s[LEADER] == i:
         t[LEADER] = NO_LEADER
     remaining = s[ISR] & ~(1 << i)
@@ -480,16 +475,16 @@ def controller_notice_failure(cfg, s, t, i):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def controller_elect_leader(cfg, s, t, i):
     if s[LEADER] != NO_LEADER or s[CONTROLLER_EPOCH] >= cfg[C_ELECTIONS]:
         return False
-    if s[cell(i, STATUS)] != UP or s[ZK_CUT] >> i & 1:
+    if s[i * REPLICA_WIDTH + STATUS] != UP or s[ZK_CUT] >> i & 1:
         return False
     n, isr = cfg[C_REPLICAS], s[ISR]
     live_isr = 0
     for member in range(n):
-        if isr >> member & 1 and s[cell(member, STATUS)] == UP:
+        if isr >> member & 1 and s[member * REPLICA_WIDTH + STATUS] == UP:
             live_isr |= 1 << member
     if live_isr >> i & 1:
         new_isr = isr
@@ -499,14 +494,14 @@ def controller_elect_leader(cfg, s, t, i):
         return False
     epoch = s[CONTROLLER_EPOCH] + 1
     t[:] = s
-    t[cell(i, ROLE)] = LEADER_ROLE
-    t[cell(i, EPOCH)] = epoch
+    t[i * REPLICA_WIDTH + ROLE] = LEADER_ROLE
+    t[i * REPLICA_WIDTH + EPOCH] = epoch
     clear_memory(t, i)
-    t[cell(i, HAS_REMOTE)] = 1
+    t[i * REPLICA_WIDTH + HAS_REMOTE] = 1
     for member in range(n):
-        t[cell(i, REMOTE_LEO) + member] = UNKNOWN
+        t[i * REPLICA_WIDTH + REMOTE_LEO + member] = UNKNOWN
     if cfg[C_PROTOCOL] != HW_PROTOCOL:
-        push_cache_entry(t, i, epoch, s[cell(i, LEO)])
+        push_cache_entry(t, i, epoch, s[i * REPLICA_WIDTH + LEO])
     t[LEADER] = i
     t[CONTROLLER_EPOCH] = epoch
     t[ISR] = new_isr
@@ -514,9 +509,9 @@ def controller_elect_leader(cfg, s, t, i):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def follower_truncate_by_leader_epoch(cfg, s, t, i):
-    if s[cell(i, ROLE)] != TRUNCATING:
+    if s[i * REPLICA_WIDTH + ROLE] != TRUNCATING:
         return False
     leader = reachable_leader(s, cfg[C_REPLICAS], i)
     if leader == NO_LEADER:
@@ -524,20 +519,20 @@ def follower_truncate_by_leader_epoch(cfg, s, t, i):
     requested = latest_epoch(s, i)
     if cfg[C_PROTOCOL] == LEADER_EPOCH_PROTOCOL:
         end = end_offset_for(s, leader, requested)
-        offset, complete = (s[cell(i, HW)] if end == UNKNOWN else end), True
+        offset, complete = (s[i * REPLICA_WIDTH + HW] if end == UNKNOWN else end), True
     else:
         leader_epoch, leader_end = epoch_end(s, leader, requested)
         offset, complete = offset_truncation_state(s, i, leader_epoch, leader_end)
     t[:] = s
     truncate(t, i, offset)
     if complete:
-        t[cell(i, ROLE)] = FOLLOWER
+        t[i * REPLICA_WIDTH + ROLE] = FOLLOWER
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def zk_disconnect(cfg, s, t, i):
-    if s[CUTS] >= cfg[C_PARTITIONS] or s[cell(i, STATUS)] != UP or s[ZK_CUT] >> i & 1:
+    if s[CUTS] >= cfg[C_PARTITIONS] or s[i * REPLICA_WIDTH + STATUS] != UP or s[ZK_CUT] >> i & 1:
         return False
     t[:] = s
     t[ZK_CUT] = s[ZK_CUT] | 1 << i
@@ -545,20 +540,20 @@ def zk_disconnect(cfg, s, t, i):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def zk_reconnect(cfg, s, t, i):
     if not s[ZK_CUT] >> i & 1:
         return False
     t[:] = s
     t[ZK_CUT] = s[ZK_CUT] & ~(1 << i)
-    if t[cell(i, STATUS)] == EXPIRED:
-        t[cell(i, STATUS)] = UP
-    if t[cell(i, ROLE)] == FENCED and can_write_isr(t, i):
-        t[cell(i, ROLE)] = LEADER_ROLE
+    if t[i * REPLICA_WIDTH + STATUS] == EXPIRED:
+        t[i * REPLICA_WIDTH + STATUS] = UP
+    if t[i * REPLICA_WIDTH + ROLE] == FENCED and can_write_isr(t, i):
+        t[i * REPLICA_WIDTH + ROLE] = LEADER_ROLE
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def peer_disconnect(cfg, s, t, i):
     if s[CUTS] >= cfg[C_PARTITIONS] or not alive(s, i) or s[PEER_CUT] >> i & 1:
         return False
@@ -568,7 +563,7 @@ def peer_disconnect(cfg, s, t, i):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def peer_reconnect(cfg, s, t, i):
     if not s[PEER_CUT] >> i & 1:
         return False
@@ -577,7 +572,7 @@ def peer_reconnect(cfg, s, t, i):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def apply(cfg, action, s, t, i):
     """The successor of `s` by action code `action` on replica i, into `t`; False when disabled."""
     if action == PRODUCER_WRITE:
@@ -612,17 +607,3 @@ def apply(cfg, action, s, t, i):
         return peer_reconnect(cfg, s, t, i)
     return follower_truncate_by_leader_epoch(cfg, s, t, i)
 
-
-@njit(cache=True)
-def successors(cfg, slot_codes, s):
-    """Every enabled slot of `s` and its successor (rows of the returned array), in slot order;
-    for tests and tools, one state at a time (the level loop does not use it)."""
-    slot_count, n = slot_codes.shape[0], cfg[C_REPLICAS]
-    following = np.empty((slot_count, s.shape[0]), dtype=s.dtype)
-    slots = np.empty(slot_count, dtype=np.int64)
-    made = 0
-    for slot in range(slot_count):
-        if apply(cfg, slot_codes[slot], s, following[made], slot % n):
-            slots[made] = slot
-            made += 1
-    return following[:made], slots[:made]
