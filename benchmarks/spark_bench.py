@@ -152,12 +152,15 @@ def _level_line(levels: list) -> tuple[float | None, float | None]:
 def measure(setup: str, rung: tuple, master: str, cores: int, executor_memory: str) -> dict:
     """Run one setup on one rung in a child process, sampling memory from here."""
     arguments = json.dumps([setup, list(rung[:5]), master, cores, executor_memory])
-    process = subprocess.Popen([sys.executable, __file__, "--child", arguments], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True)
-    with PeakMemory(process.pid) as memory:
-        output, _ = process.communicate()
-    if process.returncode != 0:
-        raise RuntimeError(f"{setup} on {rung} failed (exit {process.returncode})")
+    with tempfile.TemporaryFile("w+") as errors:
+        process = subprocess.Popen([sys.executable, __file__, "--child", arguments], stdout=subprocess.PIPE,
+                                   stderr=errors, text=True)
+        with PeakMemory(process.pid) as memory:
+            output, _ = process.communicate()
+        if process.returncode != 0:
+            errors.seek(0)
+            tail = [line for line in errors.read().splitlines() if "WARN" not in line][-15:]
+            raise RuntimeError(f"{setup} on {rung} failed (exit {process.returncode}):\n" + "\n".join(tail))
     row = json.loads(output.strip().splitlines()[-1])
     overhead, per_state = _level_line(row.pop("levels"))
     protocol, replicas, messages, crashes, elections = rung[:5]

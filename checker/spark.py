@@ -19,11 +19,11 @@ One level:
    shortest path a state keeps does not depend on the partitioning or on the order of rows;
 3. successors are shuffled by the owner hash (`repartition(P, "owner")`), duplicates are
    removed by key (`groupBy(owner, fp)`, least key wins), and states already visited are
-   removed by a left-anti join against every earlier level, each cached and partitioned by
-   the same owner hash, so the join is partition-local (no shuffle of the visited set; the
-   sort-merge joins sort each cached level again, which cost less than the alternatives
-   measured: hash tables of the candidates, built once per visited level, ran out of memory
-   in one pipeline and cost a task per level and partition as a union);
+   removed by left-anti joins against the visited set, kept as a few runs of levels, each
+   cached, partitioned by the same owner hash and sorted by (owner, fp), so every join is
+   partition-local and needs no sort of the visited set (the candidates are sorted once);
+   two runs covering as many levels are merged, as a binary counter, so a level has at most
+   log2(depth) + 1 joins (one join per level ran out of execution memory past 20 levels);
 4. executors check the properties on the new states; the level is written as Parquet;
    the driver reads back its count and the least key of each property's states.
 
@@ -439,7 +439,7 @@ class _Engine:
         self.state_props = tuple(p for p in properties if not p.on_step)
         self.step_props = tuple(p for p in properties if p.on_step)
         self.bits = {p.name: 1 << index for index, p in enumerate(self.state_props)}
-        self.visited: list = []  # every level's (owner, fp), cached and partitioned by owner
+        self.visited: list[tuple[int, int, object]] = []  # runs: (first level, last level, cached frame)
         from pyspark.sql.types import (BinaryType, IntegerType, LongType, StructField, StructType)
 
         level_fields = [StructField("owner", LongType(), False), StructField("fp", LongType(), False),
@@ -463,10 +463,28 @@ class _Engine:
         return frame.where("slot >= 0") if states else frame
 
     def _remember(self, depth: int) -> None:
+        """Add level `depth` to the visited set: runs of levels, each read from Parquet, partitioned
+        by owner, sorted by (owner, fp) and cached. Two runs covering as many levels are merged,
+        as a binary counter, so there are at most log2(levels) + 1 runs: the joins of a level
+        stay few, and each reads its run in join order, without sorting it again."""
         from pyspark import StorageLevel
 
-        frame = self._read_level(depth).select("owner", "fp").repartition(self.count, "owner")
-        self.visited.append(frame.persist(StorageLevel.MEMORY_AND_DISK))
+        self.visited.append((depth, depth, None))
+        while len(self.visited) >= 2 and self._span(-1) == self._span(-2):
+            (first, _, older), (_, last, newer) = self.visited[-2], self.visited[-1]
+            for frame in (older, newer):
+                if frame is not None:
+                    frame.unpersist()
+            self.visited[-2:] = [(first, last, None)]
+        first, last, _ = self.visited[-1]
+        paths = [str(_level_dir(self.root, level)) for level in range(first, last + 1)]
+        frame = (self.spark.read.schema(self.level_schema).parquet(*paths).where("slot >= 0").select("owner", "fp")
+                 .repartition(self.count, "owner").sortWithinPartitions("owner", "fp"))
+        self.visited[-1] = (first, last, frame.persist(StorageLevel.MEMORY_AND_DISK))
+
+    def _span(self, index: int) -> int:
+        first, last, _ = self.visited[index]
+        return last - first + 1
 
     def _checked(self, new, settled: set[str]):
         """Check the properties on new states (rows of new_schema): rows of level_schema."""
@@ -540,7 +558,7 @@ class _Engine:
         candidates = (frame.repartition(self.count, "owner").groupBy("owner", "fp").agg(*aggregates)
                       .persist(StorageLevel.MEMORY_AND_DISK))  # read by the states and by the statistics
         new = candidates.select("owner", "fp", "best.key", "best.parent", "best.slot", "best.state")
-        for visited in self.visited:
+        for _, _, visited in self.visited:
             new = new.join(visited, ["owner", "fp"], "left_anti")
         # the level's statistics travel with it, as rows with a negative slot (the shuffle is reused)
         summary = [F.coalesce(F.sum("gen"), F.lit(0)).alias("s_gen")]
@@ -668,7 +686,7 @@ class _Engine:
         return traces
 
     def release(self) -> None:
-        for frame in self.visited:
+        for _, _, frame in self.visited:
             try:
                 frame.unpersist()
             except Exception:  # the session may be gone
