@@ -10,6 +10,7 @@ import pytest
 
 from kafka_mc.checker import Budget, check
 from kafka_mc.checker.kernel import kernel_check
+from kafka_mc.checker.kernel.batch import KernelBatch
 from kafka_mc.checker.kernel.engine import KernelStats, collision_probability
 from kafka_mc.checker.kernel.explore import BLOCK, expand_block, fingerprint, flag_block, pack, unpack
 from kafka_mc.checker.kernel.invariants import PROPERTY_NAMES
@@ -171,3 +172,24 @@ def test_the_kernel_reports_compile_time_apart_and_tlcs_collision_estimate():
     assert stats.collision_probability == pytest.approx(
         stats.distinct_states * (stats.states_generated - stats.distinct_states) / 2 ** 64)
     assert collision_probability(10 ** 8, 3 * 10 ** 8) == pytest.approx(1.0842e-3, rel=1e-3)
+
+
+def test_the_batch_interface_expands_and_checks_slices_of_packed_states():
+    config = Config("kip-279", messages=1, crashes=1, elections=1, partitions=1)
+    batch, model = KernelBatch(config), ReplicationModel(config)
+    states = list(_reachable(model))[:500]
+    rows = np.stack([batch.pack(state) for state in states])
+    assert [batch.state(row) for row in rows] == states
+    parents, slots, fingerprints, successors, truncated = batch.expand(rows)
+    expected = [(index, slot, following) for index, state in enumerate(states)
+                for slot, following in model.indexed_successors(state)]
+    assert [(int(p), int(s), batch.state(row)) for p, s, row in zip(parents, slots, successors)] == expected
+    assert np.array_equal(fingerprints, batch.fingerprints(successors))
+    assert len(set(batch.fingerprints(rows).tolist())) == len(states)
+    flags = batch.flags(rows)
+    for state, flag in zip(states, flags):
+        for prop in PROPERTIES:
+            if not prop.on_step:
+                bit = bool(flag >> batch.property_names.index(prop.name) & 1)
+                assert bit == (prop.holds(state) if prop.kind != ALWAYS else not prop.holds(state))
+    assert truncated.dtype == np.bool_ and len(truncated) == len(expected)

@@ -70,6 +70,15 @@ def fingerprint(packed, base, word_count):
 
 
 @njit(cache=True)
+def fingerprints(packed, count, word_count):
+    """The fingerprint of each of `count` packed states."""
+    result = np.empty(count, dtype=np.uint64)
+    for index in range(count):
+        result[index] = fingerprint(packed, index * word_count, word_count)
+    return result
+
+
+@njit(cache=True)
 def insert(table, key):
     """Add a fingerprint to the table; True when it was not there yet."""
     if key == 0:

@@ -1,0 +1,93 @@
+"""The kernel a slice at a time, for engines that keep their own visited set (the Spark
+executors): packed states in, successors with their fingerprints, action slots and step
+witness out; property flags of packed states; named-tuple states for traces and reports.
+
+A packed state is a row of `word_count` int64 words (`layout.packing`); its fingerprint, a
+signed 64-bit int here (`as_signed`), is a function of the row alone, so any process computes
+the same one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kafka_mc.model import Config, ReplicationModel, State
+
+from .explore import BLOCK, expand_block, fingerprints, flag_block, pack, unpack
+from .invariants import PROPERTY_NAMES
+from .layout import decode, encode, packing, settings
+from .transitions import slot_codes
+
+
+class KernelBatch:
+    """One configuration's kernel, for slices of packed states."""
+
+    def __init__(self, config: Config):
+        self.config = config
+        self.model = ReplicationModel(config)
+        self.cfg = settings(config)
+        self.slot_codes = slot_codes(self.model.action_names, config.replicas)
+        self.layout = packing(config)
+        self.word_count = self.layout.word_count
+        self.property_names = PROPERTY_NAMES  # bit p of a flag is property p
+
+    def pack(self, state: State) -> np.ndarray:
+        layout, row = self.layout, np.zeros(self.word_count, dtype=np.int64)
+        pack(encode(state), layout.cells, layout.biases, layout.shifts, layout.words, self.word_count, row, 0)
+        return row
+
+    def state(self, row: np.ndarray) -> State:
+        layout, wide = self.layout, np.empty_like(encode(self.model.initial_states()[0]))
+        unpack(np.ascontiguousarray(row, dtype=np.int64), 0, layout.cells, layout.biases, layout.bits,
+               layout.shifts, layout.words, wide)
+        return decode(wide, self.config.replicas)
+
+    def fingerprints(self, rows: np.ndarray) -> np.ndarray:
+        """The signed 64-bit fingerprint of every row of a (count, word_count) array."""
+        flat = np.ascontiguousarray(rows, dtype=np.int64).reshape(-1)
+        return as_signed(fingerprints(flat, len(flat) // self.word_count, self.word_count))
+
+    def expand(self, rows: np.ndarray):
+        """The successors of the rows of a (count, word_count) array, in row order and slot
+        order: (parent row index, action slot, fingerprint, successor rows, a log got shorter)."""
+        layout, words, slot_count = self.layout, self.word_count, len(self.slot_codes)
+        frontier = np.ascontiguousarray(rows, dtype=np.int64).reshape(-1)
+        count = len(frontier) // words
+        room = BLOCK * slot_count
+        out_words, out_fingerprints = np.empty(room * words, dtype=np.int64), np.empty(room, dtype=np.uint64)
+        out_slots, out_truncated = np.empty(room, dtype=np.int64), np.empty(room, dtype=np.bool_)
+        out_counts = np.empty(BLOCK, dtype=np.int64)
+        parts = []
+        for first in range(0, count, BLOCK):
+            block = min(BLOCK, count - first)
+            expand_block(self.cfg, self.slot_codes, layout.cells, layout.biases, layout.bits, layout.shifts,
+                         layout.words, words, frontier, first, block, out_words, out_fingerprints, out_slots,
+                         out_truncated, out_counts)
+            made = out_counts[:block]
+            chosen = (np.arange(block)[:, None] * slot_count + np.arange(slot_count)[None, :])[
+                np.arange(slot_count)[None, :] < made[:, None]]
+            parts.append((np.repeat(np.arange(first, first + block), made), out_slots[chosen].copy(),
+                          as_signed(out_fingerprints[chosen]),
+                          out_words.reshape(-1, words)[chosen].copy(), out_truncated[chosen].copy()))
+        if not parts:
+            return (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64),
+                    np.empty((0, words), np.int64), np.empty(0, np.bool_))
+        return tuple(np.concatenate(column) for column in zip(*parts))
+
+    def flags(self, rows: np.ndarray) -> np.ndarray:
+        """Per row, bit p set when invariant p of `property_names` is violated or state witness p holds."""
+        layout, words = self.layout, self.word_count
+        frontier = np.ascontiguousarray(rows, dtype=np.int64).reshape(-1)
+        count = len(frontier) // words
+        flags = np.empty(count, dtype=np.int64)
+        for first in range(0, count, BLOCK):
+            block = min(BLOCK, count - first)
+            part = np.empty(block, dtype=np.int64)
+            flag_block(self.cfg, layout.cells, layout.biases, layout.bits, layout.shifts, layout.words, words,
+                       frontier, first, block, part)
+            flags[first:first + block] = part
+        return flags
+
+
+def as_signed(fingerprints: np.ndarray) -> np.ndarray:
+    return fingerprints.view(np.int64)
