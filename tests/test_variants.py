@@ -3,6 +3,7 @@ green, the new rules act as Kafka's code does, and the protocols are a layer the
 model calls without being imported back."""
 
 import ast
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -34,17 +35,25 @@ def test_each_fix_turns_the_counterexample_before_it_green(broken, fixed, disabl
     assert replayed.mismatches == [] and set(replayed.first_breaks) == set(before.expected_violations) != set()
     replayed = replay(after)
     assert replayed.mismatches == [] and replayed.first_breaks == {}
-    # the broken steps under the fixed protocol: enabled up to the step the fix disables
-    model = ReplicationModel(after.config)
-    state = model.initial_states()[before.trace.initial]
-    for number, action in enumerate(before.trace.actions, start=1):
-        following = model.next_state(state, action)
-        if following is None:
-            break
-        state = following
-    else:
-        number = None
-    assert number == disabled
+    assert first_disabled_step(before, after.config.protocol) == disabled
+
+
+def first_disabled_step(scenario, protocol: str) -> int | None:
+    """The first step of the scenario that `protocol` does not enable, or None."""
+    model = ReplicationModel(dataclasses.replace(scenario.config, protocol=protocol))
+    state = model.initial_states()[scenario.trace.initial]
+    for number, action in enumerate(scenario.trace.actions, start=1):
+        state = model.next_state(state, action)
+        if state is None:
+            return number
+    return None
+
+
+def test_truncation_on_fetch_loses_an_acks_all_write_with_min_isr_2_and_kafka_13141_refuses_it():
+    scenario = load_scenario(FINDINGS["diverging-fetch-acks-all-min-isr-2-diverging-epoch"])
+    replayed = replay(scenario)
+    assert replayed.mismatches == [] and replayed.first_breaks["NoAckedDataLoss"] == 11
+    assert first_disabled_step(scenario, "kafka-13141") == 8  # ProducerWrite(B): NotEnoughReplicas
 
 
 def test_the_history_is_oldest_first_and_every_variant_has_every_engine():
