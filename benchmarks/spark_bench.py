@@ -69,12 +69,19 @@ def _tree_rss(table: dict, root: int) -> int:
     return total
 
 
+def _descends(table: dict, pid: int, ancestors: tuple[int, ...]) -> bool:
+    while pid in table and pid not in ancestors:
+        pid = table[pid][0]
+    return pid in ancestors
+
+
 class PeakMemory:
     """Samples every 0.5 s: the driver's tree (the child process: its Python, its JVM and, in local
-    mode, the Python workers) and each executor's tree (an executor JVM and its Python workers)."""
+    mode, the Python workers) and each executor's tree (an executor JVM started by one of
+    `workers`, the cluster's worker processes, and its Python workers)."""
 
-    def __init__(self, driver_pid: int):
-        self.driver_pid, self.driver_kib, self.executor_kib = driver_pid, 0, 0
+    def __init__(self, driver_pid: int, workers: tuple[int, ...] = ()):
+        self.driver_pid, self.workers, self.driver_kib, self.executor_kib = driver_pid, workers, 0, 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -82,8 +89,8 @@ class PeakMemory:
         while not self._stop.is_set():
             table = _processes()
             self.driver_kib = max(self.driver_kib, _tree_rss(table, self.driver_pid))
-            for pid, (_, command, _) in table.items():
-                if "CoarseGrainedExecutorBackend" in command:
+            for pid, (parent, command, _) in table.items():
+                if "CoarseGrainedExecutorBackend" in command and _descends(table, pid, self.workers):
                     self.executor_kib = max(self.executor_kib, _tree_rss(table, pid))
             time.sleep(0.5)
 
@@ -149,13 +156,15 @@ def _level_line(levels: list) -> tuple[float | None, float | None]:
     return my - slope * mx, slope * 1e6
 
 
-def measure(setup: str, rung: tuple, master: str, cores: int, executor_memory: str) -> dict:
-    """Run one setup on one rung in a child process, sampling memory from here."""
+def measure(setup: str, rung: tuple, master: str, cores: int, executor_memory: str,
+            workers: tuple[int, ...] = ()) -> dict:
+    """Run one setup on one rung in a child process, sampling memory from here (`workers`: the
+    cluster's worker processes, whose executors are sampled)."""
     arguments = json.dumps([setup, list(rung[:5]), master, cores, executor_memory])
     with tempfile.TemporaryFile("w+") as errors:
         process = subprocess.Popen([sys.executable, __file__, "--child", arguments], stdout=subprocess.PIPE,
                                    stderr=errors, text=True)
-        with PeakMemory(process.pid) as memory:
+        with PeakMemory(process.pid, workers) as memory:
             output, _ = process.communicate()
         if process.returncode != 0:
             errors.seek(0)
@@ -206,10 +215,13 @@ def main() -> None:
 
                 cluster = Cluster(Path(tempfile.mkdtemp(prefix="kafka-mc-bench-cluster-")), memory="10g")
                 try:
-                    keep(dict(measure("cluster", rung, cluster.url, 2, args.executor_memory), setup="cluster, 2 workers"))
+                    workers = tuple(worker.pid for worker in cluster.workers)
+                    keep(dict(measure("cluster", rung, cluster.url, 2, args.executor_memory, workers),
+                              setup="cluster, 2 workers"))
                     Cluster.kill(cluster.workers[1])
                     time.sleep(3)
-                    keep(dict(measure("cluster", rung, cluster.url, 1, args.executor_memory), setup="cluster, 1 worker"))
+                    keep(dict(measure("cluster", rung, cluster.url, 1, args.executor_memory, workers),
+                              setup="cluster, 1 worker"))
                 finally:
                     cluster.stop()
             else:
