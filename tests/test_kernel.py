@@ -11,7 +11,7 @@ import pytest
 from kafka_mc.checker import Budget, check
 from kafka_mc.checker.kernel import kernel_check
 from kafka_mc.checker.kernel.batch import KernelBatch
-from kafka_mc.checker.kernel.engine import KernelStats, collision_probability
+from kafka_mc.checker.kernel.engine import KernelStats, collision_probability, replica_orders
 from kafka_mc.checker.kernel.explore import BLOCK, expand_block, fingerprint, flag_block, pack, unpack
 from kafka_mc.checker.kernel.invariants import PROPERTY_NAMES
 from kafka_mc.checker.kernel.layout import decode, encode, packing, settings
@@ -85,7 +85,7 @@ def _expand(config: Config, states: list):
     wide = np.empty_like(encode(states[0]))
     for first in range(0, len(states), BLOCK):
         count = min(BLOCK, len(states) - first)
-        expand_block(cfg, codes, layout.cells, layout.biases, layout.bits, layout.shifts, layout.words, words,
+        expand_block(cfg, codes, replica_orders(config.replicas, False), layout.cells, layout.biases, layout.bits, layout.shifts, layout.words, words,
                      frontier, first, count, out_words, out_fingerprints, out_slots, out_truncated, out_counts)
         flag_block(cfg, layout.cells, layout.biases, layout.bits, layout.shifts, layout.words, words, frontier,
                    first, count, flags)
@@ -158,11 +158,31 @@ def test_a_subset_of_the_properties_is_checked_alone():
     assert kernel.violated == ("NoLogDivergence",)
 
 
-def test_symmetry_and_users_properties_run_the_bfs_engine():
-    config = Config("hw", messages=1)
-    assert kernel_check(config, symmetry=True).engine == "bfs+symmetry"
+@pytest.mark.parametrize("config", [
+    Config("hw", messages=2, crashes=2, elections=1),
+    Config("leader-epoch", replicas=3, messages=1, crashes=1, elections=1, unclean=True),
+    Config("kafka-13141", replicas=3, messages=1, crashes=1, elections=1, partitions=1, acks="0"),
+], ids=_name)
+def test_symmetry_gives_the_bfs_engines_counts_verdicts_and_shortest_lengths(config):
+    kernel, reference = kernel_check(config, keep_going=True, symmetry=True), check(config, keep_going=True,
+                                                                                    symmetry=True)
+    assert kernel.engine == "kernel+symmetry"
+    assert (kernel.stats.distinct_states, kernel.stats.states_generated, kernel.stats.depth) == \
+        (reference.stats.distinct_states, reference.stats.states_generated, reference.stats.depth)
+    assert kernel.violated == reference.violated and kernel.witnesses == reference.witnesses
+    assert [len(v.trace) for v in kernel.violations] == [len(v.trace) for v in reference.violations]
+    for violation in kernel.violations:  # concrete traces: they replay without symmetry and break the invariant
+        last = violation.trace.states()[-1]
+        assert not next(p for p in INVARIANTS if p.name == violation.invariant).holds(last)
+    for trace in kernel.witness_traces.values():
+        trace.states()
+    assert {name: len(trace) for name, trace in kernel.witness_traces.items()} == \
+        {name: len(trace) for name, trace in reference.witness_traces.items()}
+
+
+def test_users_properties_run_the_bfs_engine():
     own = INVARIANTS[0]._replace(holds=lambda state: True)
-    assert kernel_check(config, (own,)).engine == "bfs"
+    assert kernel_check(Config("hw", messages=1), (own,)).engine == "bfs"
 
 
 def test_the_kernel_reports_compile_time_apart_and_tlcs_collision_estimate():

@@ -14,6 +14,7 @@ import numpy as np
 from kafka_mc.model import Config, ReplicationModel, State
 
 from .explore import BLOCK, expand_block, fingerprints, flag_block, pack, unpack
+from .engine import replica_orders
 from .invariants import PROPERTY_NAMES
 from .layout import decode, encode, packing, settings
 from .transitions import slot_codes
@@ -28,6 +29,7 @@ class KernelBatch:
         self.cfg = settings(config)
         self.slot_codes = slot_codes(self.model.action_names, config.replicas)
         self.layout = packing(config)
+        self.orders = replica_orders(config.replicas, False)
         self.word_count = self.layout.word_count
         self.property_names = PROPERTY_NAMES  # bit p of a flag is property p
 
@@ -60,7 +62,7 @@ class KernelBatch:
         parts = []
         for first in range(0, count, BLOCK):
             block = min(BLOCK, count - first)
-            expand_block(self.cfg, self.slot_codes, layout.cells, layout.biases, layout.bits, layout.shifts,
+            expand_block(self.cfg, self.slot_codes, self.orders, layout.cells, layout.biases, layout.bits, layout.shifts,
                          layout.words, words, frontier, first, block, out_words, out_fingerprints, out_slots,
                          out_truncated, out_counts)
             made = out_counts[:block]

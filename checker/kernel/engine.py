@@ -5,28 +5,35 @@ slot order, a state keeps the first (least) path to it, and the first occurrence
 property in a level is the one reported. Traces are rebuilt from the parent links and
 replayed through the explicit model (`checker.bfs.concrete_trace`), so reports are unchanged.
 
-What the kernel leaves out: replica symmetry (`symmetry=True` runs `checker.bfs.check`) and
-properties other than those of `properties.PROPERTIES` (users' own predicates are Python;
-a run that asks for one runs `checker.bfs.check` too).
+With `symmetry`, a state's representative is the least of its replica permutations in the
+packed form (not `model.symmetry.canonical`, the least in tuple order): the same classes, so
+the same counts, verdicts and shortest lengths as the BFS engine with symmetry; a trace is the
+least path over these representatives, renamed onto concrete states (`concrete_trace`), so it
+may differ from the BFS engine's while being as short.
+
+What the kernel leaves out: properties other than those of `properties.PROPERTIES` (users' own
+predicates are Python; a run that asks for one runs `checker.bfs.check`).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from itertools import permutations
 from typing import Callable, Iterable
 
 import numba
 import numpy as np
 
-from kafka_mc.model import Config, ReplicationModel
+from kafka_mc.model import Action, Config, ReplicationModel, State
+from kafka_mc.model.symmetry import rename, renaming
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
 from ..bfs import Budget, Progress, check, concrete_trace
 from ..result import CheckResult, Stats, Trace, Violation
-from .explore import NO_PARENT, NOT_FOUND, explore_level, fingerprint, insert, pack
+from .explore import NO_PARENT, NOT_FOUND, explore_level, fingerprint, insert, pack_represented, unpack
 from .invariants import FOLLOWER_TRUNCATED, PROPERTY_NAMES, state_flags
-from .layout import encode, packing, settings
+from .layout import WIDTH, decode, encode, packing, settings
 from .transitions import slot_codes
 
 INITIAL_TABLE_SLOTS = 1 << 16
@@ -42,9 +49,16 @@ class KernelStats(Stats):
     collision_probability: float = 0.0
 
 
-def supports(properties: Iterable[Property], symmetry: bool = False) -> bool:
-    """Whether the kernel can run this check (otherwise `kernel_check` runs the BFS engine)."""
-    return not symmetry and all(any(p is known for known in PROPERTIES) for p in properties)
+def supports(properties: Iterable[Property]) -> bool:
+    """Whether the kernel can check these properties (otherwise `kernel_check` runs the BFS engine)."""
+    return all(any(p is known for known in PROPERTIES) for p in properties)
+
+
+def replica_orders(replicas: int, symmetry: bool) -> np.ndarray:
+    """The replica orders a state is represented under: every permutation, identity first, with
+    symmetry; the identity alone without."""
+    orders = list(permutations(range(replicas))) if symmetry else [tuple(range(replicas))]
+    return np.array(orders, dtype=np.int64)
 
 
 _compiled = False
@@ -65,8 +79,10 @@ def compile_kernel() -> float:
 class _Search:
     """The kernel's arrays for one run: frontier, visited table, parent links, found properties."""
 
-    def __init__(self, config: Config, properties: tuple[Property, ...]):
+    def __init__(self, config: Config, properties: tuple[Property, ...], symmetry: bool = False):
         self.model = ReplicationModel(config)
+        self.symmetry = symmetry
+        self.orders = replica_orders(config.replicas, symmetry)
         self.cfg = settings(config)
         self.slot_codes = slot_codes(self.model.action_names, config.replicas)
         self.layout = packing(config)
@@ -89,14 +105,31 @@ class _Search:
         frontier = np.zeros(len(initial_states) * words, dtype=np.int64)
         count = 0
         for index, state in enumerate(initial_states):
-            wide = encode(state)
-            pack(wide, layout.cells, layout.biases, layout.shifts, layout.words, words, frontier, count * words)
+            self.represent_into(encode(state), frontier, count * words)
             if insert(self.table, np.uint64(fingerprint(frontier, count * words, words))):
                 self.parents[count], self.slots[count] = NO_PARENT, index
-                self._offer(state_flags(self.cfg, wide), count)
+                self._offer(state_flags(self.cfg, self.unpacked(frontier[count * words:(count + 1) * words])),
+                            count)
                 count += 1
         self.distinct = count
         return frontier[:count * words], count
+
+    def represent_into(self, wide: np.ndarray, out: np.ndarray, base: int) -> None:
+        """Pack a wide state (its representative, with symmetry) into out[base:]."""
+        layout = self.layout
+        pack_represented(self.cfg, wide, self.orders, np.empty_like(wide), np.empty(layout.word_count, np.int64),
+                         layout.cells, layout.biases, layout.shifts, layout.words, layout.word_count, out, base)
+
+    def unpacked(self, row: np.ndarray) -> np.ndarray:
+        layout, wide = self.layout, np.empty(WIDTH, dtype=np.int16)
+        unpack(row, 0, layout.cells, layout.biases, layout.bits, layout.shifts, layout.words, wide)
+        return wide
+
+    def represent(self, state: State) -> State:
+        """The representative of a model state, as the kernel picks it."""
+        row = np.zeros(self.layout.word_count, dtype=np.int64)
+        self.represent_into(encode(state), row, 0)
+        return decode(self.unpacked(row), self.model.config.replicas)
 
     def _offer(self, flags: int, node: int) -> None:
         hits = flags & self.looking
@@ -109,7 +142,7 @@ class _Search:
         """Expand the frontier; the number of new states."""
         layout = self.layout
         (self.table, self.distinct, self.parents, self.slots, frontier, count, generated) = explore_level(
-            self.cfg, self.slot_codes, layout.cells, layout.biases, layout.bits, layout.shifts, layout.words,
+            self.cfg, self.slot_codes, self.orders, layout.cells, layout.biases, layout.bits, layout.shifts, layout.words,
             layout.word_count, self.frontier, self.frontier_count, self.first_node, self.table, self.distinct,
             self.parents, self.slots, self.found_nodes, self.found_slots, self.looking)
         self.looking = sum(1 << index for index in range(len(PROPERTY_NAMES))
@@ -131,8 +164,22 @@ class _Search:
                 path.append(int(self.slots[node]))
                 node = int(self.parents[node])
             actions = [self.model.action_at(slot) for slot in reversed(path)]
-            traces[name] = concrete_trace(self.model, int(self.slots[node]), actions, False)
+            traces[name] = self.concrete_trace(int(self.slots[node]), actions)
         return traces
+
+    def concrete_trace(self, initial: int, actions: list[Action]) -> Trace:
+        """The trace of a path from an initial state; under symmetry the path's actions act on
+        the kernel's representatives, and each is renamed to act on the concrete state."""
+        if not self.symmetry:
+            return concrete_trace(self.model, initial, actions, False)
+        model = self.model
+        state = model.initial_states()[initial]
+        representative, concrete = self.represent(state), []
+        for action in actions:
+            concrete.append(rename(action, renaming(representative, state)))
+            state = model.next_state(state, concrete[-1])
+            representative = self.represent(model.next_state(representative, action))
+        return Trace(model.config, initial, tuple(concrete))
 
 
 def kernel_check(
@@ -146,9 +193,9 @@ def kernel_check(
     progress: Callable[[Progress], None] | None = None,
 ) -> CheckResult:
     """`checker.bfs.check` by the compiled kernel, with `workers` threads (the same results for
-    any number); with symmetry or a property the kernel lacks, `checker.bfs.check` itself."""
+    any number); with a property the kernel lacks, `checker.bfs.check` itself."""
     properties = tuple(properties)
-    if not supports(properties, symmetry):
+    if not supports(properties):
         return check(config, properties, keep_going=keep_going, symmetry=symmetry, workers=workers,
                      budget=budget, progress=progress)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -157,7 +204,7 @@ def kernel_check(
     numba.set_num_threads(min(workers, numba.config.NUMBA_NUM_THREADS))
     invariants = {p.name for p in properties if p.kind == ALWAYS}
     started = time.perf_counter()
-    search = _Search(config, properties)
+    search = _Search(config, properties, symmetry)
     depth, stopped_because = 0, ""
     while search.frontier_count:
         found = {PROPERTY_NAMES[i] for i in range(len(PROPERTY_NAMES)) if search.found_nodes[i] != NOT_FOUND}
@@ -178,7 +225,7 @@ def kernel_check(
     seconds = time.perf_counter() - started
     violated = sorted((name for name in traces if name in invariants), key=lambda n: (len(traces[n]), n))
     return CheckResult(
-        engine="kernel" + (f" ({workers} threads)" if workers > 1 else ""),
+        engine="kernel" + ("+symmetry" if symmetry else "") + (f" ({workers} threads)" if workers > 1 else ""),
         config=config,
         complete=not search.frontier_count and not stopped_because,
         stats=KernelStats(search.distinct, search.generated, depth, seconds, compile_seconds,

@@ -19,7 +19,9 @@ import numpy as np
 from numba import njit, prange
 
 from .invariants import FOLLOWER_TRUNCATED, follower_truncated, state_flags
-from .layout import C_REPLICAS, WIDTH
+from kafka_mc.model.state import NO_LEADER
+
+from .layout import C_REPLICAS, HAS_REMOTE, ISR, LEADER, PEER_CUT, REMOTE_LEO, REPLICA_WIDTH, STALE_ISR, WIDTH, ZK_CUT
 from .transitions import apply
 
 MAX_LOAD = 0.8
@@ -48,6 +50,57 @@ def unpack(packed, base, cells, biases, bits, shifts, words, wide):
     for field in range(cells.shape[0]):
         value = (packed[base + words[field]] >> shifts[field]) & ((np.int64(1) << bits[field]) - 1)
         wide[cells[field]] = value - biases[field]
+
+
+@njit(cache=True)
+def permute(cfg, t, order, u):
+    """`model.symmetry.permute`: u is t with replica k taken from replica order[k], and every
+    reference to a replica (leader, masks, views of the others) renamed."""
+    n = cfg[C_REPLICAS]
+    u[:] = t
+    for new in range(n):
+        old = order[new]
+        for offset in range(REPLICA_WIDTH):
+            u[new * REPLICA_WIDTH + offset] = t[old * REPLICA_WIDTH + offset]
+    for new in range(n):
+        base = new * REPLICA_WIDTH
+        if u[base + HAS_REMOTE]:
+            old_base = order[new] * REPLICA_WIDTH
+            for other in range(n):
+                u[base + REMOTE_LEO + other] = t[old_base + REMOTE_LEO + order[other]]
+        u[base + STALE_ISR] = permute_mask(t[order[new] * REPLICA_WIDTH + STALE_ISR], order, n)
+    leader = t[LEADER]
+    if leader != NO_LEADER:
+        for new in range(n):
+            if order[new] == leader:
+                u[LEADER] = new
+    u[ISR] = permute_mask(t[ISR], order, n)
+    u[ZK_CUT] = permute_mask(t[ZK_CUT], order, n)
+    u[PEER_CUT] = permute_mask(t[PEER_CUT], order, n)
+
+
+@njit(cache=True, inline="always")
+def permute_mask(mask, order, n):
+    permuted = 0
+    for new in range(n):
+        if mask >> order[new] & 1:
+            permuted |= 1 << new
+    return permuted
+
+
+@njit(cache=True)
+def pack_represented(cfg, t, orders, u, candidate, cells, biases, shifts, words, word_count, out, base):
+    """Pack t, or with several replica `orders` (symmetry) the least of its permutations by
+    them, word by word: one representative per class of states equal up to renaming replicas."""
+    pack(t, cells, biases, shifts, words, word_count, out, base)
+    for index in range(1, orders.shape[0]):
+        permute(cfg, t, orders[index], u)
+        pack(u, cells, biases, shifts, words, word_count, candidate, 0)
+        for word in range(word_count):
+            if candidate[word] != out[base + word]:
+                if candidate[word] < out[base + word]:
+                    out[base:base + word_count] = candidate[:word_count]
+                break
 
 
 @njit(cache=True, inline="always")
@@ -113,36 +166,33 @@ def _grown(values, needed):
     return bigger
 
 
-@njit(cache=True)
-def expand_states(cfg, slot_codes, cells, biases, bits, shifts, words, word_count, frontier, first, low, high,
-                  out_words, out_fingerprints, out_slots, out_truncated, out_counts):
-    """`expand_block`'s work on the block's states low..high-1, in one thread."""
-    slot_count, n = slot_codes.shape[0], cfg[C_REPLICAS]
-    s = np.empty(WIDTH, dtype=np.int16)
-    t = np.empty(WIDTH, dtype=np.int16)
-    for j in range(low, high):
-        unpack(frontier, (first + j) * word_count, cells, biases, bits, shifts, words, s)
-        made = 0
-        for slot in range(slot_count):
-            if apply(cfg, slot_codes[slot], s, t, slot % n):
-                out = j * slot_count + made
-                pack(t, cells, biases, shifts, words, word_count, out_words, out * word_count)
-                out_fingerprints[out] = fingerprint(out_words, out * word_count, word_count)
-                out_slots[out] = slot
-                out_truncated[out] = follower_truncated(cfg, s, t)
-                made += 1
-        out_counts[j] = made
-
-
 @njit(cache=True, parallel=True)
-def expand_block(cfg, slot_codes, cells, biases, bits, shifts, words, word_count, frontier, first, count,
+def expand_block(cfg, slot_codes, orders, cells, biases, bits, shifts, words, word_count, frontier, first, count,
                  out_words, out_fingerprints, out_slots, out_truncated, out_counts):
     """The successors of frontier states first..first+count-1: state j's c-th successor at
-    j * slot_count + c, with its fingerprint, action slot and whether a log got shorter."""
+    j * slot_count + c, with its fingerprint, action slot and whether a log got shorter; with
+    more than one replica order, each successor packed as its class's representative. (The
+    transitions are inlined in the parallel loop's body: a call per share of states runs at
+    half the speed.)"""
+    slot_count, n = slot_codes.shape[0], cfg[C_REPLICAS]
     for share in prange((count + THREAD_SHARE - 1) // THREAD_SHARE):
-        expand_states(cfg, slot_codes, cells, biases, bits, shifts, words, word_count, frontier, first,
-                      share * THREAD_SHARE, min(count, (share + 1) * THREAD_SHARE),
-                      out_words, out_fingerprints, out_slots, out_truncated, out_counts)
+        s = np.empty(WIDTH, dtype=np.int16)
+        t = np.empty(WIDTH, dtype=np.int16)
+        u = np.empty(WIDTH, dtype=np.int16)
+        candidate = np.empty(word_count, dtype=np.int64)
+        for j in range(share * THREAD_SHARE, min(count, (share + 1) * THREAD_SHARE)):
+            unpack(frontier, (first + j) * word_count, cells, biases, bits, shifts, words, s)
+            made = 0
+            for slot in range(slot_count):
+                if apply(cfg, slot_codes[slot], s, t, slot % n):
+                    out = j * slot_count + made
+                    pack_represented(cfg, t, orders, u, candidate, cells, biases, shifts, words, word_count,
+                                     out_words, out * word_count)
+                    out_fingerprints[out] = fingerprint(out_words, out * word_count, word_count)
+                    out_slots[out] = slot
+                    out_truncated[out] = follower_truncated(cfg, s, t)
+                    made += 1
+            out_counts[j] = made
 
 
 @njit(cache=True)
@@ -162,7 +212,7 @@ def flag_block(cfg, cells, biases, bits, shifts, words, word_count, frontier, fi
 
 
 @njit(cache=True)
-def explore_level(cfg, slot_codes, cells, biases, bits, shifts, words, word_count, frontier, frontier_count,
+def explore_level(cfg, slot_codes, orders, cells, biases, bits, shifts, words, word_count, frontier, frontier_count,
                   first_node, table, table_count, parents, slots, found_nodes, found_slots, looking):
     """Expand one frontier (nodes first_node on). Returns the visited table, its count, the
     parent arrays, the next frontier and its count, and the successors generated (each may be
@@ -183,7 +233,7 @@ def explore_level(cfg, slot_codes, cells, biases, bits, shifts, words, word_coun
     step_bit = np.int64(1) << FOLLOWER_TRUNCATED
     for first in range(0, frontier_count, BLOCK):
         count = min(BLOCK, frontier_count - first)
-        expand_block(cfg, slot_codes, cells, biases, bits, shifts, words, word_count, frontier, first, count,
+        expand_block(cfg, slot_codes, orders, cells, biases, bits, shifts, words, word_count, frontier, first, count,
                      out_words, out_fingerprints, out_slots, out_truncated, out_counts)
         made = 0
         for j in range(count):
