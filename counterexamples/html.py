@@ -65,7 +65,7 @@ def trace_html(trace: Trace, invariant: str | None, title: str) -> str:
         f'<p class="verdict">{escape(verdict(steps, invariant))}</p>',
         f"<p>{escape(LEGEND)}</p>",
         _index(steps),
-        *(_step_section(step, slots) for step in steps),
+        *(_step_section(step, slots, trace.config.protocol) for step in steps),
         "</body>",
         "</html>",
     ]
@@ -87,13 +87,13 @@ def _index(steps: list[Step]) -> str:
     return f'<ol class="toc" start="0">{items}</ol>'
 
 
-def _step_section(step: Step, slots: int) -> str:
+def _step_section(step: Step, slots: int, protocol: str) -> str:
     state = step.state
     violated = " violated" if step.failing else ""
     parts = [
         f'<section class="step{violated}" id="step-{step.number}">',
         f"<h2>Step {step.number}: {escape(step.label)}</h2>",
-        _picture(state, slots),
+        _picture(state, slots, protocol),
     ]
     if step.changes:
         items = "".join(f"<li><b>{escape(where)}</b>: {escape(text)}</li>" for where, text in step.changes)
@@ -104,22 +104,22 @@ def _step_section(step: Step, slots: int) -> str:
     return "\n".join(parts)
 
 
-def _picture(state: State, slots: int) -> str:
+def _picture(state: State, slots: int, protocol: str) -> str:
     offsets = "".join(f'<th class="offset">{offset}</th>' for offset in range(slots))
-    rows = "\n".join(_replica_row(state, index, slots) for index in range(len(state.replicas)))
+    rows = "\n".join(_replica_row(state, index, slots, protocol) for index in range(len(state.replicas)))
     committed = " ".join(f"m{msg}@{offset}" for offset, msg in state.committed) or "none"
     caption = f"{controller_text(state)}. Committed so far: {committed}."
     return (f'<figure class="picture">\n<table class="logs">\n<thead><tr><th></th>{offsets}<th></th></tr></thead>\n'
             f"<tbody>\n{rows}\n</tbody>\n</table>\n<figcaption>{escape(caption)}</figcaption>\n</figure>")
 
 
-def _replica_row(state: State, index: int, slots: int) -> str:
+def _replica_row(state: State, index: int, slots: int, protocol: str) -> str:
     replica = state.replicas[index]
     badge = '<span class="leader">L</span>' if state.controller.leader == index else ""
     down = "" if replica.alive else ' class="down"'
     cells = "".join(_slot(replica, offset) for offset in range(slots))
     return (f'<tr{down}><th class="name">{replica_name(index)}{badge}</th>{cells}'
-            f'<td class="info">{escape(_replica_info(state, index))}</td></tr>')
+            f'<td class="info">{escape(_replica_info(state, index, protocol))}</td></tr>')
 
 
 def _slot(replica: Replica, offset: int) -> str:
@@ -138,7 +138,7 @@ def _slot(replica: Replica, offset: int) -> str:
     return f'<td class="slot">{box}<div class="markers">{markers}</div></td>'
 
 
-def _replica_info(state: State, index: int) -> str:
+def _replica_info(state: State, index: int, protocol: str) -> str:
     replica = state.replicas[index]
     facts = [
         status_text(state, index),
@@ -150,5 +150,5 @@ def _replica_info(state: State, index: int) -> str:
     if replica.unflushed:
         facts.append(f"{replica.unflushed} record(s) not flushed")
     if replica.response:
-        facts.append(f"fetch response in flight: {response_text(replica.response)}")
+        facts.append(f"fetch response in flight: {response_text(replica.response, protocol)}")
     return " · ".join(facts)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from kafka_mc.checker.result import Trace
-from kafka_mc.model.protocols import end_offset_for
+from kafka_mc.model import PROTOCOLS
 from kafka_mc.model.state import UNKNOWN, replica_name
 
 from .steps import CONTROLLER, Change, Step, controller_text, epoch_text, response_text, trace_steps, verdict
@@ -17,7 +17,8 @@ def trace_markdown(trace: Trace, invariant: str | None, title: str) -> str:
     steps = trace_steps(trace)
     lines = [f"# {title}", "", "## Configuration", ""]
     lines += [f"- {key}: `{value}`" for key, value in trace.config.to_dict().items()]
-    lines += ["", f"**Verdict:** {verdict(steps, invariant)}", "", "## Sequence", "", *sequence_diagram(steps)]
+    lines += ["", f"**Verdict:** {verdict(steps, invariant)}", "", "## Sequence", "",
+              *sequence_diagram(steps, trace.config.protocol)]
     lines += ["", "## Steps"]
     for step in steps:
         lines += ["", *_step_section(step)]
@@ -38,7 +39,7 @@ def _step_section(step: Step) -> list[str]:
     return lines
 
 
-def sequence_diagram(steps: list[Step]) -> list[str]:
+def sequence_diagram(steps: list[Step], protocol: str) -> list[str]:
     """A fenced Mermaid sequenceDiagram: the messages of each action, then one note per
     participant on what it did and what changed."""
     replicas = [replica_name(i) for i in range(len(steps[0].state.replicas))]
@@ -47,7 +48,7 @@ def sequence_diagram(steps: list[Step]) -> list[str]:
     lines += [f"    participant {name}" for name in ("Producer", CONTROLLER, *replicas)]
     responders: dict[int, int] = {}  # follower -> the leader that built its FetchResponse in flight
     for step in steps[1:]:
-        messages, notes = _exchange(step, responders)
+        messages, notes = _exchange(step, responders, protocol)
         lines += [f"    {message}" for message in messages]
         texts_by_place: dict[str, list[str]] = {}
         for where, text in (*notes, *step.changes):
@@ -60,7 +61,7 @@ def sequence_diagram(steps: list[Step]) -> list[str]:
     return lines
 
 
-def _exchange(step: Step, responders: dict[int, int]) -> tuple[list[str], list[Change]]:
+def _exchange(step: Step, responders: dict[int, int], protocol: str) -> tuple[list[str], list[Change]]:
     """The Mermaid messages of one action, and the notes that say what a participant did."""
     action, before, after = step.action, step.before, step.state
     index = action.replica
@@ -71,20 +72,21 @@ def _exchange(step: Step, responders: dict[int, int]) -> tuple[list[str], list[C
             return [f"Producer->>{name}: write m{after.written}"], []
         case "LeaderHandleFetchRequest":
             responders[index] = before.controller.leader
-            response = response_text(after.replicas[index].response)
+            response = response_text(after.replicas[index].response, protocol)
             return [f"{name}->>{leader}: Fetch(offset={before.replicas[index].leo})"], [
                 Change(leader, f"builds response: {response}")
             ]
         case "FollowerHandleFetchResponse":
             sender = replica_name(responders.pop(index))
-            return [f"{sender}-->>{name}: {response_text(before.replicas[index].response)}"], []
+            return [f"{sender}-->>{name}: {response_text(before.replicas[index].response, protocol)}"], []
         case "FollowerTruncateByLeaderEpoch":
             epochs = before.replicas[index].epochs
             latest = epochs[-1][0] if epochs else UNKNOWN
-            end_offset = end_offset_for(before.leader, latest)
+            epoch, end_offset = PROTOCOLS[protocol].leader_answer(before.leader, before.replicas[index])
+            answer = f"end offset {'UNDEFINED' if end_offset == UNKNOWN else end_offset}"
             return [
                 f"{name}->>{leader}: OffsetsForLeaderEpoch(epoch {epoch_text(latest)})",
-                f"{leader}-->>{name}: end offset {'UNDEFINED' if end_offset == UNKNOWN else end_offset}",
+                f"{leader}-->>{name}: {answer}" + ("" if epoch == UNKNOWN else f" of epoch {epoch_text(epoch)}"),
             ], []
         case "LeaderShrinkIsr":
             return [f"{leader}->>{CONTROLLER}: shrink ISR (remove {name})"], []

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kafka_mc.checker.result import Trace
-from kafka_mc.model import Action, State
+from kafka_mc.model import PROTOCOLS, Action, State
 from kafka_mc.model.state import (
     ROLE_NAMES,
     UNKNOWN,
@@ -119,8 +119,11 @@ def epoch_text(value: int) -> str:
     return "?" if value == UNKNOWN else str(value)
 
 
-def response_text(response: FetchResponse) -> str:
-    """A FetchResponse as its content: `records m2 m3, HW=1` or `OffsetOutOfRange(LEO=1)`."""
+def response_text(response: FetchResponse, protocol: str) -> str:
+    """A FetchResponse as its content: `records m2 m3, HW=1`, `OffsetOutOfRange(LEO=1)` or, under
+    a protocol that truncates on the fetch, `DivergingEpoch(truncate to 0), HW=1`."""
+    if response.out_of_range and PROTOCOLS[protocol].truncates_on_fetch:
+        return f"DivergingEpoch(truncate to {response.offset}), HW={response.hw}"
     if response.out_of_range:
         return f"OffsetOutOfRange(LEO={response.offset})"
     records = " ".join(record_name(r) for r in response.records) or "none"

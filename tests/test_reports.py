@@ -226,3 +226,19 @@ def test_writer_writes_regenerates_and_protects_foreign_files(violations, tmp_pa
 
     written = write_reports(trace, invariant, tmp_path / "out", "mine", "Mine", overwrite={foreign})
     assert foreign in written and foreign.read_text(encoding="utf-8").startswith("# Mine")
+
+
+@pytest.mark.parametrize("scenario, snippets", [
+    ("diverging-fetch-joins-isr-diverging-epoch", ["B-->>A: DivergingEpoch(truncate to 0), HW=1"]),
+    ("fast-failover-kip-279", ["OffsetsForLeaderEpoch(epoch 1)", "-->>C: end offset 1 of epoch 0"]),
+    ("fast-failover-leader-epoch", ["-->>C: end offset 1\n"]),
+])
+def test_reports_show_each_protocols_own_answers(scenario, snippets):
+    """A diverging fetch is shown as such, and an OffsetsForLeaderEpoch answer as the protocol
+    gives it (KIP-279 answers an epoch with its end offset; KIP-101 only an offset)."""
+    from pathlib import Path
+
+    from kafka_mc.checker.scenario import load_scenario
+
+    trace = load_scenario(Path(__file__).parent.parent / "scenarios" / "findings" / f"{scenario}.toml").trace
+    assert_contains(trace_markdown(trace, None, scenario), *snippets)
