@@ -229,7 +229,7 @@ def test_writer_writes_regenerates_and_protects_foreign_files(violations, tmp_pa
 
 
 @pytest.mark.parametrize("scenario, snippets", [
-    ("diverging-fetch-joins-isr-diverging-epoch", ["B-->>A: DivergingEpoch(truncate to 0), HW=1"]),
+    ("diverging-fetch-joins-isr-diverging-epoch", ["builds response: DivergingEpoch(truncate to 0), HW=1"]),
     ("fast-failover-kip-279", ["OffsetsForLeaderEpoch(epoch 1)", "-->>C: end offset 1 of epoch 0"]),
     ("fast-failover-leader-epoch", ["-->>C: end offset 1\n"]),
 ])
