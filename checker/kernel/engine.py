@@ -95,6 +95,7 @@ class _Search:
         self.slots = np.empty(1024, dtype=np.uint8)
         self.distinct = self.generated = 0
         self.first_node = 0  # the frontier's first node
+        self.growth = 1.0  # the last level's size over the one before
         self.frontier, self.frontier_count = self._seed()
 
     def _seed(self) -> tuple[np.ndarray, int]:
@@ -144,13 +145,18 @@ class _Search:
         (self.table, self.distinct, self.parents, self.slots, frontier, count, generated) = explore_level(
             self.cfg, self.slot_codes, self.orders, layout.cells, layout.biases, layout.bits, layout.shifts, layout.words,
             layout.word_count, self.frontier, self.frontier_count, self.first_node, self.table, self.distinct,
-            self.parents, self.slots, self.found_nodes, self.found_slots, self.looking)
+            self.parents, self.slots, self.found_nodes, self.found_slots, self.looking, self._next_capacity())
         self.looking = sum(1 << index for index in range(len(PROPERTY_NAMES))
                            if self.looking >> index & 1 and self.found_nodes[index] == NOT_FOUND)
         self.first_node += self.frontier_count
+        self.growth = count / max(self.frontier_count, 1)
         self.frontier, self.frontier_count = frontier, count
         self.generated += generated
         return count
+
+    def _next_capacity(self) -> int:
+        """The next frontier's size if it grows as the last one did, and a tenth more."""
+        return int(self.frontier_count * max(self.growth, 1.0) * 1.1)
 
     def found(self) -> dict[str, Trace]:
         """The trace to the first occurrence of every property found."""
