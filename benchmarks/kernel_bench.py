@@ -25,8 +25,8 @@ from bench import LADDER, machine, run_child as run_bench_child
 
 # (protocol, replicas, messages, crashes, elections, expected distinct states), beyond bench.LADDER
 LARGER = [
-    ("leader-epoch", 3, 4, 3, 1, 3.7e7),
-    ("leader-epoch", 3, 4, 4, 1, 1.0e8),
+    ("leader-epoch", 3, 4, 3, 1, 3.8e7),
+    ("leader-epoch", 3, 4, 5, 1, 1.04e8),
 ]
 ENGINES = ("kernel 1", "kernel 2", "TLC -workers 1", "TLC -workers 2")
 COLUMNS = ("config", "engine", "distinct", "generated", "wall_s", "compile_s", "explore_s", "cpu_s", "distinct_per_s",
@@ -62,6 +62,69 @@ def run_kernel(threads: int, config_args: list[str]) -> dict:
     }
 
 
+def costs(config_args: list[str], frontier_at_least: int = 200_000) -> list[dict]:
+    """Microseconds per frontier state of each part of a level, one thread, on the first frontier
+    of at least `frontier_at_least` states: unpacking, the rest of the expansion (every action slot,
+    packing and fingerprinting the successors), the property flags of the new states, and the
+    rest of the level (the visited table, parent links, the next frontier)."""
+    import numba
+    import numpy as np
+
+    from kafka_mc.checker.kernel.engine import _Search, compile_kernel
+    from kafka_mc.checker.kernel.explore import BLOCK, expand_block, flag_block, unpack
+    from kafka_mc.checker.kernel.layout import WIDTH
+    from kafka_mc.model import Config
+    from kafka_mc.properties import PROPERTIES
+
+    @numba.njit
+    def unpack_all(frontier, count, layout):
+        wide = np.empty(WIDTH, dtype=np.int16)
+        for index in range(count):
+            unpack(frontier, index * layout[5], layout[0], layout[1], layout[2], layout[3], layout[4], wide)
+
+    compile_kernel()
+    numba.set_num_threads(1)
+    protocol, replicas, messages, crashes, elections = config_args
+    search = _Search(Config(protocol, int(replicas), int(messages), int(crashes), int(elections)), PROPERTIES)
+    while search.frontier_count < frontier_at_least:
+        search.run_level()
+    layout, count = search.layout, search.frontier_count
+    arrays = (layout.cells, layout.biases, layout.bits, layout.shifts, layout.words)
+    words, slot_count = layout.word_count, len(search.slot_codes)
+    room = BLOCK * slot_count
+    buffers = (np.empty(room * words, np.int64), np.empty(room, np.uint64), np.empty(room, np.int64),
+               np.empty(room, np.bool_), np.empty(BLOCK, np.int64))
+    flags = np.empty(BLOCK, np.int64)
+    unpack_all(search.frontier, 1, (*arrays, words))
+
+    def timed(work) -> float:
+        started = time.process_time()
+        work()
+        return (time.process_time() - started) / count * 1e6
+
+    def expand():
+        for first in range(0, count, BLOCK):
+            expand_block(search.cfg, search.slot_codes, search.orders, *arrays, words, search.frontier, first,
+                         min(BLOCK, count - first), *buffers)
+
+    def flag():
+        for first in range(0, count, BLOCK):
+            flag_block(search.cfg, *arrays, words, search.frontier, first, min(BLOCK, count - first), flags)
+
+    unpacking = timed(lambda: unpack_all(search.frontier, count, (*arrays, words)))
+    expansion, flagging = timed(expand), timed(flag)
+    generated_before = search.generated
+    level = timed(search.run_level)
+    successors, fresh = (search.generated - generated_before) / count, search.frontier_count / count
+    parts = {"unpacking": unpacking,
+             f"transitions ({slot_count} slots, {successors:.2f} enabled), packing, fingerprints": expansion - unpacking,
+             f"property flags ({fresh:.2f} new states)": flagging * fresh,
+             "visited table, parent links, next frontier": level - expansion - flagging * fresh}
+    total = sum(parts.values())
+    return [{"part": part, "us_per_state": round(value, 3), "share": f"{value / total:.0%}"}
+            for part, value in parts.items()]
+
+
 def run_child(engine: str, config_args: list) -> dict:
     if engine.startswith("TLC"):
         row = run_bench_child(engine, config_args)
@@ -89,8 +152,14 @@ def main() -> None:
     parser.add_argument("--no-tlc", action="store_true", help="run the kernel only")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     parser.add_argument("--save", metavar="FILE", help="write the rows as JSON to FILE after every run")
+    parser.add_argument("--costs", nargs=5, metavar=("PROTOCOL", "R", "M", "C", "E"),
+                        help="time each part of a level on one configuration instead")
     parser.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.costs:
+        print(f"load average {load_average()}")
+        print(tabulate(costs(args.costs), headers="keys", tablefmt="github"))
+        return
     if args.child:
         threads, *config_args = args.child
         print(json.dumps(run_kernel(int(threads), config_args)))
