@@ -41,6 +41,10 @@ def result_text(result: CheckResult, recoverability: Recoverability | None = Non
             lines.append(f"Model checking INCOMPLETE ({result.stopped_because}): this is not a pass.")
         lines.append(f"{stats.states_generated} states generated, {stats.distinct_states} distinct states found, "
                      f"depth {stats.depth}, {stats.seconds:.2f} s ({stats.states_per_second:,.0f} distinct states/s).")
+        if hasattr(stats, "compile_seconds"):  # the compiled kernel's own figures
+            lines.append(f"Compiling (or loading) the kernel took {stats.compile_seconds:.2f} s before exploring. "
+                         f"The probability of a fingerprint collision is calculated (optimistic): "
+                         f"{stats.collision_probability:.1E}.")
     rows = [(name, verdict) for name, verdict in invariant_verdicts(result).items()]
     rows += [(name, "reached" if reached else ("NOT REACHED" if result.complete else "not reached so far"))
              for name, reached in result.witnesses.items()]

@@ -135,6 +135,8 @@ def result_view(result: CheckResult) -> dict:
         ],
         "witnesses": result.witnesses,
         "passed": result.passed,
+        **({"compile_seconds": round(stats.compile_seconds, 3), "collision_probability": stats.collision_probability}
+           if hasattr(stats, "compile_seconds") else {}),
     }
 
 

@@ -30,6 +30,7 @@ class OutputFormat(str, Enum):
 
 class Engine(str, Enum):
     bfs = "bfs"
+    kernel = "kernel"
     z3 = "z3"
     spark = "spark"
 
@@ -128,7 +129,8 @@ def check_command(
     write_tla: Optional[Path] = typer.Option(None, "--write-tla", metavar="DIR",
                                              help="Also write the TLA+ twin and its TLC .cfg for this configuration."),
     engine: Engine = typer.Option(Engine.bfs, "--engine",
-                                  help="bfs: explore every reachable state; z3: bounded model checking to --depth."),
+                                  help="bfs: explore every reachable state; kernel: the same, compiled (numba); "
+                                       "z3: bounded model checking to --depth; spark: BFS on a Spark cluster."),
     depth: Optional[str] = typer.Option(None, metavar="K",
                                         help=f"With --engine z3: search behaviours of up to K steps (default {DEFAULT_DEPTH})."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress on stderr."),
@@ -175,10 +177,13 @@ def check_command(
         raise Exit(exitcodes.BAD_INPUT, "--depth applies to --engine z3 only; the bfs engine explores every depth")
     if write_tla is not None:
         _write_tla(config, _out_dir(write_tla))
+    explore = check
+    if engine is Engine.kernel:
+        from kafka_mc.checker.kernel import kernel_check as explore
     reporter = ProgressReporter(enabled=not quiet)
     try:
-        result = check(config, keep_going=keep_going, symmetry=symmetry, workers=worker_count, budget=budget,
-                       progress=reporter)
+        result = explore(config, keep_going=keep_going, symmetry=symmetry, workers=worker_count, budget=budget,
+                         progress=reporter)
     finally:
         reporter.close()
     recovery = None

@@ -163,3 +163,18 @@ def test_console_script_and_module_entry_points():
         assert done.returncode == 0 and "check" in done.stdout and "reproduce" in done.stdout
     done = subprocess.run(["kafka-mc", "check", "--replicas", "9"], capture_output=True, text=True)
     assert done.returncode == exitcodes.BAD_INPUT and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("protocol", ["hw", "diverging-epoch"])
+def test_kernel_engine_gives_the_bfs_engines_results_and_its_own_figures(capsys, protocol):
+    argv = ("check", "--protocol", protocol, "--keep-going", "--format", "json", "--quiet")
+    bfs_code, bfs_out, _ = run(capsys, *argv)
+    code, out, _ = run(capsys, *argv, "--engine", "kernel")
+    bfs, kernel = json.loads(bfs_out), json.loads(out)
+    assert code == bfs_code and kernel["engine"] == "kernel"
+    fields = ("distinct_states", "states_generated", "depth", "complete", "witnesses")
+    assert {f: kernel[f] for f in fields} == {f: bfs[f] for f in fields}
+    assert [(v["invariant"], v["length"]) for v in kernel["violations"]] == \
+        [(v["invariant"], v["length"]) for v in bfs["violations"]]
+    assert kernel["compile_seconds"] >= 0 and 0 < kernel["collision_probability"] < 1e-6
+    assert "compile_seconds" not in bfs
