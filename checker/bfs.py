@@ -100,13 +100,8 @@ def check(
         _record(found, pool.seed(), totals)
         frontier, depth, stopped_because = totals.frontier, 0, ""
         while frontier:
-            if invariants & set(found) and not keep_going:
-                stopped_because = "stopped after the level of the first violation"
-                break
-            if len(found) == len(properties):
-                stopped_because = "every invariant violated and every witness reached"
-                break
-            stopped_because = budget.exceeded(totals.new_states, time.perf_counter() - started)
+            stopped_because = stop_reason(found, invariants, len(properties), keep_going, budget,
+                                          totals.new_states, time.perf_counter() - started)
             if stopped_because:
                 break
             level = LevelReport()
@@ -120,14 +115,37 @@ def check(
                                   time.perf_counter() - started))
         traces = {name: _trace(model, pool, where, symmetry) for name, (_, where) in found.items()}
     engine = "bfs" + ("+symmetry" if symmetry else "") + (f" ({workers} workers)" if workers > 1 else "")
-    violated = sorted((name for name in found if name in invariants), key=lambda n: (len(traces[n]), n))
+    return search_result(engine, config, properties, traces, not frontier and not stopped_because,
+                         Stats(totals.new_states, totals.generated, depth, time.perf_counter() - started),
+                         stopped_because)
+
+
+def stop_reason(found: Iterable[str], invariants: set[str], property_count: int, keep_going: bool,
+                budget: Budget, distinct: int, seconds: float) -> str:
+    """Why a breadth-first search stops before its next level ("" to go on): the level of the
+    first violation is done (unless `keep_going`), every property is decided, or the budget is
+    spent. Every explicit engine stops by this rule, so their counts agree."""
+    found = set(found)
+    if invariants & found and not keep_going:
+        return "stopped after the level of the first violation"
+    if len(found) == property_count:
+        return "every invariant violated and every witness reached"
+    return budget.exceeded(distinct, seconds)
+
+
+def search_result(engine: str, config: Config, properties: tuple[Property, ...], traces: dict[str, Trace],
+                  complete: bool, stats: Stats, stopped_because: str) -> CheckResult:
+    """The CheckResult of a search that found `traces` (property name -> shortest trace):
+    violations shortest first, witnesses reached or not."""
+    invariants = {p.name for p in properties if p.kind == ALWAYS}
+    violated = sorted((name for name in traces if name in invariants), key=lambda n: (len(traces[n]), n))
     return CheckResult(
         engine=engine,
         config=config,
-        complete=not frontier and not stopped_because,
-        stats=Stats(totals.new_states, totals.generated, depth, time.perf_counter() - started),
+        complete=complete,
+        stats=stats,
         violations=tuple(Violation(name, traces[name]) for name in violated),
-        witnesses={p.name: p.name in found for p in properties if p.kind != ALWAYS},
+        witnesses={p.name: p.name in traces for p in properties if p.kind != ALWAYS},
         stopped_because=stopped_because,
         witness_traces={name: trace for name, trace in traces.items() if name not in invariants},
     )

@@ -93,6 +93,7 @@ def run_matrix_on_spark(axes: Axes, bounds: Config = DEFAULT_BOUNDS, *, master: 
     from concurrent.futures import ThreadPoolExecutor, as_completed
     from functools import partial
 
+    from .shipping import ship
     from .spark import session
 
     configs = list(axes.configs(bounds))
@@ -100,6 +101,7 @@ def run_matrix_on_spark(axes: Axes, bounds: Config = DEFAULT_BOUNDS, *, master: 
     if own_session:
         spark = session(master, app_name="kafka-mc matrix")
     context = spark.sparkContext
+    ship(context)
     run_cell = partial(check_cell, budget=budget)
 
     def job(config: Config) -> Cell:

@@ -57,8 +57,8 @@ from kafka_mc.model.state import Controller, FetchResponse, Record, Replica, Sta
 from kafka_mc.model.symmetry import canonical
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
-from .bfs import Budget, Progress, concrete_trace
-from .result import CheckResult, Stats, Trace, Violation
+from .bfs import Budget, Progress, concrete_trace, search_result, stop_reason
+from .result import CheckResult, Stats, Trace
 from .shipping import ship
 
 CHECKPOINT_FILE = "kafka-mc-checkpoint.json"
@@ -240,7 +240,8 @@ def session(master: str = "local[*]", partitions: int | None = None, app_name: s
     """A SparkSession configured for the engine: quiet (WARN, no console progress bar), the
     executors' Python the driver's own unless `PYSPARK_PYTHON` names another, adaptive execution
     off (partitioning stays as planned), and joins allowed to reuse a partitioning on a subset of
-    their keys (the owner hash). The driver's kafka-mc is shipped to the executors (`shipping`)."""
+    their keys (the owner hash). The engine ships the driver's kafka-mc to the executors
+    (`shipping.ship`) before its first job."""
     from pyspark.sql import SparkSession
 
     log4j = Path(tempfile.gettempdir()) / "kafka-mc-spark-log4j2.properties"
@@ -264,7 +265,6 @@ def session(master: str = "local[*]", partitions: int | None = None, app_name: s
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
-    ship(spark.sparkContext)
     return spark
 
 
@@ -469,22 +469,14 @@ class _Engine:
         stay few, and each reads its run in join order, without sorting it again."""
         from pyspark import StorageLevel
 
-        self.visited.append((depth, depth, None))
-        while len(self.visited) >= 2 and self._span(-1) == self._span(-2):
-            (first, _, older), (_, last, newer) = self.visited[-2], self.visited[-1]
-            for frame in (older, newer):
-                if frame is not None:
-                    frame.unpersist()
-            self.visited[-2:] = [(first, last, None)]
-        first, last, _ = self.visited[-1]
-        paths = [str(_level_dir(self.root, level)) for level in range(first, last + 1)]
+        first = depth
+        while self.visited and self.visited[-1][1] - self.visited[-1][0] == depth - first:
+            first, _, merged = self.visited.pop()
+            merged.unpersist()
+        paths = [str(_level_dir(self.root, level)) for level in range(first, depth + 1)]
         frame = (self.spark.read.schema(self.level_schema).parquet(*paths).where("slot >= 0").select("owner", "fp")
                  .repartition(self.count, "owner").sortWithinPartitions("owner", "fp"))
-        self.visited[-1] = (first, last, frame.persist(StorageLevel.MEMORY_AND_DISK))
-
-    def _span(self, index: int) -> int:
-        first, last, _ = self.visited[index]
-        return last - first + 1
+        self.visited.append((first, depth, frame.persist(StorageLevel.MEMORY_AND_DISK)))
 
     def _checked(self, new, settled: set[str]):
         """Check the properties on new states (rows of new_schema): rows of level_schema."""
@@ -599,16 +591,10 @@ class _Engine:
             level_number = start_depth
         for depth in range(level_number + 1):
             self._remember(depth)
-        properties = self.properties
         while totals.frontier and not totals.done:
             found = totals.found
-            if self.invariants & set(found) and not self.keep_going:
-                totals.stopped_because = "stopped after the level of the first violation"
-                break
-            if len(found) == len(properties):
-                totals.stopped_because = "every invariant violated and every witness reached"
-                break
-            totals.stopped_because = budget.exceeded(totals.new_states, time.perf_counter() - started)
+            totals.stopped_because = stop_reason(found, self.invariants, len(self.properties), self.keep_going,
+                                                 budget, totals.new_states, time.perf_counter() - started)
             if totals.stopped_because:
                 break
             level_started = time.perf_counter()
@@ -629,20 +615,11 @@ class _Engine:
                                   totals.seconds))
             if level_hook:
                 level_hook(level_number)
-        traces = self.traces(totals.found)
-        violated = sorted((name for name in totals.found if name in self.invariants),
-                          key=lambda n: (len(traces[n]), n))
         engine = "spark" + ("+symmetry" if self.symmetry else "")
-        return CheckResult(
-            engine=engine,
-            config=self.config,
-            complete=not totals.frontier and not totals.stopped_because,
-            stats=Stats(totals.new_states, totals.generated, totals.depth, time.perf_counter() - started),
-            violations=tuple(Violation(name, traces[name]) for name in violated),
-            witnesses={p.name: p.name in totals.found for p in properties if p.kind != ALWAYS},
-            stopped_because=totals.stopped_because,
-            witness_traces={name: trace for name, trace in traces.items() if name not in self.invariants},
-        )
+        return search_result(engine, self.config, self.properties, self.traces(totals.found),
+                             not totals.frontier and not totals.stopped_because,
+                             Stats(totals.new_states, totals.generated, totals.depth, time.perf_counter() - started),
+                             totals.stopped_because)
 
     def traces(self, found: dict[str, dict]) -> dict[str, Trace]:
         """Shortest traces by lookups: the state by its key in its level, then each parent by its

@@ -35,7 +35,7 @@ def refuse_spark_options(engine: str, given: list[str]) -> None:
 
 
 def spark_master_url(spark_master: Optional[str]) -> str:
-    """The --spark-master value, local[*] when not given; a clear error when empty."""
+    """The --spark-master value, local[*] when not given; a clear error when it is not a master URL."""
     from kafka_mc.cli import Exit
 
     master = spark_master if spark_master is not None else "local[*]"

@@ -29,8 +29,8 @@ from kafka_mc.model import Action, Config, ReplicationModel, State
 from kafka_mc.model.symmetry import rename, renaming
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
-from ..bfs import Budget, Progress, check, concrete_trace
-from ..result import CheckResult, Stats, Trace, Violation
+from ..bfs import Budget, Progress, check, concrete_trace, search_result, stop_reason
+from ..result import CheckResult, Stats, Trace
 from .explore import NO_PARENT, NOT_FOUND, explore_level, fingerprint, insert, pack_represented, unpack
 from .invariants import FOLLOWER_TRUNCATED, PROPERTY_NAMES, state_flags
 from .layout import WIDTH, decode, encode, packing, settings
@@ -214,13 +214,8 @@ def kernel_check(
     depth, stopped_because = 0, ""
     while search.frontier_count:
         found = {PROPERTY_NAMES[i] for i in range(len(PROPERTY_NAMES)) if search.found_nodes[i] != NOT_FOUND}
-        if invariants & found and not keep_going:
-            stopped_because = "stopped after the level of the first violation"
-            break
-        if len(found) == len(properties):
-            stopped_because = "every invariant violated and every witness reached"
-            break
-        stopped_because = budget.exceeded(search.distinct, time.perf_counter() - started)
+        stopped_because = stop_reason(found, invariants, len(properties), keep_going, budget, search.distinct,
+                                      time.perf_counter() - started)
         if stopped_because:
             break
         depth += 1 if search.run_level() else 0
@@ -229,18 +224,12 @@ def kernel_check(
                               time.perf_counter() - started))
     traces = search.found()
     seconds = time.perf_counter() - started
-    violated = sorted((name for name in traces if name in invariants), key=lambda n: (len(traces[n]), n))
-    return CheckResult(
-        engine="kernel" + ("+symmetry" if symmetry else "") + (f" ({workers} threads)" if workers > 1 else ""),
-        config=config,
-        complete=not search.frontier_count and not stopped_because,
-        stats=KernelStats(search.distinct, search.generated, depth, seconds, compile_seconds,
-                          collision_probability(search.distinct, search.generated)),
-        violations=tuple(Violation(name, traces[name]) for name in violated),
-        witnesses={p.name: p.name in traces for p in properties if p.kind != ALWAYS},
-        stopped_because=stopped_because,
-        witness_traces={name: trace for name, trace in traces.items() if name not in invariants},
-    )
+    return search_result(
+        "kernel" + ("+symmetry" if symmetry else "") + (f" ({workers} threads)" if workers > 1 else ""),
+        config, properties, traces, not search.frontier_count and not stopped_because,
+        KernelStats(search.distinct, search.generated, depth, seconds, compile_seconds,
+                    collision_probability(search.distinct, search.generated)),
+        stopped_because)
 
 
 def collision_probability(distinct: int, generated: int) -> float:
