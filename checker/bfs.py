@@ -15,7 +15,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from kafka_mc.model import Action, Config, ReplicationModel
+from kafka_mc.model import Action, Config, ReplicationModel, State
 from kafka_mc.model.symmetry import canonical, rename, renaming
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
@@ -52,18 +52,20 @@ class Budget:
         return ""
 
 
-def concrete_trace(model: ReplicationModel, initial: int, actions: list[Action], symmetry: bool) -> Trace:
-    """The trace of a path. Under symmetry the path's actions act on class representatives; each
-    is renamed to act on the concrete state, so the trace replays without symmetry."""
+def concrete_trace(model: ReplicationModel, initial: int, actions: list[Action], symmetry: bool,
+                   represent: Callable[[State], State] = canonical) -> Trace:
+    """The trace of a path. Under symmetry the path's actions act on class representatives (as
+    `represent` picks them); each is renamed to act on the concrete state, so the trace replays
+    without symmetry."""
     if not symmetry:
         return Trace(model.config, initial, tuple(actions))
     state = model.initial_states()[initial]
-    representative = canonical(state)
+    representative = represent(state)
     concrete = []
     for action in actions:
         concrete.append(rename(action, renaming(representative, state)))
         state = model.next_state(state, concrete[-1])
-        representative = canonical(model.next_state(representative, action))
+        representative = represent(model.next_state(representative, action))
     return Trace(model.config, initial, tuple(concrete))
 
 

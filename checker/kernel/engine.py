@@ -25,8 +25,7 @@ from typing import Callable, Iterable
 import numba
 import numpy as np
 
-from kafka_mc.model import Action, Config, ReplicationModel, State
-from kafka_mc.model.symmetry import rename, renaming
+from kafka_mc.model import Config, ReplicationModel, State
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
 from ..bfs import Budget, Progress, check, concrete_trace, search_result, stop_reason
@@ -170,22 +169,8 @@ class _Search:
                 path.append(int(self.slots[node]))
                 node = int(self.parents[node])
             actions = [self.model.action_at(slot) for slot in reversed(path)]
-            traces[name] = self.concrete_trace(int(self.slots[node]), actions)
+            traces[name] = concrete_trace(self.model, int(self.slots[node]), actions, self.symmetry, self.represent)
         return traces
-
-    def concrete_trace(self, initial: int, actions: list[Action]) -> Trace:
-        """The trace of a path from an initial state; under symmetry the path's actions act on
-        the kernel's representatives, and each is renamed to act on the concrete state."""
-        if not self.symmetry:
-            return concrete_trace(self.model, initial, actions, False)
-        model = self.model
-        state = model.initial_states()[initial]
-        representative, concrete = self.represent(state), []
-        for action in actions:
-            concrete.append(rename(action, renaming(representative, state)))
-            state = model.next_state(state, concrete[-1])
-            representative = self.represent(model.next_state(representative, action))
-        return Trace(model.config, initial, tuple(concrete))
 
 
 def kernel_check(
