@@ -1,11 +1,12 @@
-"""kafka-mc shipped with a Spark job: executors need a Python, not an installed kafka-mc.
+"""kafka-mc shipped with a Spark job: executors need a Python with kafka-mc's dependencies
+(numpy, numba, and pyarrow and pandas, which PySpark's Arrow batches need), not kafka-mc.
 
 `ship(spark_context)` zips the driver's own kafka-mc (the Python files of every `kafka_mc`
 package the driver has loaded, and of the packages below them) and adds the zip with
 `addPyFile`: each executor puts it on its `sys.path` before running a task, so executors run the
 driver's code, never an older kafka-mc installed on them. The zip holds Python files only; the
-driver's `sys.path` is left as it was. The modules executors import
-(`kafka_mc.model`, `kafka_mc.properties`, `kafka_mc.checker`) use the standard library only.
+driver's `sys.path` is left as it was. The compiled kernel, run from the zip, is cached per
+user and kernel source (`checker.kernel.cache.ShippedKernelLocator`), not per job.
 """
 
 from __future__ import annotations

@@ -3,18 +3,25 @@
 Each BFS level is a handful of Spark jobs; the driver only loops over levels and reads back
 small aggregates (counts, the least key of each property), never a frontier or the visited set.
 
+The executors run the compiled kernel (`checker.spark_kernel`: Arrow batches of packed states,
+no Python per state) unless a property is one the kernel lacks (a user's own predicate): then
+they run the explicit model, row by row. The two encode states differently, so a checkpoint
+names the one it was written with.
+
 A level on disk (`DIR/level-NNNNN/`, Parquet, one file per partition) holds the new states of
-that depth: `owner` (the owner hash of `checker.partition.owner_of`, before its modulo), `fp`
+that depth: `owner` (a hash to partition by: with the explicit model, the owner hash of
+`checker.partition.owner_of` before its modulo; with the kernel, the fingerprint), `fp`
 (the 64-bit fingerprint, signed), `key` (the edge key, below), `parent` (the parent's
 fingerprint), `slot` (the action index; for depth 0 the initial-state index), `state` (the
-state, packed: nested plain tuples of ints in `marshal` format) and `props` (a bit per
-property the state violates, for invariants, or reaches, for state witnesses).
+state, packed: the kernel's packed row, or nested plain tuples of ints in `marshal` format)
+and `props` (a bit per property the state violates, for invariants, or reaches, for state
+witnesses).
 
 One level:
 1. the frontier is read back from Parquet (lineage is cut there);
-2. executors unpack it in batches, generate successors with the explicit model (built once
-   per Python worker), canonicalise them under symmetry, and deduplicate them within the
-   partition, keeping the edge of least key: an edge's key is a 64-bit mix of its parent's
+2. executors generate successors in batches (the kernel, or the explicit model built once
+   per Python worker), as class representatives under symmetry, and deduplicate them within
+   the batch, keeping the edge of least key: an edge's key is a 64-bit mix of its parent's
    fingerprint and its action slot (`edge_key`), ties broken by parent and slot, so which
    shortest path a state keeps does not depend on the partitioning or on the order of rows;
 3. successors are shuffled by the owner hash (`repartition(P, "owner")`), duplicates are
@@ -60,9 +67,10 @@ from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 from .bfs import Budget, Progress, concrete_trace, search_result, stop_reason
 from .result import CheckResult, Stats, Trace
 from .shipping import ship
+from .spark_kernel import edge_key, kernel_checker, kernel_expander, seed_rows
 
 CHECKPOINT_FILE = "kafka-mc-checkpoint.json"
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = 2
 LEVEL_COLUMNS = ("owner", "fp", "key", "parent", "slot", "state", "props")
 _FLUSH = 200_000  # successors deduplicated in one Python worker before they are handed to Spark
 
@@ -129,12 +137,6 @@ def _model(config: Config) -> ReplicationModel:
 
 def _identity(state):
     return state
-
-
-def edge_key(parent_fp: int, slot: int) -> int:
-    """The key of the edge `slot` out of the state `parent_fp`: a 64-bit mix of the two, so the
-    least key over the edges into a state picks one of them the same way on any partitioning."""
-    return hash((parent_fp, slot))
 
 
 def edge_slot(parent_fp: int, key: int, slots: int) -> int:
@@ -208,6 +210,7 @@ class SparkRun:
     partitions: int = 0
     checkpoint_dir: str = ""
     resumed_from_depth: int | None = None
+    kernel: bool = True  # the executors ran the compiled kernel (or else the explicit model)
     level_seconds: list[float] = field(default_factory=list)
 
 
@@ -258,7 +261,8 @@ def session(master: str = "local[*]", partitions: int | None = None, app_name: s
                .config("spark.sql.adaptive.enabled", "false")
                .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
                .config("spark.sql.autoBroadcastJoinThreshold", "-1")
-               .config("spark.python.worker.reuse", "true"))
+               .config("spark.python.worker.reuse", "true")
+               .config("spark.sql.execution.arrow.maxRecordsPerBatch", "65536"))
     if partitions:
         builder = builder.config("spark.sql.shuffle.partitions", str(partitions))
     for key, value in (extra or {}).items():
@@ -290,10 +294,10 @@ def _level_meta(root: Path, depth: int) -> Path:
 
 
 def _header(config: Config, properties: tuple[Property, ...], symmetry: bool, keep_going: bool,
-            slots: int) -> dict:
+            slots: int, kernel: bool) -> dict:
     return {"format": CHECKPOINT_FORMAT, "engine": "kafka-mc spark", "config": config.to_dict(),
             "symmetry": symmetry, "keep_going": keep_going, "slots": slots,
-            "properties": [p.name for p in properties]}
+            "properties": [p.name for p in properties], "executors": "kernel" if kernel else "python"}
 
 
 def read_checkpoint(directory: Path) -> tuple[dict, int]:
@@ -349,30 +353,39 @@ def spark_check(config: Config, properties: Iterable[Property] = PROPERTIES, *, 
                 symmetry: bool = False, master: str = "local[*]", partitions: int | None = None,
                 checkpoint_dir: str | Path | None = None, resume: str | Path | None = None,
                 budget: Budget = Budget(), progress: Callable[[Progress], None] | None = None,
-                spark=None) -> CheckResult:
+                spark=None, kernel: bool | None = None) -> CheckResult:
     """`checker.bfs.check` on Spark: the same counts, verdicts and shortest traces."""
     return run_spark_check(config, properties, keep_going=keep_going, symmetry=symmetry, master=master,
                            partitions=partitions, checkpoint_dir=checkpoint_dir, resume=resume, budget=budget,
-                           progress=progress, spark=spark)[0]
+                           progress=progress, spark=spark, kernel=kernel)[0]
 
 
 def run_spark_check(config: Config, properties: Iterable[Property] = PROPERTIES, *, keep_going: bool = False,
                     symmetry: bool = False, master: str = "local[*]", partitions: int | None = None,
                     checkpoint_dir: str | Path | None = None, resume: str | Path | None = None,
                     budget: Budget = Budget(), progress: Callable[[Progress], None] | None = None,
-                    spark=None, level_hook: Callable[[int], None] | None = None) -> tuple[CheckResult, SparkRun]:
+                    spark=None, level_hook: Callable[[int], None] | None = None,
+                    kernel: bool | None = None) -> tuple[CheckResult, SparkRun]:
     """`spark_check`, also returning what it ran on. `resume` is a checkpoint directory of an
     interrupted run of the same configuration (it is then also the checkpoint directory).
-    `level_hook(depth)` is called after each level is committed (tests use it)."""
+    `level_hook(depth)` is called after each level is committed (tests use it). `kernel`: the
+    executors run the compiled kernel (the default when it has every property) or, false, the
+    explicit model."""
     if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
         raise ValueError(f"partitions must be a positive integer, not {partitions!r}")
     properties = tuple(properties)
     names = [p.name for p in properties]
     if len(set(names)) != len(names):
         raise ValueError("property names must be distinct")
+    from .kernel import supports
+
+    if kernel is None:
+        kernel = supports(properties)
+    elif kernel and not supports(properties):
+        raise ValueError("the kernel checks kafka-mc's own properties only; run the executors with kernel=False")
     model = ReplicationModel(config)
     slots = len(model.action_names) * config.replicas
-    header = _header(config, properties, symmetry, keep_going, slots)
+    header = _header(config, properties, symmetry, keep_going, slots, kernel)
 
     totals, start_depth = _Totals(), None
     if resume is not None:
@@ -385,6 +398,8 @@ def run_spark_check(config: Config, properties: Iterable[Property] = PROPERTIES,
             raise CheckpointError(f"{root} was checked with other properties ({', '.join(saved['properties'])})")
         if saved["keep_going"] != keep_going:
             raise CheckpointError(f"{root} was started with keep_going={saved['keep_going']}")
+        if saved["executors"] != header["executors"]:
+            raise CheckpointError(f"{root} was started with the {saved['executors']} executors")
         totals = _Totals(**json.loads(_level_meta(root, last).read_text()))
         start_depth = last
         for stale in root.glob("level-*"):  # a level the interrupted run had not finished
@@ -415,9 +430,9 @@ def run_spark_check(config: Config, properties: Iterable[Property] = PROPERTIES,
     count = partitions or spark.sparkContext.defaultParallelism
     spark.conf.set("spark.sql.shuffle.partitions", str(count))
     run = SparkRun(master=spark.sparkContext.master, executors=_executors(spark), partitions=count,
-                   checkpoint_dir=str(root), resumed_from_depth=start_depth)
+                   checkpoint_dir=str(root), resumed_from_depth=start_depth, kernel=kernel)
     try:
-        engine = _Engine(spark, config, properties, symmetry, keep_going, slots, count, root)
+        engine = _Engine(spark, config, properties, symmetry, keep_going, slots, count, root, kernel)
         result = engine.run(totals, start_depth, budget, progress, run, level_hook)
         run.executors = max(run.executors, _executors(spark))
         return result, run
@@ -432,8 +447,8 @@ def run_spark_check(config: Config, properties: Iterable[Property] = PROPERTIES,
 
 class _Engine:
     def __init__(self, spark, config: Config, properties: tuple[Property, ...], symmetry: bool, keep_going: bool,
-                 slots: int, count: int, root: Path):
-        self.spark, self.config, self.properties = spark, config, properties
+                 slots: int, count: int, root: Path, kernel: bool):
+        self.spark, self.config, self.properties, self.kernel = spark, config, properties, kernel
         self.symmetry, self.keep_going, self.slots, self.count, self.root = symmetry, keep_going, slots, count, root
         self.invariants = {p.name for p in properties if p.kind == ALWAYS}
         self.state_props = tuple(p for p in properties if not p.on_step)
@@ -481,6 +496,9 @@ class _Engine:
     def _checked(self, new, settled: set[str]):
         """Check the properties on new states (rows of new_schema): rows of level_schema."""
         bits = {name: bit for name, bit in self.bits.items() if name not in settled}
+        if self.kernel:
+            return new.mapInArrow(kernel_checker(self.config, self.symmetry, bits, self.level_schema),
+                                  self.level_schema)
         rows = new.rdd.mapPartitions(_checker(self.state_props, bits), preservesPartitioning=True)
         return self.spark.createDataFrame(rows, self.level_schema, verifySchema=False)
 
@@ -504,13 +522,22 @@ class _Engine:
         row = self._read_level(depth, states=False).agg(*aggregates).first()
         found = {name: {"level": depth, "key": row[name]} for name in self.bits if row[name] is not None}
         for index, prop in enumerate(self.step_props):
-            if row[f"k{index}"] is not None and row[f"k{index}"] >= 0:
+            if row[f"k{index}"] is not None:
                 found[prop.name] = {"level": depth - 1, "key": row[f"k{index}"], "parent": row[f"p{index}"]}
         return row["n"], row["generated"], found
 
     def seed(self, totals: _Totals) -> None:
-        model = ReplicationModel(self.config)
-        initial_states = model.initial_states()
+        initial_states = ReplicationModel(self.config).initial_states()
+        rows = seed_rows(self.config, self.symmetry) if self.kernel else self._seed_rows(initial_states)
+        frame = self.spark.createDataFrame(rows, self.new_schema).repartition(self.count, "owner")
+        self._write(self._checked(frame, set()), 0)
+        new_states, _, found = self._level_summary(0)
+        totals.generated, totals.new_states, totals.frontier = len(initial_states), new_states, new_states
+        for name, entry in found.items():
+            totals.found.setdefault(name, entry)
+
+    def _seed_rows(self, initial_states: list[State]) -> list[tuple]:
+        """The level-0 rows of the distinct initial states, packed for the explicit model."""
         represent = canonical if self.symmetry else _identity
         seen, rows = set(), []
         for index, state in enumerate(initial_states):
@@ -519,12 +546,22 @@ class _Engine:
             if fp not in seen:
                 seen.add(fp)
                 rows.append((owner_key(state), fp, index, None, index, pack(state)))
-        frame = self.spark.createDataFrame(rows, self.new_schema).repartition(self.count, "owner")
-        self._write(self._checked(frame, set()), 0)
-        new_states, _, found = self._level_summary(0)
-        totals.generated, totals.new_states, totals.frontier = len(initial_states), new_states, new_states
-        for name, entry in found.items():
-            totals.found.setdefault(name, entry)
+        return rows
+
+    def _successors(self, frontier, settled: set[str]):
+        """The successors of a frontier (fp, state), rows of the successor schema, each once per
+        executor batch or partition with its least edge key."""
+        if self.kernel:
+            steps = tuple(p.name not in settled for p in self.step_props)
+            return frontier.mapInArrow(kernel_expander(self.config, self.symmetry, steps, self.successor_schema),
+                                       self.successor_schema)
+        step_props = tuple(p for p in self.step_props if p.name not in settled)
+        step_index = [self.step_props.index(p) for p in step_props]
+        successors = frontier.rdd.mapPartitions(_expander(self.config, self.symmetry, step_props))
+        # the expander writes the step columns of the unsettled step witnesses only: put them in place
+        if len(step_props) != len(self.step_props):
+            successors = successors.map(_spread_steps(step_index, len(self.step_props)))
+        return self.spark.createDataFrame(successors, self.successor_schema, verifySchema=False)
 
     def level(self, depth: int, settled: set[str]) -> tuple[int, int, dict]:
         """Expand level `depth - 1` into level `depth`, in one job writing it: (generated, new
@@ -534,15 +571,8 @@ class _Engine:
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
-        frontier = self._read_level(depth - 1).select("fp", "state")
-        step_props = tuple(p for p in self.step_props if p.name not in settled)
-        step_index = [self.step_props.index(p) for p in step_props]
-        successors = frontier.rdd.mapPartitions(_expander(self.config, self.symmetry, step_props))
-        # the expander writes the step columns of the unsettled step witnesses only: put them in place
+        frame = self._successors(self._read_level(depth - 1).select("fp", "state"), settled)
         width = len(self.step_props)
-        if len(step_props) != width:
-            successors = successors.map(_spread_steps(step_index, width))
-        frame = self.spark.createDataFrame(successors, self.successor_schema, verifySchema=False)
         aggregates = [F.min(F.struct("key", "parent", "slot", "state")).alias("best"), F.sum("gen").alias("gen")]
         for index in range(width):
             aggregates += [F.min(f"s{index}_key").alias(f"s{index}_key"),
@@ -555,7 +585,7 @@ class _Engine:
         # the level's statistics travel with it, as rows with a negative slot (the shuffle is reused)
         summary = [F.coalesce(F.sum("gen"), F.lit(0)).alias("s_gen")]
         for index in range(width):
-            summary += [F.coalesce(F.min(f"s{index}_key"), F.lit(-1)).alias(f"s{index}_k"),
+            summary += [F.min(f"s{index}_key").alias(f"s{index}_k"),
                         F.min_by(f"s{index}_parent", f"s{index}_key").alias(f"s{index}_p")]
         stats = candidates.agg(*summary)
         empty, zero = F.lit(b"").cast("binary"), F.lit(0).cast("long")
@@ -656,10 +686,16 @@ class _Engine:
                     paths[name].append(row["slot"])
                     if level > 0:
                         want_fp.setdefault(level - 1, {}).setdefault(row["parent"], []).append(name)
+        represent = canonical
+        if self.kernel and self.symmetry:
+            from .kernel.batch import KernelBatch
+
+            represent = KernelBatch(self.config, symmetry=True).represent
         traces = {}
         for name, path in paths.items():
             initial, *actions = reversed(path)
-            traces[name] = concrete_trace(model, initial, [model.action_at(a) for a in actions], self.symmetry)
+            traces[name] = concrete_trace(model, initial, [model.action_at(a) for a in actions], self.symmetry,
+                                          represent)
         return traces
 
     def release(self) -> None:

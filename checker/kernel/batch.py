@@ -4,7 +4,8 @@ witness out; property flags of packed states; named-tuple states for traces and 
 
 A packed state is a row of `word_count` int64 words (`layout.packing`); its fingerprint, a
 signed 64-bit int here (`as_signed`), is a function of the row alone, so any process computes
-the same one.
+the same one. With symmetry, every state is packed as its class's representative, the one
+`kernel_check` picks.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import numpy as np
 
 from kafka_mc.model import Config, ReplicationModel, State
 
-from .explore import BLOCK, expand_block, fingerprints, flag_block, pack, unpack
+from .cache import compile_lock
 from .engine import replica_orders
+from .explore import BLOCK, expand_block, fingerprints, flag_block, pack_represented, unpack
 from .invariants import PROPERTY_NAMES
 from .layout import decode, encode, packing, settings
 from .transitions import slot_codes
@@ -23,20 +25,26 @@ from .transitions import slot_codes
 class KernelBatch:
     """One configuration's kernel, for slices of packed states."""
 
-    def __init__(self, config: Config):
+    def __init__(self, config: Config, symmetry: bool = False):
         self.config = config
         self.model = ReplicationModel(config)
         self.cfg = settings(config)
         self.slot_codes = slot_codes(self.model.action_names, config.replicas)
         self.layout = packing(config)
-        self.orders = replica_orders(config.replicas, False)
+        self.orders = replica_orders(config.replicas, symmetry)
         self.word_count = self.layout.word_count
         self.property_names = PROPERTY_NAMES  # bit p of a flag is property p
 
     def pack(self, state: State) -> np.ndarray:
-        layout, row = self.layout, np.zeros(self.word_count, dtype=np.int64)
-        pack(encode(state), layout.cells, layout.biases, layout.shifts, layout.words, self.word_count, row, 0)
+        """The packed row of a state (of its representative, with symmetry)."""
+        layout, row, wide = self.layout, np.zeros(self.word_count, dtype=np.int64), encode(state)
+        pack_represented(self.cfg, wide, self.orders, np.empty_like(wide), np.empty(self.word_count, np.int64),
+                         layout.cells, layout.biases, layout.shifts, layout.words, self.word_count, row, 0)
         return row
+
+    def represent(self, state: State) -> State:
+        """The state that represents `state` (itself, without symmetry)."""
+        return self.state(self.pack(state))
 
     def state(self, row: np.ndarray) -> State:
         layout, wide = self.layout, np.empty_like(encode(self.model.initial_states()[0]))
@@ -89,6 +97,16 @@ class KernelBatch:
                        frontier, first, block, part)
             flags[first:first + block] = part
         return flags
+
+
+def warm_up() -> None:
+    """Compile every function a batch uses, or load them from numba's cache, under
+    `compile_lock` (a Spark executor's Python workers start together)."""
+    with compile_lock():
+        batch = KernelBatch(Config("hw", replicas=2, messages=1, crashes=0, elections=0), symmetry=True)
+        rows = batch.pack(batch.model.initial_states()[0])[None, :]
+        batch.flags(batch.expand(rows)[3])
+        batch.fingerprints(rows)
 
 
 def as_signed(fingerprints: np.ndarray) -> np.ndarray:

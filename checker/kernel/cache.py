@@ -4,12 +4,22 @@ numba keys a cached function on its own source file only, but the kernel's level
 inlines the transitions and properties of other files: after an edit of any kernel source,
 the cached machine code of an unchanged file would be stale. `drop_stale_cache` deletes the
 kernel's cache files whenever the sources' digest differs from the one recorded beside them.
+Run from a zip shipped with a Spark job, the kernel is cached by `ShippedKernelLocator`, keyed
+on the sources' content. `compile_lock` keeps processes from compiling it at the same time.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
-from pathlib import Path
+import os
+import tempfile
+import zipfile
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+
+from numba.core.caching import CacheImpl, _CacheLocator
+from numba.misc.appdirs import AppDirs
 
 KERNEL_DIR = Path(__file__).parent
 CACHE_DIR = KERNEL_DIR / "__pycache__"
@@ -36,3 +46,79 @@ def drop_stale_cache() -> None:
         DIGEST_FILE.write_text(current)
     except OSError:
         pass
+
+
+@contextmanager
+def compile_lock():
+    """Held while a process compiles the kernel or loads it from numba's cache, so processes
+    starting together (a matrix's workers, a Spark executor's Python workers) compile it once
+    and the others load what it wrote."""
+    with open(Path(tempfile.gettempdir()) / "kafka-mc-kernel-compile.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+class ShippedKernelLocator(_CacheLocator):
+    """Where numba caches the kernel when it runs from the zip a Spark job ships
+    (`checker.shipping`): numba's own locator for zips keys the cache on the zip's path and
+    modification time, which are new for every job, so every job would compile the kernel
+    again. This one keys it on the kernel sources' content, in the user's cache directory."""
+
+    def __init__(self, py_func, zip_path: str, internal_dir: str):
+        self._lineno = py_func.__code__.co_firstlineno
+        self._digest = _zipped_sources_digest(zip_path, internal_dir)
+        self._cache_path = os.path.join(AppDirs(appname="kafka-mc", appauthor=False).user_cache_dir,
+                                        "kernel", self._digest[:32])
+
+    def get_cache_path(self) -> str:
+        return self._cache_path
+
+    def get_source_stamp(self) -> str:
+        return self._digest
+
+    def get_disambiguator(self) -> str:
+        return str(self._lineno)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        parts = Path(py_file).parts
+        zipped = next((i for i, part in enumerate(parts) if part.endswith(".zip")), None)
+        if zipped is None:
+            return None
+        internal = PurePosixPath(*parts[zipped + 1:-1]).as_posix()
+        if not internal.endswith("checker/kernel"):
+            return None
+        try:
+            self = cls(py_func, str(Path(*parts[:zipped + 1])), internal)
+            self.ensure_cache_path()
+        except OSError:
+            return None
+        return self
+
+
+_ZIP_DIGESTS: dict[tuple[str, str], str] = {}
+
+
+def _zipped_sources_digest(zip_path: str, internal_dir: str) -> str:
+    """`sources_digest` of the kernel sources inside a zip."""
+    key = (zip_path, internal_dir)
+    if key not in _ZIP_DIGESTS:
+        digest = hashlib.sha256()
+        with zipfile.ZipFile(zip_path) as archive:
+            names = sorted(name for name in archive.namelist()
+                           if name.startswith(internal_dir + "/") and name.endswith(".py")
+                           and "/" not in name[len(internal_dir) + 1:])
+            for name in names:
+                digest.update(name.rsplit("/", 1)[-1].encode() + b"\0" + archive.read(name))
+        _ZIP_DIGESTS[key] = digest.hexdigest()
+    return _ZIP_DIGESTS[key]
+
+
+def register_shipped_locator() -> None:
+    """Put `ShippedKernelLocator` first among numba's cache locators (before any kernel function
+    is decorated)."""
+    if ShippedKernelLocator not in CacheImpl._locator_classes:
+        CacheImpl._locator_classes.insert(0, ShippedKernelLocator)

@@ -30,6 +30,7 @@ from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
 from ..bfs import Budget, Progress, check, concrete_trace, search_result, stop_reason
 from ..result import CheckResult, Stats, Trace
+from .cache import compile_lock
 from .explore import NO_PARENT, NOT_FOUND, explore_level, fingerprint, insert, pack_represented, unpack
 from .invariants import FOLLOWER_TRUNCATED, PROPERTY_NAMES, state_flags
 from .layout import WIDTH, decode, encode, packing, settings
@@ -70,7 +71,8 @@ def compile_kernel() -> float:
     if _compiled:
         return 0.0
     started = time.perf_counter()
-    _Search(Config("hw", replicas=2, messages=1, crashes=0, elections=0), PROPERTIES).run_level()
+    with compile_lock():
+        _Search(Config("hw", replicas=2, messages=1, crashes=0, elections=0), PROPERTIES).run_level()
     _compiled = True
     return time.perf_counter() - started
 
