@@ -1,10 +1,11 @@
-"""The Spark engine against the local engine, on the ladder of `benchmarks/bench.py`.
+"""The Spark engine against the local engines, on the ladder of `benchmarks/bench.py`.
 
 For each rung (leader-epoch, no violation: every run explores the whole space) this runs the
-local engine (one process), Spark `local[1]` and `local[2]`, and a standalone cluster on
-127.0.0.1 with one worker and then two (one core each), every run in a fresh child process,
-and reports wall time, distinct states/s, states/s per core, the speed-up over the local
-engine (and of two workers over one), the peak RSS of the driver (its Python and JVM) and of
+local engines (the Python engine and the compiled kernel, one process, one thread), Spark
+`local[1]` and `local[2]`, and a standalone cluster on 127.0.0.1 with two workers and then one
+(one core each), every run in a fresh child process, and reports wall time, distinct states/s,
+states/s per core, the speed-up over the Python engine and over the kernel, the peak RSS of the
+driver (its Python and JVM) and of
 the largest executor (its JVM and Python workers), and Spark's cost per level: a least-squares
 line through each level's seconds against its new states gives the fixed overhead of a level
 (its intercept) and the cost of a state (its slope).
@@ -12,8 +13,11 @@ line through each level's seconds against its new states gives the fixed overhea
     python benchmarks/spark_bench.py --up-to 500000              # rungs expected below that size
     python benchmarks/spark_bench.py --rungs 8 --setups cluster  # the 1.3e7 rung on the cluster only
     python benchmarks/spark_bench.py --save rows.json            # keep the rows as they come
+    python benchmarks/spark_bench.py --executors python          # Spark's executors on the explicit model
 
-Setups: local (the local engine), local[1], local[2], cluster (one worker, then two).
+Setups: python, kernel (the local engines), local[1], local[2], cluster (two workers, then one).
+The kernel's compile time (or loading it from numba's cache) is left out of its wall time; on
+Spark it falls in the first level (the executors' cache is warm after the first run).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
 from bench import LADDER  # noqa: E402  (the speed ladder: protocol, replicas, messages, crashes, elections)
 
-SETUPS = ("local", "local[1]", "local[2]", "cluster")
+SETUPS = ("python", "kernel", "local[1]", "local[2]", "cluster")
 
 
 # ------------------------------------------------------------------------------ memory
@@ -106,16 +110,20 @@ class PeakMemory:
 # ------------------------------------------------------------------------------- child
 
 
-def child(setup: str, rung: list, master: str, cores: int, executor_memory: str) -> dict:
+def child(setup: str, rung: list, master: str, cores: int, executor_memory: str, executors: str) -> dict:
     """In the child process: one complete exploration, as a JSON-ready row."""
     from kafka_mc.checker import check
     from kafka_mc.model import Config
 
     protocol, replicas, messages, crashes, elections = rung
     config = Config(protocol, replicas, messages, crashes, elections)
+    if setup == "kernel":
+        from kafka_mc.checker.kernel.engine import compile_kernel, kernel_check
+
+        compile_kernel()
     started = time.perf_counter()
-    if setup == "local":
-        result = check(config, keep_going=True)
+    if setup in ("python", "kernel"):
+        result = (check if setup == "python" else kernel_check)(config, keep_going=True)
         levels, partitions = [], None
     else:
         from kafka_mc.checker.spark import run_spark_check, session
@@ -130,7 +138,8 @@ def child(setup: str, rung: list, master: str, cores: int, executor_memory: str)
         started = time.perf_counter()
         try:
             result, run = run_spark_check(config, keep_going=True, spark=spark, partitions=partitions,
-                                          progress=lambda p: sizes.append(p.distinct_states))
+                                          progress=lambda p: sizes.append(p.distinct_states),
+                                          kernel=executors == "kernel")
         finally:
             spark.stop()
         from kafka_mc.model import ReplicationModel
@@ -138,7 +147,7 @@ def child(setup: str, rung: list, master: str, cores: int, executor_memory: str)
         before = [len(ReplicationModel(config).initial_states())] + sizes[:-1]
         levels = list(zip([after - prior for prior, after in zip(before, sizes)], run.level_seconds))
     seconds = time.perf_counter() - started
-    return {"setup": setup, "master": master, "cores": cores, "partitions": partitions, "seconds": seconds,
+    return {"setup": setup if setup in ("python", "kernel") else f"{setup} ({executors})", "master": master, "cores": cores, "partitions": partitions, "seconds": seconds,
             "distinct": result.stats.distinct_states, "generated": result.stats.states_generated,
             "depth": result.stats.depth, "levels": levels}
 
@@ -156,11 +165,11 @@ def _level_line(levels: list) -> tuple[float | None, float | None]:
     return my - slope * mx, slope * 1e6
 
 
-def measure(setup: str, rung: tuple, master: str, cores: int, executor_memory: str,
+def measure(setup: str, rung: tuple, master: str, cores: int, executor_memory: str, executors: str,
             workers: tuple[int, ...] = ()) -> dict:
     """Run one setup on one rung in a child process, sampling memory from here (`workers`: the
     cluster's worker processes, whose executors are sampled)."""
-    arguments = json.dumps([setup, list(rung[:5]), master, cores, executor_memory])
+    arguments = json.dumps([setup, list(rung[:5]), master, cores, executor_memory, executors])
     with tempfile.TemporaryFile("w+") as errors:
         process = subprocess.Popen([sys.executable, __file__, "--child", arguments], stdout=subprocess.PIPE,
                                    stderr=errors, text=True)
@@ -189,6 +198,8 @@ def main() -> None:
     parser.add_argument("--setups", default=",".join(SETUPS), help="comma-separated: " + ", ".join(SETUPS))
     parser.add_argument("--executor-memory", default="8g", help="each executor's heap (default 8g)")
     parser.add_argument("--save", help="append each row to this JSON file as it comes")
+    parser.add_argument("--executors", choices=("kernel", "python"), default="kernel",
+                        help="what Spark's executors run: the compiled kernel (default) or the explicit model")
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(*json.loads(args.child))))
@@ -216,30 +227,33 @@ def main() -> None:
                 cluster = Cluster(Path(tempfile.mkdtemp(prefix="kafka-mc-bench-cluster-")), memory="10g")
                 try:
                     workers = tuple(worker.pid for worker in cluster.workers)
-                    keep(dict(measure("cluster", rung, cluster.url, 2, args.executor_memory, workers),
-                              setup="cluster, 2 workers"))
+                    keep(dict(measure("cluster", rung, cluster.url, 2, args.executor_memory, args.executors,
+                                      workers), setup=f"cluster, 2 workers ({args.executors})"))
                     Cluster.kill(cluster.workers[1])
                     time.sleep(3)
-                    keep(dict(measure("cluster", rung, cluster.url, 1, args.executor_memory, workers),
-                              setup="cluster, 1 worker"))
+                    keep(dict(measure("cluster", rung, cluster.url, 1, args.executor_memory, args.executors,
+                                      workers), setup=f"cluster, 1 worker ({args.executors})"))
                 finally:
                     cluster.stop()
             else:
-                master = setup if setup != "local" else "-"
+                master = setup if setup.startswith("local[") else "-"
                 keep(measure(setup, rung, master, int(setup[6:-1]) if setup.startswith("local[") else 1,
-                             args.executor_memory))
-        local = next((r for r in rows[first:] if r["setup"] == "local"), None)
+                             args.executor_memory, args.executors))
+        python = next((r for r in rows[first:] if r["setup"] == "python"), None)
+        kernel = next((r for r in rows[first:] if r["setup"] == "kernel"), None)
         for row in rows[first:]:  # every engine explores the same space
             assert (row["distinct"], row["generated"]) == (rows[first]["distinct"], rows[first]["generated"]), row
-            row["vs_local"] = local["seconds"] / row["seconds"] if local else None
+            row["vs_python"] = python["seconds"] / row["seconds"] if python else None
+            row["vs_kernel"] = kernel["seconds"] / row["seconds"] if kernel else None
     print(f"\n{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"load average {os.getloadavg()[0]:.1f} at the end\n")
     print(tabulate([[r["rung"], r["setup"], r["distinct"], round(r["seconds"], 1), round(r["distinct_per_s"]),
-                     round(r["per_core"]), r["vs_local"] and round(r["vs_local"], 3), round(r["driver_peak_mb"]),
+                     round(r["per_core"]), r["vs_python"] and round(r["vs_python"], 3),
+                     r["vs_kernel"] and round(r["vs_kernel"], 3), round(r["driver_peak_mb"]),
                      r["executor_peak_mb"] and round(r["executor_peak_mb"]),
                      r["level_overhead_s"] and round(r["level_overhead_s"], 2),
                      r["us_per_state"] and round(r["us_per_state"], 1)] for r in rows],
-                   headers=["rung", "setup", "distinct", "wall s", "states/s", "per core", "vs local",
+                   headers=["rung", "setup", "distinct", "wall s", "states/s", "per core", "vs python", "vs kernel",
                             "driver MB", "executor MB", "s/level", "us/state"]))
 
 

@@ -4,15 +4,17 @@ violate, with the shortest counterexample behind every cell.
 A matrix is the product of its axes (protocol x acks x min.insync.replicas x unclean
 election x flush), every cell explored under the same bounds until each property is decided
 (violated, or holding in every reachable state), with symmetry reduction (same verdicts and
-shortest lengths, concrete traces) and a process per cell, or (`run_matrix_on_spark`) a Spark
-job per cell.
+shortest lengths, concrete traces), by the compiled kernel (or, `kernel=False`, the explicit
+model), a cell at a time or a process per cell, or (`run_matrix_on_spark`) a Spark job per cell.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from itertools import product
 from typing import Callable, Iterator
 
@@ -69,29 +71,39 @@ class Cell:
         return next((len(v.trace) for v in self.result.violations if v.invariant == invariant), None)
 
 
-def check_cell(config: Config, budget: Budget = Budget()) -> Cell:
-    return Cell(config, check(config, _CHECKED, keep_going=True, symmetry=True, budget=budget))
+def check_cell(config: Config, budget: Budget = Budget(), kernel: bool = True) -> Cell:
+    """One cell, every property decided, by the kernel (on one thread) or the explicit model."""
+    if kernel:
+        from .kernel import kernel_check as explore
+    else:
+        explore = check
+    return Cell(config, explore(config, _CHECKED, keep_going=True, symmetry=True, budget=budget))
 
 
 def run_matrix(axes: Axes, bounds: Config = DEFAULT_BOUNDS, *, workers: int = 1, budget: Budget = Budget(),
-               progress: Callable[[Cell], None] | None = None) -> list[Cell]:
-    """Check every cell, `workers` cells at a time; cells come back in axis order."""
+               progress: Callable[[Cell], None] | None = None, kernel: bool = True) -> list[Cell]:
+    """Check every cell, `workers` cells at a time; cells come back in axis order. Worker
+    processes are spawned, not forked (the kernel's OpenMP threads do not survive a fork), after
+    the kernel is compiled here, so they only load it."""
     configs = list(axes.configs(bounds))
+    run_cell = partial(check_cell, budget=budget, kernel=kernel)
     if workers == 1:
-        cells = (check_cell(config, budget) for config in configs)
-        return [_reported(cell, progress) for cell in cells]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return [_reported(cell, progress) for cell in pool.map(check_cell, configs, [budget] * len(configs))]
+        return [_reported(run_cell(config), progress) for config in configs]
+    if kernel:
+        from .kernel.engine import compile_kernel
+
+        compile_kernel()
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return [_reported(cell, progress) for cell in pool.map(run_cell, configs)]
 
 
 def run_matrix_on_spark(axes: Axes, bounds: Config = DEFAULT_BOUNDS, *, master: str = "local[*]",
                         budget: Budget = Budget(), progress: Callable[[Cell], None] | None = None,
-                        spark=None) -> list[Cell]:
+                        spark=None, kernel: bool = True) -> list[Cell]:
     """Check every cell as a Spark job of one task (`check_cell` on an executor); the jobs are
     submitted together, so the cluster runs as many cells at once as it has cores. Cells come
     back in axis order; `progress` sees them as they finish."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
-    from functools import partial
 
     from .shipping import ship
     from .spark import session
@@ -102,7 +114,7 @@ def run_matrix_on_spark(axes: Axes, bounds: Config = DEFAULT_BOUNDS, *, master: 
         spark = session(master, app_name="kafka-mc matrix")
     context = spark.sparkContext
     ship(context)
-    run_cell = partial(check_cell, budget=budget)
+    run_cell = partial(check_cell, budget=budget, kernel=kernel)
 
     def job(config: Config) -> Cell:
         context.setJobDescription(f"kafka-mc matrix cell {Cell(config, None).name}")

@@ -29,13 +29,16 @@ class OutputFormat(str, Enum):
 
 
 class Engine(str, Enum):
-    bfs = "bfs"
     kernel = "kernel"
+    python = "python"
+    bfs = "bfs"  # the explicit engine's name before the kernel became the default: `python`
     z3 = "z3"
     spark = "spark"
 
 
 class MatrixEngine(str, Enum):
+    kernel = "kernel"
+    python = "python"
     bfs = "bfs"
     spark = "spark"
 
@@ -128,9 +131,10 @@ def check_command(
                                         help="Check that every reachable state can reach agreement again."),
     write_tla: Optional[Path] = typer.Option(None, "--write-tla", metavar="DIR",
                                              help="Also write the TLA+ twin and its TLC .cfg for this configuration."),
-    engine: Engine = typer.Option(Engine.bfs, "--engine",
-                                  help="bfs: explore every reachable state; kernel: the same, compiled (numba); "
-                                       "z3: bounded model checking to --depth; spark: BFS on a Spark cluster."),
+    engine: Engine = typer.Option(Engine.kernel, "--engine",
+                                  help="kernel: explore every reachable state, compiled (numba); python (or bfs): "
+                                       "the same in Python, the reference; z3: bounded model checking to --depth; "
+                                       "spark: the exploration on a Spark cluster."),
     depth: Optional[str] = typer.Option(None, metavar="K",
                                         help=f"With --engine z3: search behaviours of up to K steps (default {DEFAULT_DEPTH})."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress on stderr."),
@@ -174,7 +178,7 @@ def check_command(
                                       "--dump-dot": dump_dot is not None, "--recoverability": recoverability,
                                       "--write-tla": write_tla is not None})
     if depth is not None:
-        raise Exit(exitcodes.BAD_INPUT, "--depth applies to --engine z3 only; the bfs engine explores every depth")
+        raise Exit(exitcodes.BAD_INPUT, "--depth applies to --engine z3 only; the explicit engines explore every depth")
     if write_tla is not None:
         _write_tla(config, _out_dir(write_tla))
     explore = check
@@ -214,7 +218,7 @@ def _bounded_check(config: Config, depth: Optional[str], keep_going: bool, max_s
 
     if unusable:
         raise Exit(exitcodes.BAD_INPUT, f"{', '.join(unusable)}: not available with --engine z3 "
-                                        "(it searches behaviours symbolically; use --engine bfs)")
+                                        "(it searches behaviours symbolically; use --engine kernel or python)")
     bound = DEFAULT_DEPTH if depth is None else _number("--depth", depth)
     if bound < 0:
         raise Exit(exitcodes.BAD_INPUT, f"--depth must be 0 or more, not {depth}")
@@ -331,9 +335,11 @@ def matrix_command(
     elections: str = typer.Option("1", metavar="N", help="Leader elections after the initial one, at most."),
     partitions: str = typer.Option("1", metavar="N", help="Network failures, at most."),
     workers: Optional[str] = typer.Option(None, metavar="N",
-                                          help="With --engine bfs: cells checked at once, one process each (default 1)."),
-    engine: MatrixEngine = typer.Option(MatrixEngine.bfs, "--engine",
-                                        help="bfs: cells in local processes; spark: every cell a Spark job."),
+                                          help="Cells checked at once, one process each (default 1; not with --engine spark)."),
+    engine: MatrixEngine = typer.Option(MatrixEngine.kernel, "--engine",
+                                        help="kernel: cells by the compiled kernel; python (or bfs): by the "
+                                             "reference explorer; spark: every cell a Spark job (the kernel on "
+                                             "executors)."),
     spark_master: Optional[str] = typer.Option(None, "--spark-master", metavar="URL",
                                                help="With --engine spark: the Spark master (default local[*])."),
     max_states: Optional[str] = typer.Option(None, metavar="N", help="Per cell: stop after this many states."),
@@ -366,11 +372,11 @@ def matrix_command(
         from kafka_mc.cli_spark import spark_master_url
 
         if workers is not None:
-            raise Exit(exitcodes.BAD_INPUT, "--workers: only with --engine bfs (Spark runs as many cells at once "
+            raise Exit(exitcodes.BAD_INPUT, "--workers: not with --engine spark (Spark runs as many cells at once "
                                             "as the cluster has cores)")
         master = spark_master_url(spark_master)
     elif spark_master is not None:
-        raise Exit(exitcodes.BAD_INPUT, "--spark-master: only with --engine spark (not --engine bfs)")
+        raise Exit(exitcodes.BAD_INPUT, f"--spark-master: only with --engine spark (not --engine {engine.value})")
     else:
         worker_count = _number("--workers", workers or "1", positive=True)
     reporter = ProgressReporter(enabled=not quiet)
@@ -385,7 +391,8 @@ def matrix_command(
 
             cells = run_matrix_on_spark(axes, bounds, master=master, budget=budget, progress=noted)
         else:
-            cells = run_matrix(axes, bounds, workers=worker_count, budget=budget, progress=noted)
+            cells = run_matrix(axes, bounds, workers=worker_count, budget=budget, progress=noted,
+                               kernel=engine is MatrixEngine.kernel)
         comparisons = []
         if compare:
             from kafka_mc.checker.article import compare as compare_with_article

@@ -124,7 +124,7 @@ def test_matrix_command_prints_a_table_and_writes_reports(tmp_path, capsys):
     (["matrix", "--protocols", "raft"], "--protocols: 'raft' is not allowed"),
     (["matrix", "--unclean", "maybe"], "--unclean: 'maybe' is not allowed"),
     (["matrix", "--min-isr", "3"], "min_isr must be an integer from 1 to 2, not 3"),
-    (["matrix", "--engine", "spark", "--workers", "2"], "--workers: only with --engine bfs"),
+    (["matrix", "--engine", "spark", "--workers", "2"], "--workers: not with --engine spark"),
     (["matrix", "--spark-master", "local[2]"], "--spark-master: only with --engine spark"),
     (["matrix", "--engine", "spark", "--spark-master", "locale"], "'locale' is not a Spark master URL"),
     (["check", "--engine", "spark", "--spark-master", "local[0]"], "'local[0]' is not a Spark master URL"),

@@ -40,10 +40,11 @@ def drop_stale_cache() -> None:
         current = sources_digest()
         if DIGEST_FILE.exists() and DIGEST_FILE.read_text() == current:
             return
-        for cached in list(CACHE_DIR.glob("*.nbi")) + list(CACHE_DIR.glob("*.nbc")):
-            cached.unlink()
-        CACHE_DIR.mkdir(exist_ok=True)
-        DIGEST_FILE.write_text(current)
+        with compile_lock():  # not while another process compiles into the cache
+            for cached in list(CACHE_DIR.glob("*.nbi")) + list(CACHE_DIR.glob("*.nbc")):
+                cached.unlink()
+            CACHE_DIR.mkdir(exist_ok=True)
+            DIGEST_FILE.write_text(current)
     except OSError:
         pass
 
