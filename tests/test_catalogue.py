@@ -148,3 +148,18 @@ def test_the_article_comparison_replays_every_expressible_case_and_agrees():
         assert comparison.model_loses_acked == comparison.claim.loses_acked, case
         if comparison.claim.closed_by:
             assert comparison.closed is True, case
+
+
+def test_the_kernel_decides_every_cell_as_the_python_engine_does():
+    from kafka_mc.checker.matrix import run_matrix
+
+    axes = Axes(protocols=("hw", "kip-279"), acks=("all", "1"), min_isr=(1, 2), unclean=(False, True), flush=(True, False))
+    bounds = Config(messages=1, crashes=1, elections=1, partitions=1)
+    by_kernel, by_python = run_matrix(axes, bounds), run_matrix(axes, bounds, kernel=False)
+    assert any(cell.result.violations for cell in by_python) and not all(cell.result.violations for cell in by_python)
+    for kernel_cell, python_cell in zip(by_kernel, by_python):
+        assert kernel_cell.result.engine.startswith("kernel") and python_cell.result.engine.startswith("bfs")
+        assert (kernel_cell.result.stats.distinct_states, kernel_cell.result.witnesses, kernel_cell.decided) == \
+            (python_cell.result.stats.distinct_states, python_cell.result.witnesses, python_cell.decided)
+        assert {name: kernel_cell.shortest(name) for name in DATA_PROPERTIES} == \
+            {name: python_cell.shortest(name) for name in DATA_PROPERTIES}

@@ -213,3 +213,30 @@ def test_the_batch_interface_expands_and_checks_slices_of_packed_states():
                 bit = bool(flag >> batch.property_names.index(prop.name) & 1)
                 assert bit == (prop.holds(state) if prop.kind != ALWAYS else not prop.holds(state))
     assert truncated.dtype == np.bool_ and len(truncated) == len(expected)
+
+
+def test_the_kernel_shipped_in_a_zip_is_cached_by_its_sources_not_by_the_zips_path(tmp_path, monkeypatch):
+    """Every Spark job ships kafka-mc in a new zip: the kernel's cache must not depend on where."""
+    import zipfile
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    from kafka_mc.checker.kernel.cache import ShippedKernelLocator
+
+    def shipped(name: str, source: bytes):
+        path = tmp_path / name / "kafka_mc-x.zip"
+        path.parent.mkdir()
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("kafka_mc/checker/kernel/explore.py", source)
+            archive.writestr("kafka_mc/model/state.py", b"# not the kernel")
+        return str(path / "kafka_mc/checker/kernel/explore.py")
+
+    def function():
+        pass
+
+    first, second = (ShippedKernelLocator.from_function(function, shipped(job, b"x = 1")) for job in ("a", "b"))
+    changed = ShippedKernelLocator.from_function(function, shipped("c", b"x = 2"))
+    assert first.get_cache_path() == second.get_cache_path() != changed.get_cache_path()
+    assert first.get_cache_path().startswith(str(tmp_path / "cache" / "kafka-mc" / "kernel"))
+    assert first.get_source_stamp() == second.get_source_stamp() != changed.get_source_stamp()
+    assert ShippedKernelLocator.from_function(function, str(tmp_path / "a" / "kafka_mc-x.zip" / "kafka_mc/model/state.py")) is None
+    assert ShippedKernelLocator.from_function(function, __file__) is None  # not in a zip: numba's own locators
