@@ -65,8 +65,8 @@ def packed_rows(column, word_count: int) -> np.ndarray:
     offsets = np.frombuffer(column.buffers()[1], dtype=np.int64 if width == 8 else np.int32,
                             count=len(column) + 1, offset=column.offset * width)
     data = np.frombuffer(column.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[-1]]
-    # aligned, or the kernel's functions would be compiled again for unaligned arrays
-    return np.require(data.view(np.int64).reshape(len(column), word_count), requirements=("C", "A"))
+    # a writable copy: numba compiles every function again for read-only arrays, as Arrow's are
+    return np.require(data.view(np.int64).reshape(len(column), word_count), requirements=("C", "A", "W"))
 
 
 def binary_column(rows: np.ndarray):
