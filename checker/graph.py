@@ -3,19 +3,22 @@
 Recoverability is the branching-time property AG EF LiveReplicasAgree: from every
 reachable state some reachable state has a live leader and every live replica's log
 agreeing with it below the replica's HW. Under `hw`, Case D breaks it: A keeps m2
-below its HW and can never fetch m3.
+below its HW and can never fetch m3. The control-plane models use the same graph and check
+with their own goal (`system_graph`, `check_goal`).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import Callable
+
 import networkx as nx
 
 from kafka_mc.model import Config, ReplicationModel, fingerprint
 from kafka_mc.properties.recovery import RECOVERABILITY, live_replicas_agree
 
-from .result import Trace
+from .result import SystemTrace, Trace
 
 DEFAULT_GRAPH_LIMIT = 200_000
 
@@ -27,25 +30,39 @@ class GraphTooLarge(RuntimeError):
 def state_graph(config: Config, max_states: int | None = None) -> nx.DiGraph:
     """Every reachable state as a node (keyed by fingerprint, with `state`, `initial` and, for an
     initial state, its index `init`), every transition as an edge labelled with its `action`."""
-    max_states = DEFAULT_GRAPH_LIMIT if max_states is None else max_states
     model = ReplicationModel(config)
+    return reachable_graph(model.initial_states(), model.successors, fingerprint, max_states,
+                           "lower --messages, --crashes or --elections")
+
+
+def system_graph(system, max_states: int | None = None) -> nx.DiGraph:
+    """The reachable state graph of a control-plane model (`control.system`), keyed by state."""
+    return reachable_graph(system.initial_states(), system.successors, lambda state: state, max_states,
+                           "lower the model's bounds")
+
+
+def reachable_graph(initial_states: list, successors: Callable, key: Callable, max_states: int | None,
+                    smaller: str) -> nx.DiGraph:
+    """The graph of every state reachable from `initial_states` by `successors` (pairs of action
+    and state), nodes keyed by `key(state)`; GraphTooLarge past `max_states`, suggesting `smaller`."""
+    max_states = DEFAULT_GRAPH_LIMIT if max_states is None else max_states
     graph = nx.DiGraph()
     queue = deque()
-    for index, state in enumerate(model.initial_states()):
-        key = fingerprint(state)
-        graph.add_node(key, state=state, initial=True, init=index)
-        queue.append((key, state))
+    for index, state in enumerate(initial_states):
+        node = key(state)
+        graph.add_node(node, state=state, initial=True, init=index)
+        queue.append((node, state))
     while queue:
-        key, state = queue.popleft()
-        for action, following in model.successors(state):
-            target = fingerprint(following)
+        node, state = queue.popleft()
+        for action, following in successors(state):
+            target = key(following)
             if target not in graph:
                 if graph.number_of_nodes() >= max_states:
                     raise GraphTooLarge(f"more than {max_states} reachable states; the graph is for small "
-                                        "configurations (lower --messages, --crashes or --elections)")
+                                        f"configurations ({smaller})")
                 graph.add_node(target, state=following, initial=False)
                 queue.append((target, following))
-            graph.add_edge(key, target, action=action)
+            graph.add_edge(node, target, action=action)
     return graph
 
 
@@ -54,7 +71,7 @@ class Recoverability:
     property: str
     states: int
     unrecoverable: int
-    example: Trace | None  # a shortest trace to an unrecoverable state
+    example: Trace | SystemTrace | None  # a shortest trace to an unrecoverable state
 
     @property
     def holds(self) -> bool:
@@ -62,20 +79,38 @@ class Recoverability:
 
 
 def check_recoverability(config: Config, graph: nx.DiGraph) -> Recoverability:
-    good = [node for node, state in graph.nodes(data="state") if live_replicas_agree(state)]
-    can_recover = set(good)
-    queue = deque(good)
+    stuck = _cannot_reach(graph, live_replicas_agree)
+    example = None
+    if stuck:
+        initial, actions = _shortest_path_to(graph, stuck)
+        example = Trace(config, initial, actions)
+    return Recoverability(RECOVERABILITY, graph.number_of_nodes(), len(stuck), example)
+
+
+def check_goal(system, graph: nx.DiGraph) -> Recoverability:
+    """AG EF of a control-plane model's goal: from every reachable state the goal is reachable."""
+    stuck = _cannot_reach(graph, system.goal.holds)
+    example = None
+    if stuck:
+        initial, actions = _shortest_path_to(graph, stuck)
+        example = SystemTrace(system, initial, actions)
+    return Recoverability(system.goal.name, graph.number_of_nodes(), len(stuck), example)
+
+
+def _cannot_reach(graph: nx.DiGraph, good: Callable) -> set:
+    """The nodes from which no node whose state is `good` can be reached."""
+    can_recover = {node for node, state in graph.nodes(data="state") if good(state)}
+    queue = deque(can_recover)
     while queue:  # backwards from the good states: everything that can reach one
         for predecessor in graph.predecessors(queue.popleft()):
             if predecessor not in can_recover:
                 can_recover.add(predecessor)
                 queue.append(predecessor)
-    stuck = set(graph) - can_recover
-    return Recoverability(RECOVERABILITY, graph.number_of_nodes(), len(stuck),
-                          _shortest_trace_to(config, graph, stuck) if stuck else None)
+    return set(graph) - can_recover
 
 
-def _shortest_trace_to(config: Config, graph: nx.DiGraph, targets: set) -> Trace:
+def _shortest_path_to(graph: nx.DiGraph, targets: set) -> tuple[int, tuple]:
+    """The initial state's index and the actions of a shortest path to one of `targets`."""
     roots = [node for node, initial in graph.nodes(data="initial") if initial]
     parent = {root: None for root in roots}
     queue = deque(roots)
@@ -91,4 +126,4 @@ def _shortest_trace_to(config: Config, graph: nx.DiGraph, targets: set) -> Trace
     while parent[node] is not None:
         actions.append(graph.edges[parent[node], node]["action"])
         node = parent[node]
-    return Trace(config, graph.nodes[node]["init"], tuple(reversed(actions)))
+    return graph.nodes[node]["init"], tuple(reversed(actions))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafka_mc.model import Action, Config, ReplicationModel, State
 
@@ -95,3 +96,39 @@ class CheckResult:
     @property
     def passed(self) -> bool:
         return self.complete and not self.violations and not self.unreached_witnesses
+
+
+@dataclass(frozen=True)
+class SystemTrace:
+    """A behaviour of a control-plane model (`control.system.TransitionSystem`): an initial
+    state by index and the actions taken from it, replayed by the model as `Trace` is."""
+
+    system: Any
+    initial: int
+    actions: tuple
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+    @property
+    def config(self):
+        return self.system.config
+
+    def states(self) -> list:
+        """The initial state and the state after each action; ReplayError if a step is disabled."""
+        from kafka_mc.control.system import next_state
+
+        initial_states = self.system.initial_states()
+        if not 0 <= self.initial < len(initial_states):
+            raise ReplayError(0, "Init", f"there is no initial state {self.initial}")
+        states = [initial_states[self.initial]]
+        for number, action in enumerate(self.actions, start=1):
+            following = next_state(self.system, states[-1], action)
+            if following is None:
+                raise ReplayError(number, action, "not enabled in the state before it")
+            states.append(following)
+        return states
+
+    def steps(self) -> list[tuple[Any, Any]]:
+        """(None, initial state), then (action, state after it) for every step."""
+        return list(zip((None, *self.actions), self.states()))

@@ -60,18 +60,18 @@ class Config:
     def __post_init__(self) -> None:
         if self.protocol not in PROTOCOLS:
             raise ConfigError("protocol", f"protocol {self.protocol!r} is unknown; allowed: {', '.join(PROTOCOLS)}")
-        _check_int("replicas", self.replicas, MIN_REPLICAS, MAX_REPLICAS)
-        _check_int("messages", self.messages, 0, self.count_limit)
-        _check_int("crashes", self.crashes, 0, self.count_limit)
-        _check_int("elections", self.elections, 0, self.count_limit)
+        check_int("replicas", self.replicas, MIN_REPLICAS, MAX_REPLICAS)
+        check_int("messages", self.messages, 0, self.count_limit)
+        check_int("crashes", self.crashes, 0, self.count_limit)
+        check_int("elections", self.elections, 0, self.count_limit)
         if self.acks not in ACKS:
             raise ConfigError("acks", f"acks {self.acks!r} is not supported; allowed: {', '.join(ACKS)}")
-        _check_int("min_isr", self.min_isr, 1, self.replicas)
+        check_int("min_isr", self.min_isr, 1, self.replicas)
         if not isinstance(self.unclean, bool):
             raise ConfigError("unclean", f"unclean must be true or false, not {self.unclean!r}")
         if not isinstance(self.flush, bool):
             raise ConfigError("flush", f"flush must be true or false, not {self.flush!r}")
-        _check_int("partitions", self.partitions, 0, self.count_limit)
+        check_int("partitions", self.partitions, 0, self.count_limit)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -84,6 +84,6 @@ class SimulationConfig(Config):
     count_limit = SIMULATION_COUNT_LIMIT
 
 
-def _check_int(name: str, value: object, low: int, high: int) -> None:
+def check_int(name: str, value: object, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ConfigError(name, f"{name} must be an integer from {low} to {high}, not {value!r}")

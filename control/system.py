@@ -1,0 +1,80 @@
+"""What a control-plane model is to the engines: a small transition system in Stateright's shape.
+
+A model has a configuration, initial states, the enabled actions of a state and their
+successors, named properties, and a goal every reachable state must be able to get back to
+(checked on the state graph, AG EF goal). States are immutable tuples; actions are named
+values whose text is what traces and reports show. `state_values` gives a state's variables
+as ITF values (named tuples, lists, sets, dicts), for the reports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable, Iterator, NamedTuple, Protocol
+
+from kafka_mc.model.config import ConfigError, check_int
+
+__all__ = ["ALWAYS", "SOMETIMES", "ConfigError", "ControlAction", "ControlProperty", "Goal", "TransitionSystem",
+           "bit_members", "check_int", "next_state"]
+
+ALWAYS, SOMETIMES = "always", "sometimes"
+
+
+class ControlAction(NamedTuple):
+    """An event named after its actor and the Kafka event, with its arguments, e.g. `SessionExpire(1)`."""
+
+    name: str
+    args: tuple = ()
+
+    def __str__(self) -> str:
+        return f"{self.name}({', '.join(map(str, self.args))})"
+
+
+@dataclass(frozen=True)
+class ControlProperty:
+    """A named predicate of a state (`holds(state)`) or, with `on_step`, of a transition
+    (`holds(before, action, after)`). `always`: in every reachable state or step; `sometimes`:
+    in at least one."""
+
+    name: str
+    kind: str
+    source: str
+    holds: Callable[..., bool]
+    on_step: bool = False
+
+    def check(self, before: Hashable | None, action: ControlAction | None, after: Hashable) -> bool:
+        if self.on_step:
+            return before is not None and self.holds(before, action, after)
+        return self.holds(after)
+
+
+@dataclass(frozen=True)
+class Goal:
+    """A state predicate every reachable state must be able to reach again (AG EF goal)."""
+
+    name: str
+    source: str
+    holds: Callable[[Hashable], bool]
+
+
+class TransitionSystem(Protocol):
+    name: str  # the model's name on the CLI, e.g. "controller"
+    config: Any  # a frozen dataclass with `to_dict()`
+    properties: tuple[ControlProperty, ...]
+    goal: Goal
+
+    def initial_states(self) -> list[Hashable]: ...
+
+    def successors(self, state: Hashable) -> Iterator[tuple[ControlAction, Hashable]]: ...
+
+    def state_values(self, state: Hashable) -> dict[str, Any]: ...
+
+
+def next_state(system: TransitionSystem, state: Hashable, action: ControlAction) -> Hashable | None:
+    """The state `action` leads to from `state`, or None when it is not enabled there."""
+    return next((following for taken, following in system.successors(state) if taken == action), None)
+
+
+def bit_members(mask: int) -> list[int]:
+    """The indices of the set bits of `mask`, in order."""
+    return [index for index in range(mask.bit_length()) if mask >> index & 1]
