@@ -1,7 +1,19 @@
-"""The control plane of seed 001: replica assignment and preferred-leader rebalancing."""
+"""The control plane of seed 001: replica assignment and preferred-leader rebalancing as functions,
+and controller election, the partition state machine and rebalancing as transition systems
+(`control.system`) for the engines."""
 
 from .assignment import AssignmentError, assign_replicas
+from .controller import ControllerConfig, ControllerModel
+from .partition_fsm import PartitionFsmConfig, PartitionFsmModel
 from .rebalance import DEFAULT_IMBALANCE_PERCENTAGE, Cluster, Move, fail, imbalance, rebalance, recover
+from .rebalance_model import RebalanceConfig, RebalanceModel
 
-__all__ = ["AssignmentError", "Cluster", "DEFAULT_IMBALANCE_PERCENTAGE", "Move", "assign_replicas", "fail",
-           "imbalance", "rebalance", "recover"]
+MODELS = {
+    ControllerModel.name: (ControllerModel, ControllerConfig),
+    PartitionFsmModel.name: (PartitionFsmModel, PartitionFsmConfig),
+    RebalanceModel.name: (RebalanceModel, RebalanceConfig),
+}
+
+__all__ = ["AssignmentError", "Cluster", "ControllerConfig", "ControllerModel", "DEFAULT_IMBALANCE_PERCENTAGE",
+           "MODELS", "Move", "PartitionFsmConfig", "PartitionFsmModel", "RebalanceConfig", "RebalanceModel",
+           "assign_replicas", "fail", "imbalance", "rebalance", "recover"]

@@ -17,17 +17,20 @@ def config_text(config: Config) -> str:
     return ", ".join(f"{key}={value}" for key, value in config.to_dict().items())
 
 
-def invariant_verdicts(result: CheckResult) -> dict[str, str]:
-    """Each invariant's verdict: `violated (n steps)`, `holds`, or `not violated so far` for an incomplete run."""
+def invariant_verdicts(result: CheckResult, invariants: tuple[str, ...] | None = None) -> dict[str, str]:
+    """Each invariant's verdict: `violated (n steps)`, `holds`, or `not violated so far` for an incomplete run.
+    `invariants` names them (default: the replication model's)."""
     lengths = {v.invariant: len(v.trace) for v in result.violations}
     if result.bounded_to is not None:
         unknown = f"no violation up to depth {result.stats.depth}"
     else:
         unknown = "holds" if result.complete else "not violated so far"
-    return {p.name: f"violated ({lengths[p.name]} steps)" if p.name in lengths else unknown for p in INVARIANTS}
+    names = [p.name for p in INVARIANTS] if invariants is None else invariants
+    return {name: f"violated ({lengths[name]} steps)" if name in lengths else unknown for name in names}
 
 
-def result_text(result: CheckResult, recoverability: Recoverability | None = None) -> str:
+def result_text(result: CheckResult, recoverability: Recoverability | None = None,
+                invariants: tuple[str, ...] | None = None) -> str:
     stats = result.stats
     lines = [f"Checked {config_text(result.config)} with the {result.engine} engine."]
     if result.bounded_to is not None:
@@ -45,7 +48,7 @@ def result_text(result: CheckResult, recoverability: Recoverability | None = Non
             lines.append(f"Compiling (or loading) the kernel took {stats.compile_seconds:.2f} s before exploring. "
                          f"The probability of a fingerprint collision is calculated (optimistic): "
                          f"{stats.collision_probability:.1E}.")
-    rows = [(name, verdict) for name, verdict in invariant_verdicts(result).items()]
+    rows = [(name, verdict) for name, verdict in invariant_verdicts(result, invariants).items()]
     rows += [(name, "reached" if reached else ("NOT REACHED" if result.complete else "not reached so far"))
              for name, reached in result.witnesses.items()]
     if recoverability is not None:

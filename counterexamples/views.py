@@ -114,12 +114,15 @@ def trace_view(trace: Trace) -> list[dict]:
     ]
 
 
-def result_view(result: CheckResult) -> dict:
-    """The JSON summary printed by `kafka-mc check --format json`."""
+def result_view(result: CheckResult, trace_of=None) -> dict:
+    """The JSON summary printed by `kafka-mc check --format json`; `trace_of` renders a
+    violation's trace (default `trace_view`, the replication model's)."""
     stats = result.stats
+    trace_of = trace_of or trace_view
+    protocol = getattr(result.config, "protocol", None)
     return {
         "engine": result.engine,
-        "protocol": result.config.protocol,
+        **({"protocol": protocol} if protocol is not None else {}),
         "config": result.config.to_dict(),
         "complete": result.complete,
         "stopped_because": result.stopped_because or None,
@@ -130,7 +133,7 @@ def result_view(result: CheckResult) -> dict:
         "seconds": round(stats.seconds, 3),
         "states_per_second": round(stats.states_per_second, 1),
         "violations": [
-            {"invariant": v.invariant, "length": len(v.trace), "trace": trace_view(v.trace)}
+            {"invariant": v.invariant, "length": len(v.trace), "trace": trace_of(v.trace)}
             for v in result.violations
         ],
         "witnesses": result.witnesses,

@@ -477,3 +477,7 @@ app.command("simulate")(simulate_command)
 from kafka_mc.cli_prove import prove_command  # noqa: E402
 
 app.command("prove")(prove_command)
+
+from kafka_mc.cli_control import control_command  # noqa: E402
+
+app.command("control")(control_command)

@@ -1,0 +1,124 @@
+"""Reports for the control-plane models' traces: ITF JSON, TLC-style text and Markdown.
+
+The replication reports draw logs, HWs and ISRs; a control-plane model's state is whatever
+its `state_values` says, so these reports show those variables as they are, sets sorted so
+the same trace gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import itf_py
+from tabulate import tabulate
+
+from kafka_mc.checker.result import CheckResult, SystemTrace
+
+from .itf import FORMAT_DESCRIPTION, INIT, SortedSet
+from .reports import write_files
+from .text import tla_value
+from .views import result_view
+
+
+def control_values(trace: SystemTrace, state) -> dict[str, Any]:
+    """A state's variables with every set sorted and every map keyed in order."""
+    return {name: _sorted(value) for name, value in trace.system.state_values(state).items()}
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, frozenset):
+        return SortedSet(_sorted(v) for v in value)
+    if isinstance(value, dict):
+        return {key: _sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
+
+
+def _labelled_states(trace: SystemTrace) -> list[tuple[str, dict[str, Any]]]:
+    return [(INIT if action is None else str(action), control_values(trace, state)) for action, state in trace.steps()]
+
+
+def control_itf(trace: SystemTrace, violated: str | None) -> str:
+    """The trace as ITF JSON text, its `#meta` naming the model, its configuration and the property."""
+    states = _labelled_states(trace)
+    meta: dict[str, Any] = {"format": "ITF", "format-description": FORMAT_DESCRIPTION, "source": "kafka-mc",
+                            "model": trace.system.name, "config": trace.config.to_dict(), "initial": trace.initial}
+    if violated is not None:
+        meta["invariant"] = violated
+    itf = itf_py.Trace(meta=meta, params=[], vars=list(states[0][1]), loop=None,
+                       states=[itf_py.State(meta={"index": index, "action": label}, values=values)
+                               for index, (label, values) in enumerate(states)])
+    return json.dumps(itf_py.trace_to_json(itf), indent=2) + "\n"
+
+
+def control_text(trace: SystemTrace, violated: str | None) -> str:
+    """A TLC-style error trace; the last state, where the property first fails, carries a comment."""
+    states = _labelled_states(trace)
+    lines = []
+    if violated is not None:
+        lines += [f"Error: Invariant {violated} is violated.", "Error: The behavior up to this point is:"]
+    for number, (label, values) in enumerate(states):
+        lines.append(f"State {number + 1}: <{'Initial predicate' if label == INIT else label}>")
+        if violated is not None and number == len(states) - 1:
+            lines.append(f"\\* {violated} is violated in this state")
+        for name in sorted(values):
+            prefix = f"/\\ {name} = "
+            lines.append(prefix + tla_value(values[name], " " * (len(prefix) + 2)))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def control_markdown(trace: SystemTrace, violated: str | None, title: str) -> str:
+    """A table of the steps: each variable's value after each action, changed values in bold."""
+    states = _labelled_states(trace)
+    names = list(states[0][1])
+    rows, before = [], None
+    for number, (label, values) in enumerate(states):
+        cells = [tla_value(values[name]).replace("\n", " ") for name in names]
+        if before is not None:
+            cells = [f"**{cell}**" if values[name] != before[name] else cell for name, cell in zip(names, cells)]
+        rows.append([number, label.replace("|", "\\|"), *(cell.replace("|", "\\|") for cell in cells)])
+        before = values
+    verdict = (f"Invariant {violated} is violated at step {len(states) - 1}." if violated is not None
+               else "A behaviour of the model.")
+    config = ", ".join(f"{key}={value}" for key, value in trace.config.to_dict().items())
+    return "\n".join([f"# {title}", "", f"Model `{trace.system.name}`, {config}. {verdict}", "",
+                      tabulate(rows, headers=["step", "action", *names], tablefmt="github"), ""])
+
+
+def control_reports(trace: SystemTrace, violated: str | None, stem: str, title: str) -> dict[str, str]:
+    """Every report's file name and text."""
+    return {f"{stem}.itf.json": control_itf(trace, violated), f"{stem}.txt": control_text(trace, violated),
+            f"{stem}.md": control_markdown(trace, violated, title)}
+
+
+def write_control_reports(result: CheckResult, model_name: str, out_dir: Path) -> list[Path]:
+    """A report set for every violation of `result` in `out_dir` (see `reports.write_files`)."""
+    files: dict[str, str] = {}
+    for violation in result.violations:
+        files |= control_reports(violation.trace, violation.invariant, f"{model_name}-{violation.invariant}",
+                                 f"{violation.invariant} violated in the {model_name} model")
+    return write_files(out_dir, files) if files else []
+
+
+def control_result_view(result: CheckResult, model_name: str) -> dict:
+    """The JSON summary of a control-plane model's check."""
+    return {"model": model_name,
+            **result_view(result, lambda trace: [{"action": label, "state": _plain(values)}
+                                                 for label, values in _labelled_states(trace)])}
+
+
+def _plain(value: Any) -> Any:
+    """A value of `control_values` as JSON: sets as sorted lists, named tuples as objects."""
+    if isinstance(value, frozenset):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(key): _plain(v) for key, v in value.items()}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return {key: _plain(v) for key, v in value._asdict().items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

@@ -1,0 +1,139 @@
+"""`kafka-mc control MODEL`: check a control-plane model of seed 001 (controller, partition-fsm,
+rebalance) with the breadth-first engine, and its goal on the state graph.
+
+Registered on the app by `kafka_mc.cli`. Every option sets a field of the model's configuration;
+one the model does not have is refused, naming the options it has. Exit codes are `check`'s: 0
+every property holds and every witness is reached, 12 a violation (or the goal fails), 13 a
+witness unreached, 75 a budget stopped the run, 151 a bad option value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from kafka_mc import exitcodes
+from kafka_mc.control import MODELS
+
+DEFAULT_MODEL_HELP = ", ".join(MODELS)
+
+
+def control_command(
+    model: str = typer.Argument(..., metavar="MODEL", help=f"The model: {DEFAULT_MODEL_HELP}."),
+    brokers: Optional[str] = typer.Option(None, metavar="N", help="Brokers (every model)."),
+    expirations: Optional[str] = typer.Option(None, metavar="N", help="controller: ZooKeeper session expiries, at most."),
+    no_fencing: bool = typer.Option(False, "--no-fencing",
+                                    help="controller: brokers obey requests of older controller epochs (broken)."),
+    non_atomic_epoch: bool = typer.Option(False, "--non-atomic-epoch",
+                                          help="controller: read and write /controller_epoch in two steps (broken)."),
+    partitions: Optional[str] = typer.Option(None, metavar="N", help="partition-fsm, rebalance: partitions of the topic."),
+    replication_factor: Optional[str] = typer.Option(None, "--replication-factor", metavar="N",
+                                                     help="partition-fsm, rebalance: replicas per partition."),
+    failures: Optional[str] = typer.Option(None, metavar="N", help="partition-fsm, rebalance: broker failures, at most."),
+    creations: Optional[str] = typer.Option(None, metavar="N", help="partition-fsm: topic creations, at most."),
+    unclean: bool = typer.Option(False, "--unclean", help="partition-fsm: unclean leader election."),
+    delete_online: bool = typer.Option(False, "--delete-online",
+                                       help="partition-fsm: deletion skips OfflinePartition (broken)."),
+    imbalance_percentage: Optional[str] = typer.Option(None, "--imbalance-percentage", metavar="PCT",
+                                                       help="rebalance: leader.imbalance.per.broker.percentage "
+                                                            "(default 10)."),
+    output_format: str = typer.Option("text", "--format", metavar="text|json", help="text, or json on stdout."),
+    out: Optional[Path] = typer.Option(None, help="Write a report set for every violation into this directory."),
+    keep_going: bool = typer.Option(False, "--keep-going", "--continue",
+                                    help="Explore everything; report the shortest violation of each invariant."),
+    max_states: Optional[str] = typer.Option(None, metavar="N", help="Stop after this many distinct states (run incomplete)."),
+    max_seconds: Optional[str] = typer.Option(None, metavar="SECONDS", help="Stop after this many seconds (run incomplete)."),
+    no_goal: bool = typer.Option(False, "--no-goal", help="Skip the goal (AG EF) check on the state graph."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress on stderr."),
+) -> None:
+    """Check a control-plane model: every reachable state, its properties and its goal."""
+    from kafka_mc.checker import Budget
+    from kafka_mc.checker.explore import explore
+    from kafka_mc.cli import Exit, OutputFormat, _config_errors, _number, _out_dir, _verdict_code
+    from kafka_mc.progress import ProgressReporter
+
+    if model not in MODELS:
+        raise Exit(exitcodes.BAD_INPUT, f"model {model!r} is unknown; allowed: {DEFAULT_MODEL_HELP}")
+    if output_format not in {f.value for f in OutputFormat}:
+        raise Exit(exitcodes.BAD_INPUT, f"--format {output_format!r} is not allowed; allowed: text, json")
+    system_class, config_class = MODELS[model]
+    given = {"brokers": brokers, "expirations": expirations, "partitions": partitions,
+             "replication_factor": replication_factor, "failures": failures, "creations": creations,
+             "imbalance_percentage": imbalance_percentage}
+    settings = {name: _number(_flag(name), text) for name, text in given.items() if text is not None}
+    switches = {"fence_epochs": (no_fencing, False), "atomic_epoch": (non_atomic_epoch, False),
+                "unclean": (unclean, True), "delete_online": (delete_online, True)}
+    settings |= {name: value for name, (flag_given, value) in switches.items() if flag_given}
+    fields = [field.name for field in dataclasses.fields(config_class)]
+    for name in settings:
+        if name not in fields:
+            raise Exit(exitcodes.BAD_INPUT, f"{_switch_flag(name)}: not an option of the {model} model; its options: "
+                                            + ", ".join(_switch_flag(field) for field in fields))
+    budget = Budget(_number("--max-states", max_states, positive=True),
+                    _number("--max-seconds", max_seconds, float, positive=True))
+    out = _out_dir(out)
+    with _config_errors():
+        system = system_class(config_class(**settings))
+    reporter = ProgressReporter(enabled=not quiet)
+    try:
+        result = explore(system, keep_going=keep_going, budget=budget, progress=reporter)
+    finally:
+        reporter.close()
+    goal = None if no_goal else _check_goal(system, Exit)
+    written = []
+    if out is not None:
+        from kafka_mc.counterexamples.control import write_control_reports
+
+        written = write_control_reports(result, model, out)
+    _print(system, result, goal, output_format == "json", written)
+    code = _verdict_code(result)
+    if code == exitcodes.OK and goal is not None and not goal.holds:
+        code = exitcodes.VIOLATION
+    raise typer.Exit(code)
+
+
+def _flag(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def _switch_flag(field: str) -> str:
+    """The flag that sets a configuration field."""
+    return {"fence_epochs": "--no-fencing", "atomic_epoch": "--non-atomic-epoch"}.get(field, _flag(field))
+
+
+def _check_goal(system, exit_error):
+    from kafka_mc.checker.graph import GraphTooLarge, check_goal, system_graph
+
+    try:
+        return check_goal(system, system_graph(system))
+    except GraphTooLarge as error:
+        raise exit_error(exitcodes.BAD_INPUT, f"the goal check needs the state graph: {error}; or pass --no-goal") \
+            from None
+
+
+def _print(system, result, goal, as_json: bool, written: list[Path]) -> None:
+    from kafka_mc.control.system import ALWAYS
+    from kafka_mc.counterexamples.control import control_result_view, control_text
+    from kafka_mc.counterexamples.summary import result_text
+
+    if as_json:
+        view = control_result_view(result, system.name)
+        if goal is not None:
+            view["goal"] = {"property": goal.property, "holds": goal.holds, "unrecoverable_states": goal.unrecoverable,
+                            "example": [str(a) for a in goal.example.actions] if goal.example else None}
+        view["reports"] = [str(path) for path in written]
+        print(json.dumps(view, indent=2))
+        return
+    for violation in result.violations:
+        print(control_text(violation.trace, violation.invariant))
+    if goal is not None and goal.example is not None:
+        print(f"{goal.property} can never be reached again from the last state of this trace:")
+        print(control_text(goal.example, None))
+    print(f"The {system.name} model.")
+    print(result_text(result, goal, tuple(p.name for p in system.properties if p.kind == ALWAYS)))
+    for path in written:
+        print(f"wrote {path}")
