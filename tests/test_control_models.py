@@ -1,0 +1,233 @@
+"""The control-plane models (controller election, partition state machine, rebalancing): their
+verdicts, shortest counterexamples, the goal on the state graph, reports and the CLI.
+
+Counts and shortest lengths are checked against a second, independent exploration: the networkx
+state graph (`checker.graph.system_graph`) with shortest paths computed by networkx itself.
+"""
+
+import json
+
+import networkx as nx
+import pytest
+
+from kafka_mc import exitcodes
+from kafka_mc.checker import Budget, ReplayError
+from kafka_mc.checker.explore import explore
+from kafka_mc.checker.graph import GraphTooLarge, check_goal, system_graph
+from kafka_mc.checker.result import SystemTrace
+from kafka_mc.cli import main
+from kafka_mc.control import (MODELS, ControllerConfig, ControllerModel, PartitionFsmConfig, PartitionFsmModel,
+                              RebalanceConfig, RebalanceModel)
+from kafka_mc.control.partition_fsm import LEGAL, NON_EXISTENT, ONLINE
+from kafka_mc.control.system import ALWAYS, ConfigError, ControlAction
+from kafka_mc.counterexamples.control import control_itf, control_markdown, control_text
+
+SMALL_SYSTEMS = [
+    ControllerModel(ControllerConfig(brokers=2, expirations=1)),
+    ControllerModel(ControllerConfig(brokers=2, expirations=1, fence_epochs=False)),
+    ControllerModel(ControllerConfig(brokers=2, expirations=2, atomic_epoch=False)),
+    PartitionFsmModel(PartitionFsmConfig()),
+    PartitionFsmModel(PartitionFsmConfig(brokers=3, partitions=2, delete_online=True, unclean=True)),
+    RebalanceModel(RebalanceConfig()),
+    RebalanceModel(RebalanceConfig(partitions=6, imbalance_percentage=50)),
+]
+
+
+def _first_failures(system, graph):
+    """Independently of the engine: per property, the fewest steps to a violation (invariant) or
+    to a state or step where it holds (witness), from networkx's shortest path lengths."""
+    depth = {}
+    for node, initial in graph.nodes(data="initial"):
+        if initial:
+            for target, length in nx.single_source_shortest_path_length(graph, node).items():
+                depth[target] = min(depth.get(target, length), length)
+    first = {}
+    for prop in system.properties:
+        wanted = prop.kind != ALWAYS
+        if prop.on_step:
+            hits = [depth[a] + 1 for a, b, action in graph.edges(data="action")
+                    if prop.holds(graph.nodes[a]["state"], action, graph.nodes[b]["state"]) == wanted]
+        else:
+            hits = [depth[n] for n, state in graph.nodes(data="state") if prop.holds(state) == wanted]
+        if hits:
+            first[prop.name] = min(hits)
+    return first
+
+
+@pytest.mark.parametrize("system", SMALL_SYSTEMS, ids=lambda s: f"{s.name}-{s.config}")
+def test_the_engine_agrees_with_the_state_graph_on_counts_verdicts_and_shortest_lengths(system):
+    result = explore(system, keep_going=True)
+    graph = system_graph(system)
+    assert result.complete
+    assert result.stats.distinct_states == graph.number_of_nodes()
+    assert result.stats.states_generated == len(system.initial_states()) + sum(
+        len(list(system.successors(state))) for _, state in graph.nodes(data="state"))
+    first = _first_failures(system, graph)
+    invariants = {p.name for p in system.properties if p.kind == ALWAYS}
+    assert {v.invariant: len(v.trace) for v in result.violations} == {n: d for n, d in first.items() if n in invariants}
+    assert result.witnesses == {p.name: p.name in first for p in system.properties if p.kind != ALWAYS}
+    for violation in result.violations:  # each trace replays and breaks its property at its last step
+        states = violation.trace.states()
+        prop = next(p for p in system.properties if p.name == violation.invariant)
+        assert not prop.check(states[-2] if len(states) > 1 else None, violation.trace.actions[-1]
+                              if violation.trace.actions else None, states[-1])
+
+
+def test_controller_fencing_holds_and_every_witness_is_reached():
+    system = ControllerModel(ControllerConfig())
+    result = explore(system)
+    assert result.passed, result
+    assert check_goal(system, system_graph(system)).holds
+
+
+def test_without_fencing_a_deposed_controller_is_obeyed_in_five_steps():
+    result = explore(ControllerModel(ControllerConfig(fence_epochs=False)))
+    assert result.violated == ("StaleControllerIgnored",)
+    actions = [str(a) for a in result.violations[0].trace.actions]
+    assert actions[0] == "BrokerWinsElection(0)" and actions[1] == "SessionExpire(0)" and len(actions) == 5
+    last = result.violations[0].trace.states()[-1]
+    assert last.obeyed[0] == 1 and last.zk_epoch == 2  # broker 0 went back to the deposed controller's epoch
+
+
+def test_an_unconditional_epoch_write_lets_two_controllers_share_an_epoch():
+    result = explore(ControllerModel(ControllerConfig(atomic_epoch=False)))
+    assert result.violated == ("OneControllerPerEpoch",)
+    last = result.violations[0].trace.states()[-1]
+    assert sorted(last.acting) == [0, 1, 1]
+
+
+def test_partition_fsm_takes_every_legal_edge_and_no_other():
+    system = PartitionFsmModel(PartitionFsmConfig(brokers=3, partitions=2))
+    result = explore(system, keep_going=True)
+    assert result.passed
+    taken = {edge for a, b in system_graph(system).edges
+             for edge in zip(a.states, b.states) if edge[0] != edge[1]}
+    assert taken == {edge for edge in LEGAL if edge[0] != edge[1]}
+    assert (NON_EXISTENT, ONLINE) not in taken
+
+
+def test_deleting_an_online_partition_directly_is_an_illegal_transition():
+    result = explore(PartitionFsmModel(PartitionFsmConfig(delete_online=True)))
+    assert result.violated == ("OnlyLegalTransitions",)
+    assert [str(a) for a in result.violations[0].trace.actions] == ["CreateTopic()", "DeleteTopic()"]
+
+
+def test_unclean_election_brings_back_a_partition_whose_isr_is_dead():
+    system = PartitionFsmModel(PartitionFsmConfig(brokers=2, partitions=1, unclean=True))
+    trace = SystemTrace(system, 0, (ControlAction("CreateTopic"), ControlAction("ControllerElectLeader", (0,)),
+                                    ControlAction("BrokerFailure", (1,)), ControlAction("BrokerFailure", (0,)),
+                                    ControlAction("BrokerStartup", (1,)), ControlAction("ControllerElectLeader", (0,))))
+    last = trace.states()[-1]
+    assert last.states == (ONLINE,) and last.leaders == (1,)
+    clean = SystemTrace(PartitionFsmModel(PartitionFsmConfig(brokers=2, partitions=1)), 0, trace.actions)
+    with pytest.raises(ReplayError, match="step 6"):
+        clean.states()
+
+
+def test_rebalance_restores_preferred_leaders_at_the_default_percentage():
+    system = RebalanceModel(RebalanceConfig(brokers=4, partitions=6, replication_factor=3, failures=3))
+    assert explore(system).passed
+    assert check_goal(system, system_graph(system)).holds
+
+
+def test_a_high_imbalance_percentage_leaves_leaders_off_their_preferred_replicas_for_good():
+    system = RebalanceModel(RebalanceConfig(partitions=6, imbalance_percentage=50))
+    result = explore(system, keep_going=True)
+    assert result.violated == ("PreferredLeadersRestored",)
+    goal = check_goal(system, system_graph(system))
+    assert not goal.holds and goal.example is not None
+    assert not system.balanced(goal.example.states()[-1])
+
+
+def test_bad_settings_name_the_setting_and_the_allowed_range():
+    with pytest.raises(ConfigError, match="brokers must be an integer from 2 to 4, not 7"):
+        ControllerConfig(brokers=7)
+    with pytest.raises(ConfigError, match="replication_factor must be an integer from 1 to 2"):
+        PartitionFsmConfig(brokers=2, replication_factor=3)
+    with pytest.raises(ConfigError, match="imbalance_percentage must be an integer from 0 to 100"):
+        RebalanceConfig(imbalance_percentage=101)
+
+
+def test_the_state_graph_has_a_limit():
+    with pytest.raises(GraphTooLarge, match="more than 10 reachable states"):
+        system_graph(ControllerModel(ControllerConfig()), max_states=10)
+
+
+def test_a_state_budget_leaves_the_run_incomplete():
+    result = explore(ControllerModel(ControllerConfig()), budget=Budget(max_states=100))
+    assert not result.complete and not result.passed and "state budget" in result.stopped_because
+
+
+def test_reports_show_every_state_and_mark_the_violation():
+    result = explore(ControllerModel(ControllerConfig(fence_epochs=False)))
+    trace = result.violations[0].trace
+    itf = json.loads(control_itf(trace, "StaleControllerIgnored"))
+    assert itf["#meta"]["model"] == "controller" and len(itf["states"]) == len(trace) + 1
+    assert [s["#meta"]["action"] for s in itf["states"]][1:] == [str(a) for a in trace.actions]
+    assert control_itf(trace, "StaleControllerIgnored") == control_itf(trace, "StaleControllerIgnored")
+    text = control_text(trace, "StaleControllerIgnored")
+    assert text.startswith("Error: Invariant StaleControllerIgnored is violated.")
+    assert "State 6: <BrokerHandleLeaderAndIsr(0, 1, 0)>\n\\* StaleControllerIgnored is violated" in text
+    markdown = control_markdown(trace, "StaleControllerIgnored", "title")
+    header = markdown.splitlines()[4]
+    assert [cell.strip() for cell in header.strip("|").split("|")][:3] == ["step", "action", "controllerZnode"]
+    assert len(markdown.splitlines()) == 6 + len(trace) + 1 and "**2**" in markdown
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+@pytest.mark.parametrize("model", list(MODELS))
+def test_cli_checks_every_model_and_passes_on_kafkas_design(capsys, model):
+    code, out, _ = run(capsys, "control", model, "--quiet")
+    assert code == exitcodes.OK, out
+    assert "Model checking completed" in out and "NOT REACHED" not in out
+
+
+def test_cli_violation_writes_reports_and_exits_12(capsys, tmp_path):
+    code, out, _ = run(capsys, "control", "controller", "--no-fencing", "--quiet", "--out", str(tmp_path))
+    assert code == exitcodes.VIOLATION
+    assert "Error: Invariant StaleControllerIgnored is violated." in out
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == [
+        f"controller-StaleControllerIgnored.{ext}" for ext in ("itf.json", "md", "txt")]
+    (tmp_path / "mine.txt").write_text("mine")
+    (tmp_path / "controller-StaleControllerIgnored.txt").rename(tmp_path / "kept")
+    (tmp_path / "controller-StaleControllerIgnored.txt").write_text("a file the user wrote")
+    (tmp_path / ".kafka-mc-reports").write_text("")
+    code, _, err = run(capsys, "control", "controller", "--no-fencing", "--quiet", "--out", str(tmp_path))
+    assert code == exitcodes.BAD_INPUT and "was not written by kafka-mc" in err
+    assert (tmp_path / "controller-StaleControllerIgnored.txt").read_text() == "a file the user wrote"
+
+
+def test_cli_json_has_the_model_verdicts_and_goal(capsys):
+    code, out, _ = run(capsys, "control", "rebalance", "--partitions", "6", "--imbalance-percentage", "50",
+                       "--keep-going", "--format", "json", "--quiet")
+    view = json.loads(out)
+    assert code == exitcodes.VIOLATION
+    assert view["model"] == "rebalance" and view["config"]["imbalance_percentage"] == 50
+    assert [v["invariant"] for v in view["violations"]] == ["PreferredLeadersRestored"]
+    assert view["violations"][0]["trace"][0]["action"] == "Init"
+    assert view["goal"]["property"] == "PreferredLeadersCanReturn" and view["goal"]["holds"] is False
+
+
+def test_cli_goal_failure_alone_exits_12(capsys):
+    code, out, _ = run(capsys, "control", "rebalance", "--partitions", "6", "--imbalance-percentage", "50",
+                       "--keep-going", "--quiet")
+    assert code == exitcodes.VIOLATION and "PreferredLeadersCanReturn can never be reached again" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["control", "zookeeper"], "model 'zookeeper' is unknown; allowed: controller, partition-fsm, rebalance"),
+    (["control", "rebalance", "--expirations", "2"], "--expirations: not an option of the rebalance model"),
+    (["control", "controller", "--unclean"], "--unclean: not an option of the controller model"),
+    (["control", "controller", "--brokers", "x"], "--brokers must be an integer, not 'x'"),
+    (["control", "partition-fsm", "--partitions", "0"], "--partitions: partitions must be an integer from 1 to 3"),
+    (["control", "controller", "--format", "xml"], "--format 'xml' is not allowed; allowed: text, json"),
+])
+def test_cli_bad_input_is_named_with_exit_151(capsys, argv, message):
+    code, _, err = run(capsys, *argv, "--quiet", "--max-states", "300000")
+    assert code == exitcodes.BAD_INPUT and message in err
