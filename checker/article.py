@@ -49,8 +49,8 @@ CLAIMS = (
           {"acks": "all"}),
     Claim("partition-7", "controller cannot reach a broker: it cannot become leader; at worst a short split "
           "brain", False, {}),
-    Claim("partition-8", "controller cannot reach ZooKeeper: another controller takes over; no effect (the "
-          "model's controller never fails, so this has no scenario)", False, {}),
+    Claim("partition-8", "controller cannot reach ZooKeeper: another controller takes over; no effect (replayed "
+          "in the controller model: brokers ignore the old controller)", False, {}),
     Claim("seed-004", "three replicas: uncommitted m3 is truncated when the old leader rejoins; nothing "
           "acknowledged is lost", False, {}),
 )

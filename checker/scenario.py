@@ -17,6 +17,8 @@ A scenario is TOML::
     after = 6
     figure = "8-9"
     A = { log = ["m1", "m2"], hw = 1 }
+
+A file with a `model` key is a control-plane model's scenario (`checker.control_scenario`).
 """
 
 from __future__ import annotations
@@ -125,6 +127,10 @@ def load_scenario(path: Path) -> Scenario:
 
 
 def _parse(path: Path, data: dict) -> Scenario:
+    if "model" in data:  # a control-plane model's scenario
+        from .control_scenario import parse_control_scenario
+
+        return parse_control_scenario(path, data, _article_case(data))
     unknown = set(data) - TOP_LEVEL
     if unknown:
         raise ValueError(f"unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(TOP_LEVEL))}")
@@ -219,6 +225,10 @@ def _compare(checkpoint: Checkpoint, state: State) -> tuple[str, ...]:
 
 def replay(scenario: Scenario) -> Replay:
     """Run the scenario step by step; ReplayError names the first step that is not enabled."""
+    if not isinstance(scenario, Scenario):  # a control-plane model's scenario
+        from .control_scenario import replay_control
+
+        return replay_control(scenario)
     result = Replay(scenario)
     checkpoints: dict[int, list[Checkpoint]] = {}
     for checkpoint in scenario.checkpoints:

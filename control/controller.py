@@ -67,6 +67,8 @@ class ControllerModel:
     """Controller election and failover as a transition system (`control.system`)."""
 
     name = "controller"
+    action_names = ("BrokerWinsElection", "BrokerCreatesControllerZnode", "ControllerWritesEpoch", "ControllerResign",
+                    "ControllerSendLeaderAndIsr", "BrokerHandleLeaderAndIsr", "SessionExpire", "BrokerReconnect")
 
     def __init__(self, config: ControllerConfig):
         self.config = config

@@ -77,6 +77,8 @@ class PartitionFsmModel:
     """The partition state machine as a transition system (`control.system`)."""
 
     name = "partition-fsm"
+    action_names = ("CreateTopic", "ControllerElectLeader", "BrokerFailure", "BrokerStartup", "FollowerJoinsIsr",
+                    "DeleteTopic", "TopicDeletionCompletes")
 
     def __init__(self, config: PartitionFsmConfig):
         self.config = config

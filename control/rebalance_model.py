@@ -60,6 +60,7 @@ class RebalanceModel:
     """Failures, recoveries and the rebalance task (`control.system`)."""
 
     name = "rebalance"
+    action_names = ("AutoLeaderRebalance", "BrokerFailure", "BrokerStartup")
 
     def __init__(self, config: RebalanceConfig):
         self.config = config

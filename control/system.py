@@ -9,13 +9,14 @@ as ITF values (named tuples, lists, sets, dicts), for the reports.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterator, NamedTuple, Protocol
 
 from kafka_mc.model.config import ConfigError, check_int
 
 __all__ = ["ALWAYS", "SOMETIMES", "ConfigError", "ControlAction", "ControlProperty", "Goal", "TransitionSystem",
-           "bit_members", "check_int", "next_state"]
+           "bit_members", "check_int", "next_state", "parse_control_action"]
 
 ALWAYS, SOMETIMES = "always", "sometimes"
 
@@ -59,6 +60,7 @@ class Goal:
 
 class TransitionSystem(Protocol):
     name: str  # the model's name on the CLI, e.g. "controller"
+    action_names: tuple[str, ...]  # every action's name
     config: Any  # a frozen dataclass with `to_dict()`
     properties: tuple[ControlProperty, ...]
     goal: Goal
@@ -78,3 +80,21 @@ def next_state(system: TransitionSystem, state: Hashable, action: ControlAction)
 def bit_members(mask: int) -> list[int]:
     """The indices of the set bits of `mask`, in order."""
     return [index for index in range(mask.bit_length()) if mask >> index & 1]
+
+
+_ACTION_SYNTAX = re.compile(r"^\s*([A-Za-z]+)\s*\(\s*([-0-9,\s]*)\)\s*$")
+
+
+def parse_control_action(text: str, names: tuple[str, ...]) -> ControlAction:
+    """`Name(1, 2)` as a ControlAction; ValueError naming the bad part and what is allowed."""
+    match = _ACTION_SYNTAX.match(text)
+    if not match:
+        raise ValueError(f"step {text!r} is not of the form Action(arguments), e.g. SessionExpire(0)")
+    name, arguments = match.groups()
+    if name not in names:
+        raise ValueError(f"step {text!r}: unknown action {name!r}; allowed: {', '.join(names)}")
+    try:
+        args = tuple(int(part) for part in arguments.split(",") if part.strip())
+    except ValueError:
+        raise ValueError(f"step {text!r}: arguments must be integers") from None
+    return ControlAction(name, args)

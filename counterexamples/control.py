@@ -27,6 +27,11 @@ def control_values(trace: SystemTrace, state) -> dict[str, Any]:
     return {name: _sorted(value) for name, value in trace.system.state_values(state).items()}
 
 
+def plain_values(trace: SystemTrace, state) -> dict[str, Any]:
+    """A state's variables as JSON values (sets as sorted lists, map keys as strings)."""
+    return _plain(control_values(trace, state))
+
+
 def _sorted(value: Any) -> Any:
     if isinstance(value, frozenset):
         return SortedSet(_sorted(v) for v in value)

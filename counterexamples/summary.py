@@ -6,7 +6,7 @@ from tabulate import tabulate
 
 from kafka_mc.checker.graph import Recoverability
 from kafka_mc.checker.result import CheckResult
-from kafka_mc.checker.scenario import Replay
+from kafka_mc.checker.scenario import Replay, Scenario
 from kafka_mc.model import Config
 from kafka_mc.properties import INVARIANTS
 
@@ -62,11 +62,9 @@ def result_text(result: CheckResult, recoverability: Recoverability | None = Non
 def replay_text(replay: Replay) -> str:
     scenario = replay.scenario
     parts = [f"{scenario.title}", f"source: {scenario.source}", f"config: {config_text(scenario.config)}", ""]
+    describe = _replica_table if isinstance(scenario, Scenario) else _control_changes(scenario.trace)
     for step in replay.steps:
-        state = step.state
-        parts.append(f"Step {step.number}: {step.action}    leader {leader_name(state)}, "
-                     f"epoch {state.controller.epoch}, ISR {isr_text(state)}")
-        parts.append(tabulate(replica_rows(state), headers=TABLE_HEADERS))
+        parts += describe(step)
         fresh = [name for name in step.broken if replay.first_breaks[name] == step.number]
         if fresh:
             parts.append(f"<<< {'invariants' if len(fresh) > 1 else 'invariant'} {', '.join(fresh)} "
@@ -81,3 +79,25 @@ def replay_text(replay: Replay) -> str:
         breaks = ", ".join(f"{name} at step {n}" for name, n in replay.first_breaks.items()) or "none"
         parts.append(f"The replay matches every checkpoint of the scenario; invariants broken: {breaks}.")
     return "\n".join(parts)
+
+
+def _replica_table(step) -> list[str]:
+    state = step.state
+    return [f"Step {step.number}: {step.action}    leader {leader_name(state)}, "
+            f"epoch {state.controller.epoch}, ISR {isr_text(state)}",
+            tabulate(replica_rows(state), headers=TABLE_HEADERS)]
+
+
+def _control_changes(trace):
+    """A control-plane step: its action, then every variable that changed (all of them at step 0)."""
+    from .control import plain_values
+
+    previous: dict = {}
+
+    def describe(step) -> list[str]:
+        values = plain_values(trace, step.state)
+        changed = [f"    {name} = {value}" for name, value in values.items() if previous.get(name) != value]
+        previous.clear()
+        previous.update(values)
+        return [f"Step {step.number}: {step.action}", *changed]
+    return describe

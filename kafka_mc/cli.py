@@ -301,10 +301,14 @@ def replay_command(
 
     print(replay_text(replayed))
     if out:
-        from kafka_mc.counterexamples.reports import write_reports
+        from kafka_mc.counterexamples.control import control_reports
+        from kafka_mc.counterexamples.reports import write_files, write_reports
 
-        for path in write_reports(scenario.trace, next(iter(replayed.first_breaks), None), out, file.stem,
-                                  scenario.title):
+        broken = next(iter(replayed.first_breaks), None)
+        written = (write_files(out, control_reports(scenario.trace, broken, file.stem, scenario.title))
+                   if hasattr(scenario.trace, "system") else
+                   write_reports(scenario.trace, broken, out, file.stem, scenario.title))
+        for path in written:
             print(f"wrote {path}")
     raise typer.Exit(exitcodes.FAILED if replayed.mismatches else exitcodes.OK)
 

@@ -231,3 +231,69 @@ def test_cli_goal_failure_alone_exits_12(capsys):
 def test_cli_bad_input_is_named_with_exit_151(capsys, argv, message):
     code, _, err = run(capsys, *argv, "--quiet", "--max-states", "300000")
     assert code == exitcodes.BAD_INPUT and message in err
+
+
+@pytest.mark.parametrize("system", SMALL_SYSTEMS, ids=lambda s: f"{s.name}-{s.config}")
+def test_action_names_list_every_action_the_model_takes(system):
+    taken = {action.name for _, _, action in system_graph(system).edges(data="action")}
+    assert taken <= set(system.action_names)
+
+
+PARTITION_8 = "partition-8.toml"
+
+
+def _catalogue_file(name):
+    from kafka_mc.checker.scenario import documented_scenarios
+
+    return next(path for path in documented_scenarios("catalogue") if path.name == name)
+
+
+def test_partition_scenario_8_replays_in_the_controller_model_and_the_old_controller_is_ignored():
+    from kafka_mc.checker.scenario import load_scenario, replay
+
+    replayed = replay(load_scenario(_catalogue_file(PARTITION_8)))
+    assert replayed.first_breaks == {} and replayed.mismatches == []
+    stale = replayed.steps[7]
+    assert stale.action == "BrokerHandleLeaderAndIsr(2, 1, 0)" and stale.state.obeyed[2] == 2
+
+
+def test_the_same_story_without_fencing_breaks_and_a_wrong_checkpoint_is_reported(tmp_path):
+    from kafka_mc.checker.scenario import load_scenario, replay
+
+    text = _catalogue_file(PARTITION_8).read_text()
+    broken = tmp_path / "unfenced.toml"
+    broken.write_text(text.replace("expirations = 1", "expirations = 1\nfence_epochs = false"))
+    replayed = replay(load_scenario(broken))
+    assert replayed.first_breaks == {"StaleControllerIgnored": 7}
+    assert "StaleControllerIgnored breaks, which the scenario does not expect" in replayed.mismatches
+    assert any("obeyedControllerEpoch is {'0': 0, '1': 2, '2': 1}, expected" in m for m in replayed.mismatches)
+
+
+@pytest.mark.parametrize("change, message", [
+    (('model = "controller"', 'model = "zookeeper"'), "model 'zookeeper' is unknown"),
+    (('"SessionExpire(0)"', '"SessionExpires(0)"'), "unknown action 'SessionExpires'"),
+    (('"SessionExpire(0)"', '"SessionExpire(zero)"'), "is not of the form Action(arguments)"),
+    (("brokers = 3", "brokers = 5"), "brokers must be an integer from 2 to 4, not 5"),
+    (("brokers = 3", "racks = 3"), "[config] of the controller model takes"),
+    (("expected_violations = []", 'expected_violations = ["NoCommittedDataLoss"]'),
+     "expected_violations must list invariants of the model"),
+])
+def test_bad_control_scenarios_exit_150_naming_the_problem(capsys, tmp_path, change, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(_catalogue_file(PARTITION_8).read_text().replace(*change))
+    code, _, err = run(capsys, "replay", str(path))
+    assert code == exitcodes.BAD_SPEC and message in err
+
+
+def test_a_disabled_step_in_a_control_scenario_exits_150(capsys, tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(_catalogue_file(PARTITION_8).read_text().replace('"SessionExpire(0)"', '"BrokerReconnect(0)"'))
+    code, _, err = run(capsys, "replay", str(path))
+    assert code == exitcodes.BAD_SPEC and "step 3 (BrokerReconnect(0)): not enabled" in err
+
+
+def test_cli_replays_partition_8_with_reports(capsys, tmp_path):
+    code, out, _ = run(capsys, "replay", str(_catalogue_file(PARTITION_8)), "--out", str(tmp_path))
+    assert code == exitcodes.OK
+    assert "Step 7: BrokerHandleLeaderAndIsr(2, 1, 0)" in out and "invariants broken: none" in out
+    assert (tmp_path / "partition-8.itf.json").is_file() and (tmp_path / "partition-8.md").is_file()

@@ -1,0 +1,102 @@
+"""Scenario files for the control-plane models: `model` names one of `control.MODELS`.
+
+    model = "controller"
+    title = "Partition scenario 8: ..."
+    article = "partition-8"       # optional, as in replication scenarios
+    steps = ["BrokerWinsElection(0)", "SessionExpire(0)", ...]
+    expected_violations = []      # the model's invariants the replay breaks
+
+    [config]                      # the model's settings: brokers, expirations, ...
+    brokers = 3
+
+    [[checkpoint]]                # variables of the state after step `after`, as reports show them
+    after = 5
+    obeyedControllerEpoch = { "0" = 2, "1" = 2, "2" = 2 }
+
+`checker.scenario.load_scenario` and `replay` hand such files here; the replay is the same
+`Replay` of numbered steps and broken invariants.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafka_mc.control import MODELS
+from kafka_mc.control.system import ALWAYS, parse_control_action
+
+from .result import SystemTrace
+
+TOP_LEVEL = {"model", "title", "source", "description", "article", "steps", "config", "checkpoint",
+             "expected_violations"}
+
+
+@dataclass(frozen=True)
+class ControlScenario:
+    path: Path
+    title: str
+    source: str
+    description: str
+    trace: SystemTrace
+    checkpoints: tuple[tuple[int, dict], ...]  # (after step, variable -> value)
+    expected_violations: tuple[str, ...]
+    article: str = ""
+
+    @property
+    def config(self):
+        return self.trace.config
+
+
+def parse_control_scenario(path: Path, data: dict, article: str) -> ControlScenario:
+    """The scenario in `data` (a parsed TOML file); ValueError naming what is wrong."""
+    unknown = set(data) - TOP_LEVEL
+    if unknown:
+        raise ValueError(f"unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(TOP_LEVEL))}")
+    if data["model"] not in MODELS:
+        raise ValueError(f"model {data['model']!r} is unknown; allowed: replication (no key), {', '.join(MODELS)}")
+    system_class, config_class = MODELS[data["model"]]
+    settings = data.get("config", {})
+    allowed = {field.name for field in dataclasses.fields(config_class)}
+    if not isinstance(settings, dict) or set(settings) - allowed:
+        raise ValueError(f"[config] of the {data['model']} model takes {', '.join(sorted(allowed))}")
+    system = system_class(config_class(**settings))
+    steps = data.get("steps")
+    if not isinstance(steps, list) or not all(isinstance(step, str) for step in steps):
+        raise ValueError("steps must be a list of strings such as \"SessionExpire(0)\"")
+    actions = tuple(parse_control_action(step, system.action_names) for step in steps)
+    invariants = {p.name for p in system.properties if p.kind == ALWAYS}
+    expected = data.get("expected_violations", [])
+    if not isinstance(expected, list) or set(expected) - invariants:
+        raise ValueError(f"expected_violations must list invariants of the model: {', '.join(sorted(invariants))}")
+    checkpoints = []
+    for entry in data.get("checkpoint", []):
+        after = entry.get("after")
+        if isinstance(after, bool) or not isinstance(after, int) or not 0 <= after <= len(actions):
+            raise ValueError(f"checkpoint 'after' must be a step number from 0 to {len(actions)}, not {after!r}")
+        checkpoints.append((after, {key: value for key, value in entry.items() if key != "after"}))
+    return ControlScenario(path, str(data.get("title", "")), str(data.get("source", "")),
+                           str(data.get("description", "")), SystemTrace(system, 0, actions), tuple(checkpoints),
+                           tuple(expected), article)
+
+
+def replay_control(scenario: ControlScenario):
+    """Run the scenario step by step: each step's broken invariants and checkpoint differences;
+    ReplayError names the first step that is not enabled."""
+    from kafka_mc.counterexamples.control import plain_values
+
+    from .scenario import Replay, ReplayStep
+
+    system = scenario.trace.system
+    result = Replay(scenario)
+    before = None
+    for number, (action, state) in enumerate(scenario.trace.steps()):
+        broken = tuple(p.name for p in system.properties
+                       if p.kind == ALWAYS and (before is not None or not p.on_step) and not p.check(before, action, state))
+        values = plain_values(scenario.trace, state)
+        mismatches = tuple(f"{name} is {values.get(name)!r}, expected {expected!r}"
+                           for after, checkpoint in scenario.checkpoints if after == number
+                           for name, expected in checkpoint.items() if values.get(name) != expected)
+        result.steps.append(ReplayStep(number, "Init" if action is None else str(action), state, broken, mismatches))
+        before = state
+    return result
