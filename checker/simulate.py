@@ -21,7 +21,7 @@ from kafka_mc.model import Action, Config, ReplicationModel, State, fingerprint
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
 from .partition import without_cyclic_gc
-from .result import CheckResult, Stats, Trace, Violation
+from .result import CheckResult, Stats, SystemTrace, Trace, Violation
 
 ENGINE = "simulate"
 TIME_CHECK_STEPS = 1024  # how often (in steps) a long run looks at the time budget
@@ -84,12 +84,25 @@ def simulate(
     run is made and the shortest violation found of each invariant is reported. `max_seconds`
     ends the simulation early (the runs made so far count).
     """
+    return _simulate(_Walker(config, tuple(properties), keep_going), runs, depth, seed, keep_going, max_seconds,
+                     progress)
+
+
+def simulate_system(system, *, runs: int = 1000, depth: int = 100, seed: int = 0, keep_going: bool = False,
+                    max_seconds: float | None = None,
+                    progress: Callable[[SimulationProgress], None] | None = None) -> SimulationResult:
+    """`simulate` for a control-plane model (`control.system`), checking its own properties."""
+    return _simulate(_SystemWalker(system, keep_going), runs, depth, seed, keep_going, max_seconds, progress)
+
+
+def _simulate(walker, runs: int, depth: int, seed: int, keep_going: bool, max_seconds: float | None,
+              progress: Callable[[SimulationProgress], None] | None) -> SimulationResult:
+    """Make the runs with `walker` and gather what they found."""
     for name, value in (("runs", runs), ("depth", depth)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, not {value!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, not {seed!r}")
-    walker = _Walker(config, tuple(properties), keep_going)
     started = time.perf_counter()
     deadline = None if max_seconds is None else started + max_seconds
     finished, stopped_because, failing_run = 0, "", None
@@ -115,7 +128,7 @@ def simulate(
     violated = sorted(walker.violations, key=lambda name: (len(walker.violations[name]), name))
     return SimulationResult(
         engine=ENGINE,
-        config=config,
+        config=walker.config,
         complete=False,
         stats=Stats(len(walker.seen), walker.states, walker.longest, seconds),
         violations=tuple(Violation(name, walker.violations[name]) for name in violated),
@@ -187,8 +200,10 @@ class _Walker:
         self.states += len(states)
         self.steps += len(states) - 1
         self.longest = max(self.longest, len(states) - 1)
-        self.seen.update(fingerprint(state) for state in states)
+        self.seen.update(map(self.key, states))
         return True
+
+    key = staticmethod(fingerprint)  # what `seen` keeps of a state
 
     def _check(self, initial: int, states: list[State], actions: list[Action], before: State | None,
                state: State) -> bool:
@@ -201,14 +216,62 @@ class _Walker:
         for prop in self.witnesses:
             if prop.name not in self.reached and prop.check(before, state):
                 self.reached[prop.name] = Trace(self.config, initial, tuple(actions))
-        if not broken:
-            return False
-        trace = Trace(self.config, initial, without_loops(states, actions))
+        return self._found(broken, Trace(self.config, initial, without_loops(states, actions))) if broken else False
+
+    def _found(self, broken: list[str], trace) -> bool:
+        """Keep `trace` for the invariants it breaks (if new, or shorter); True when the run should end."""
         new = [name for name in broken if name not in self.violations]
         for name in broken:
             if name in new or len(trace) < len(self.violations[name]):
                 self.violations[name] = trace
         return bool(new) or not self.keep_going
+
+
+class _SystemWalker(_Walker):
+    """The walker for a control-plane model: actions and properties are the model's own."""
+
+    key = staticmethod(lambda state: state)
+
+    def __init__(self, system, keep_going: bool):
+        self.system, self.config, self.keep_going = system, system.config, keep_going
+        self.initial_states = system.initial_states()
+        properties = system.properties
+        self.state_invariants = [p for p in properties if p.kind == ALWAYS and not p.on_step]
+        self.step_invariants = [p for p in properties if p.kind == ALWAYS and p.on_step]
+        self.witnesses = [p for p in properties if p.kind != ALWAYS]
+        self.violations, self.reached, self.seen = {}, {}, set()
+        self.states = self.steps = self.longest = 0
+
+    def walk(self, rng: random.Random, depth: int, deadline: float | None) -> bool:
+        initial = rng.randrange(len(self.initial_states))
+        states, actions = [self.initial_states[initial]], []
+        if self._check_step(initial, states, actions):
+            return self._counted(states)
+        for step in range(depth):
+            if deadline is not None and step % TIME_CHECK_STEPS == TIME_CHECK_STEPS - 1 \
+                    and time.perf_counter() >= deadline:
+                return False
+            enabled = list(self.system.successors(states[-1]))
+            if not enabled:
+                break
+            action, following = enabled[rng.randrange(len(enabled))]
+            actions.append(action)
+            states.append(following)
+            if self._check_step(initial, states, actions):
+                break
+        return self._counted(states)
+
+    def _check_step(self, initial: int, states: list, actions: list) -> bool:
+        before, action, state = (states[-2], actions[-1], states[-1]) if actions else (None, None, states[0])
+        broken = [p.name for p in self.state_invariants if not p.holds(state)]
+        if before is not None:
+            broken += [p.name for p in self.step_invariants if not p.holds(before, action, state)]
+        for prop in self.witnesses:
+            if prop.name not in self.reached and prop.check(before, action, state):
+                self.reached[prop.name] = SystemTrace(self.system, initial, tuple(actions))
+        if not broken:
+            return False
+        return self._found(broken, SystemTrace(self.system, initial, without_loops(states, actions)))
 
 
 def without_loops(states: list[State], actions: list[Action]) -> tuple[Action, ...]:

@@ -1,5 +1,6 @@
 """`kafka-mc control MODEL`: check a control-plane model of seed 001 (controller, partition-fsm,
-rebalance) with the breadth-first engine, and its goal on the state graph.
+rebalance) with the breadth-first engine, and its goal on the state graph; or, with
+`--engine simulate`, walk it at random as `kafka-mc simulate` walks the replication model.
 
 Registered on the app by `kafka_mc.cli`. Every option sets a field of the model's configuration;
 one the model does not have is refused, naming the options it has. Exit codes are `check`'s: 0
@@ -20,6 +21,8 @@ from kafka_mc import exitcodes
 from kafka_mc.control import MODELS
 
 DEFAULT_MODEL_HELP = ", ".join(MODELS)
+ENGINES = ("bfs", "simulate")
+DEFAULT_RUNS, DEFAULT_DEPTH = 1000, 50
 
 
 def control_command(
@@ -48,6 +51,12 @@ def control_command(
     max_states: Optional[str] = typer.Option(None, metavar="N", help="Stop after this many distinct states (run incomplete)."),
     max_seconds: Optional[str] = typer.Option(None, metavar="SECONDS", help="Stop after this many seconds (run incomplete)."),
     no_goal: bool = typer.Option(False, "--no-goal", help="Skip the goal (AG EF) check on the state graph."),
+    engine: str = typer.Option("bfs", "--engine", metavar="bfs|simulate",
+                               help="bfs: every reachable state; simulate: random walks (never a proof)."),
+    runs: Optional[str] = typer.Option(None, metavar="N", help=f"With --engine simulate: runs (default {DEFAULT_RUNS})."),
+    depth: Optional[str] = typer.Option(None, metavar="K",
+                                        help=f"With --engine simulate: steps per run, at most (default {DEFAULT_DEPTH})."),
+    seed: Optional[str] = typer.Option(None, metavar="S", help="With --engine simulate: the seed (default random)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress on stderr."),
 ) -> None:
     """Check a control-plane model: every reachable state, its properties and its goal."""
@@ -60,6 +69,13 @@ def control_command(
         raise Exit(exitcodes.BAD_INPUT, f"model {model!r} is unknown; allowed: {DEFAULT_MODEL_HELP}")
     if output_format not in {f.value for f in OutputFormat}:
         raise Exit(exitcodes.BAD_INPUT, f"--format {output_format!r} is not allowed; allowed: text, json")
+    if engine not in ENGINES:
+        raise Exit(exitcodes.BAD_INPUT, f"--engine {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
+    simulation_only = [flag for flag, value in (("--runs", runs), ("--depth", depth), ("--seed", seed)) if value]
+    explicit_only = [flag for flag, given in (("--max-states", max_states), ("--no-goal", no_goal)) if given]
+    misplaced = simulation_only if engine == "bfs" else explicit_only
+    if misplaced:
+        raise Exit(exitcodes.BAD_INPUT, f"{', '.join(misplaced)}: not with --engine {engine}")
     system_class, config_class = MODELS[model]
     given = {"brokers": brokers, "expirations": expirations, "partitions": partitions,
              "replication_factor": replication_factor, "failures": failures, "creations": creations,
@@ -78,22 +94,54 @@ def control_command(
     out = _out_dir(out)
     with _config_errors():
         system = system_class(config_class(**settings))
+    if engine == "simulate":
+        _simulate(system, runs, depth, seed, keep_going, budget.max_seconds, quiet, output_format == "json", out)
     reporter = ProgressReporter(enabled=not quiet)
     try:
         result = explore(system, keep_going=keep_going, budget=budget, progress=reporter)
     finally:
         reporter.close()
     goal = None if no_goal else _check_goal(system, Exit)
-    written = []
-    if out is not None:
-        from kafka_mc.counterexamples.control import write_control_reports
-
-        written = write_control_reports(result, model, out)
+    written = _write_reports(result, model, out)
     _print(system, result, goal, output_format == "json", written)
     code = _verdict_code(result)
     if code == exitcodes.OK and goal is not None and not goal.holds:
         code = exitcodes.VIOLATION
     raise typer.Exit(code)
+
+
+def _simulate(system, runs, depth, seed, keep_going, max_seconds, quiet, as_json, out) -> None:
+    """Random walks through the model, reported as `kafka-mc simulate` reports them; exits."""
+    from kafka_mc.checker.simulate import simulate_system
+    from kafka_mc.cli import _number
+    from kafka_mc.cli_simulate import SimulationReporter, chosen_seed, simulation_code, simulation_text, simulation_view
+    from kafka_mc.counterexamples.control import control_result_view
+
+    run_count = _number("--runs", runs or str(DEFAULT_RUNS), positive=True)
+    depth_bound = _number("--depth", depth or str(DEFAULT_DEPTH), positive=True)
+    seed_value = chosen_seed(seed)
+    reporter = SimulationReporter(run_count, enabled=not quiet)
+    reporter.note(f"simulating {run_count} runs of up to {depth_bound} steps with seed {seed_value}")
+    try:
+        result = simulate_system(system, runs=run_count, depth=depth_bound, seed=seed_value, keep_going=keep_going,
+                                 max_seconds=max_seconds, progress=reporter)
+    finally:
+        reporter.close()
+    written = _write_reports(result, system.name, out)
+    if as_json:
+        print(json.dumps(simulation_view(result, written, control_result_view(result, system.name)), indent=2))
+    else:
+        _print(system, result, None, False, written)
+        print(simulation_text(result))
+    raise typer.Exit(simulation_code(result))
+
+
+def _write_reports(result, model: str, out: Optional[Path]) -> list[Path]:
+    if out is None:
+        return []
+    from kafka_mc.counterexamples.control import write_control_reports
+
+    return write_control_reports(result, model, out)
 
 
 def _flag(field: str) -> str:

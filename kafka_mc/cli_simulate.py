@@ -76,11 +76,11 @@ def simulation_code(result: SimulationResult) -> int:
     return exitcodes.OK
 
 
-def simulation_view(result: SimulationResult, written: list[Path]) -> dict:
-    """`check`'s JSON summary with what a simulation adds."""
+def simulation_view(result: SimulationResult, written: list[Path], view: dict | None = None) -> dict:
+    """`check`'s JSON summary (or the given `view` of the result) with what a simulation adds."""
     from kafka_mc.counterexamples.views import result_view
 
-    view = result_view(result)
+    view = result_view(result) if view is None else view
     view.update({
         "seed": result.seed,
         "runs": result.runs,
@@ -139,20 +139,16 @@ def simulate_command(
     run_count = _number("--runs", runs, positive=True)
     depth_bound = _number("--depth", depth, positive=True)
     budget = _number("--max-seconds", max_seconds, float, positive=True)
-    chosen_seed = _number("--seed", seed)
-    if chosen_seed is None:
-        chosen_seed = random.SystemRandom().randrange(2**32)
-    elif chosen_seed < 0:
-        raise Exit(exitcodes.BAD_INPUT, f"--seed must be a non-negative integer, not {seed}")
+    seed_value = chosen_seed(seed)
     out = _out_dir(out)
     counts = _counts(replicas=replicas, messages=messages, crashes=crashes, elections=elections,
                      min_isr=min_isr, partitions=partitions)
     with _config_errors():
         config = Config.for_simulation(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **counts)
     reporter = SimulationReporter(run_count, enabled=not quiet)
-    reporter.note(f"simulating {run_count} runs of up to {depth_bound} steps with seed {chosen_seed}")
+    reporter.note(f"simulating {run_count} runs of up to {depth_bound} steps with seed {seed_value}")
     try:
-        result = simulate(config, runs=run_count, depth=depth_bound, seed=chosen_seed, keep_going=keep_going,
+        result = simulate(config, runs=run_count, depth=depth_bound, seed=seed_value, keep_going=keep_going,
                           max_seconds=budget, progress=reporter)
     finally:
         reporter.close()
@@ -161,8 +157,26 @@ def simulate_command(
         print(json.dumps(simulation_view(result, written), indent=2))
     else:
         _print_result(result, None, OutputFormat.text, written)
-        print(f"Simulated {result.runs} of {result.runs_requested} runs of up to {result.depth_bound} steps "
-              f"with seed {result.seed}: {result.steps:,} steps, {result.steps_per_second:,.0f} steps/s.")
-        if result.violations:
-            print(f"Use --seed {result.seed} to reproduce (run {result.failing_run} has the first violation).")
+        print(simulation_text(result))
     raise typer.Exit(simulation_code(result))
+
+
+def simulation_text(result: SimulationResult) -> str:
+    """What a simulation adds to `check`'s text: runs, steps, speed and how to reproduce it."""
+    lines = [f"Simulated {result.runs} of {result.runs_requested} runs of up to {result.depth_bound} steps "
+             f"with seed {result.seed}: {result.steps:,} steps, {result.steps_per_second:,.0f} steps/s."]
+    if result.violations:
+        lines.append(f"Use --seed {result.seed} to reproduce (run {result.failing_run} has the first violation).")
+    return "\n".join(lines)
+
+
+def chosen_seed(seed: Optional[str]) -> int:
+    """The --seed given, or a random one; Exit naming a bad value."""
+    from kafka_mc.cli import Exit, _number
+
+    chosen = _number("--seed", seed)
+    if chosen is None:
+        return random.SystemRandom().randrange(2**32)
+    if chosen < 0:
+        raise Exit(exitcodes.BAD_INPUT, f"--seed must be a non-negative integer, not {seed}")
+    return chosen

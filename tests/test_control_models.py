@@ -297,3 +297,62 @@ def test_cli_replays_partition_8_with_reports(capsys, tmp_path):
     assert code == exitcodes.OK
     assert "Step 7: BrokerHandleLeaderAndIsr(2, 1, 0)" in out and "invariants broken: none" in out
     assert (tmp_path / "partition-8.itf.json").is_file() and (tmp_path / "partition-8.md").is_file()
+
+
+def test_random_simulation_finds_the_unfenced_controller_and_repeats_with_its_seed():
+    from kafka_mc.checker.simulate import simulate_system
+
+    system = ControllerModel(ControllerConfig(fence_epochs=False))
+    first = simulate_system(system, runs=300, depth=30, seed=7)
+    again = simulate_system(system, runs=300, depth=30, seed=7)
+    assert first.violated == ("StaleControllerIgnored",) and not first.complete
+    assert first.violations[0].trace.actions == again.violations[0].trace.actions
+    states = first.violations[0].trace.states()
+    assert not stale_step_ok(states[-2], first.violations[0].trace.actions[-1], states[-1])
+    fenced = simulate_system(ControllerModel(ControllerConfig()), runs=300, depth=30, seed=7)
+    assert fenced.violations == () and all(fenced.witnesses.values()) and fenced.runs == 300
+
+
+def stale_step_ok(before, action, after):
+    from kafka_mc.control.controller import stale_request_ignored
+
+    return stale_request_ignored(before, action, after)
+
+
+def test_cli_simulates_a_control_model(capsys):
+    code, out, _ = run(capsys, "control", "partition-fsm", "--delete-online", "--engine", "simulate",
+                       "--runs", "50", "--seed", "1", "--quiet")
+    assert code == exitcodes.VIOLATION and "Use --seed 1 to reproduce" in out
+    code, out, _ = run(capsys, "control", "partition-fsm", "--engine", "simulate", "--runs", "50", "--seed", "1",
+                       "--format", "json", "--quiet")
+    view = json.loads(out)
+    assert code == exitcodes.OK and view["model"] == "partition-fsm" and view["runs"] == 50 and view["seed"] == 1
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--runs", "5"], "--runs: not with --engine bfs"),
+    (["--engine", "simulate", "--no-goal"], "--no-goal: not with --engine simulate"),
+    (["--engine", "tlc"], "--engine 'tlc' is not allowed; allowed: bfs, simulate"),
+    (["--engine", "simulate", "--runs", "0"], "--runs must be greater than 0"),
+])
+def test_cli_engine_options_are_checked(capsys, argv, message):
+    code, _, err = run(capsys, "control", "controller", *argv, "--quiet")
+    assert code == exitcodes.BAD_INPUT and message in err
+
+
+def test_hypothesis_state_machine_over_a_control_model():
+    from hypothesis import settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from kafka_mc.checker.machine import PropertyViolated
+    from kafka_mc.checker.system_machine import system_machine
+
+    quick = settings(max_examples=150, stateful_step_count=30, deadline=None, database=None)
+    run_state_machine_as_test(system_machine(ControllerModel(ControllerConfig())), settings=quick)
+    with pytest.raises(PropertyViolated) as caught:
+        run_state_machine_as_test(system_machine(ControllerModel(ControllerConfig(atomic_epoch=False))),
+                                  settings=quick)
+    assert caught.value.invariant == "OneControllerPerEpoch"
+    from kafka_mc.control.controller import one_controller_per_epoch
+
+    assert not one_controller_per_epoch(caught.value.trace.states()[-1])
