@@ -12,6 +12,9 @@
     [[checkpoint]]                # variables of the state after step `after`, as reports show them
     after = 5
     obeyedControllerEpoch = { "0" = 2, "1" = 2, "2" = 2 }
+    "replicas.B.role" = "leader"  # a dotted path reaches inside a variable
+
+`initial` (default 0) picks the initial state by its index.
 
 `checker.scenario.load_scenario` and `replay` hand such files here; the replay is the same
 `Replay` of numbered steps and broken invariants.
@@ -28,8 +31,16 @@ from kafka_mc.control.system import ALWAYS, parse_control_action
 
 from .result import SystemTrace
 
-TOP_LEVEL = {"model", "title", "source", "description", "article", "steps", "config", "checkpoint",
+TOP_LEVEL = {"model", "title", "source", "description", "article", "initial", "steps", "config", "checkpoint",
              "expected_violations"}
+
+
+def scenario_models() -> dict:
+    """The models a scenario may name: the control-plane models and the replication model with
+    controller failover."""
+    from kafka_mc.control.failover import FailoverConfig, FailoverModel
+
+    return {**MODELS, FailoverModel.name: (FailoverModel, FailoverConfig)}
 
 
 @dataclass(frozen=True)
@@ -53,9 +64,10 @@ def parse_control_scenario(path: Path, data: dict, article: str) -> ControlScena
     unknown = set(data) - TOP_LEVEL
     if unknown:
         raise ValueError(f"unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(TOP_LEVEL))}")
-    if data["model"] not in MODELS:
-        raise ValueError(f"model {data['model']!r} is unknown; allowed: replication (no key), {', '.join(MODELS)}")
-    system_class, config_class = MODELS[data["model"]]
+    models = scenario_models()
+    if data["model"] not in models:
+        raise ValueError(f"model {data['model']!r} is unknown; allowed: replication (no key), {', '.join(models)}")
+    system_class, config_class = models[data["model"]]
     settings = data.get("config", {})
     allowed = {field.name for field in dataclasses.fields(config_class)}
     if not isinstance(settings, dict) or set(settings) - allowed:
@@ -64,7 +76,12 @@ def parse_control_scenario(path: Path, data: dict, article: str) -> ControlScena
     steps = data.get("steps")
     if not isinstance(steps, list) or not all(isinstance(step, str) for step in steps):
         raise ValueError("steps must be a list of strings such as \"SessionExpire(0)\"")
-    actions = tuple(parse_control_action(step, system.action_names) for step in steps)
+    parse = getattr(system, "parse_action", None) or (lambda text: parse_control_action(text, system.action_names))
+    actions = tuple(parse(step) for step in steps)
+    initial = data.get("initial", 0)
+    count = len(system.initial_states())
+    if isinstance(initial, bool) or not isinstance(initial, int) or not 0 <= initial < count:
+        raise ValueError(f"initial must be the index of an initial state, from 0 to {count - 1}, not {initial!r}")
     invariants = {p.name for p in system.properties if p.kind == ALWAYS}
     expected = data.get("expected_violations", [])
     if not isinstance(expected, list) or set(expected) - invariants:
@@ -76,7 +93,7 @@ def parse_control_scenario(path: Path, data: dict, article: str) -> ControlScena
             raise ValueError(f"checkpoint 'after' must be a step number from 0 to {len(actions)}, not {after!r}")
         checkpoints.append((after, {key: value for key, value in entry.items() if key != "after"}))
     return ControlScenario(path, str(data.get("title", "")), str(data.get("source", "")),
-                           str(data.get("description", "")), SystemTrace(system, 0, actions), tuple(checkpoints),
+                           str(data.get("description", "")), SystemTrace(system, initial, actions), tuple(checkpoints),
                            tuple(expected), article)
 
 
@@ -94,9 +111,18 @@ def replay_control(scenario: ControlScenario):
         broken = tuple(p.name for p in system.properties
                        if p.kind == ALWAYS and (before is not None or not p.on_step) and not p.check(before, action, state))
         values = plain_values(scenario.trace, state)
-        mismatches = tuple(f"{name} is {values.get(name)!r}, expected {expected!r}"
+        mismatches = tuple(f"{name} is {_at(values, name)!r}, expected {expected!r}"
                            for after, checkpoint in scenario.checkpoints if after == number
-                           for name, expected in checkpoint.items() if values.get(name) != expected)
+                           for name, expected in checkpoint.items() if _at(values, name) != expected)
         result.steps.append(ReplayStep(number, "Init" if action is None else str(action), state, broken, mismatches))
         before = state
     return result
+
+
+def _at(values: dict, path: str):
+    """The value at a dotted path (`replicas.B.role`) of a state's variables; None if there is none."""
+    for part in path.split("."):
+        if not isinstance(values, dict) or part not in values:
+            return None
+        values = values[part]
+    return values

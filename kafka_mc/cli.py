@@ -116,6 +116,9 @@ def check_command(
                                   help="Acknowledge from the page cache: a crash loses what was not flushed."),
     partitions: str = typer.Option("0", metavar="N",
                                    help="Network failures, at most (a broker cut off from ZooKeeper or the brokers)."),
+    controller_failures: str = typer.Option("0", "--controller-failures", metavar="N",
+                                            help="Failures of the controller itself, at most (another broker takes "
+                                                 "over; the python engine only)."),
     output_format: OutputFormat = typer.Option(OutputFormat.text, "--format",
                                                help="text, or json: one JSON object on stdout."),
     out: Optional[Path] = typer.Option(None, help="Write a report set for every violation into this directory."),
@@ -157,6 +160,17 @@ def check_command(
                      min_isr=min_isr, partitions=partitions)
     with _config_errors():
         config = Config(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **counts)
+    failures = _number("--controller-failures", controller_failures)
+    if failures:
+        _check_with_controller_failures(
+            config, failures, keep_going=keep_going, budget=budget, quiet=quiet, output_format=output_format,
+            out=out, recoverability=recoverability,
+            unusable={"--engine z3": engine is Engine.z3, "--engine spark": engine is Engine.spark,
+                      "--workers": worker_count != 1, "--symmetry": symmetry, "--dump-dot": dump_dot is not None,
+                      "--write-tla": write_tla is not None, "--depth": depth is not None,
+                      "--spark-master": spark_master is not None, "--resume": resume is not None,
+                      "--checkpoint-dir": checkpoint_dir is not None,
+                      "--spark-partitions": spark_partitions is not None})
     from kafka_mc import cli_spark
 
     spark_given = cli_spark.spark_options_given(spark_master, spark_partitions, checkpoint_dir, resume)
@@ -232,6 +246,26 @@ def _bounded_check(config: Config, depth: Optional[str], keep_going: bool, max_s
         raise Exit(exitcodes.INTERNAL, f"internal error: the Z3 encoding disagrees with the model: {error}") from None
     finally:
         reporter.close()
+
+
+def _check_with_controller_failures(config: Config, failures: int, *, keep_going: bool, budget: Budget, quiet: bool,
+                                    output_format: OutputFormat, out: Optional[Path], recoverability: bool,
+                                    unusable: dict[str, bool]) -> None:
+    """`check` of the replication model with the controller's own failure (`control.failover`):
+    the python engine's search over that model, reported as `kafka-mc control` reports."""
+    import dataclasses
+
+    from kafka_mc.cli_control import run_system
+    from kafka_mc.control.failover import FailoverConfig, FailoverModel
+
+    refused = [flag for flag, given in unusable.items() if given]
+    if refused:
+        raise Exit(exitcodes.BAD_INPUT, f"{', '.join(refused)}: not with --controller-failures (only the python "
+                                        "engine models the controller's failure)")
+    with _config_errors():
+        system = FailoverModel(FailoverConfig(**dataclasses.asdict(config), controller_failures=failures))
+    run_system(system, keep_going=keep_going, budget=budget, goal=recoverability, quiet=quiet,
+               as_json=output_format is OutputFormat.json, out=out)
 
 
 def _write_tla(config: Config, out: Path) -> None:

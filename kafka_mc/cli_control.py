@@ -61,9 +61,7 @@ def control_command(
 ) -> None:
     """Check a control-plane model: every reachable state, its properties and its goal."""
     from kafka_mc.checker import Budget
-    from kafka_mc.checker.explore import explore
-    from kafka_mc.cli import Exit, OutputFormat, _config_errors, _number, _out_dir, _verdict_code
-    from kafka_mc.progress import ProgressReporter
+    from kafka_mc.cli import Exit, OutputFormat, _config_errors, _number, _out_dir
 
     if model not in MODELS:
         raise Exit(exitcodes.BAD_INPUT, f"model {model!r} is unknown; allowed: {DEFAULT_MODEL_HELP}")
@@ -96,16 +94,28 @@ def control_command(
         system = system_class(config_class(**settings))
     if engine == "simulate":
         _simulate(system, runs, depth, seed, keep_going, budget.max_seconds, quiet, output_format == "json", out)
+    run_system(system, keep_going=keep_going, budget=budget, goal=not no_goal, quiet=quiet,
+               as_json=output_format == "json", out=out)
+
+
+def run_system(system, *, keep_going: bool, budget, goal: bool, quiet: bool, as_json: bool,
+               out: Optional[Path]) -> None:
+    """Explore every state of `system`, check its goal if asked, print and write the reports as
+    `check` does, and exit with `check`'s code."""
+    from kafka_mc.checker.explore import explore
+    from kafka_mc.cli import Exit, _verdict_code
+    from kafka_mc.progress import ProgressReporter
+
     reporter = ProgressReporter(enabled=not quiet)
     try:
         result = explore(system, keep_going=keep_going, budget=budget, progress=reporter)
     finally:
         reporter.close()
-    goal = None if no_goal else _check_goal(system, Exit)
-    written = _write_reports(result, model, out)
-    _print(system, result, goal, output_format == "json", written)
+    recovery = _check_goal(system, Exit) if goal else None
+    written = _write_reports(result, system.name, out)
+    _print(system, result, recovery, as_json, written)
     code = _verdict_code(result)
-    if code == exitcodes.OK and goal is not None and not goal.holds:
+    if code == exitcodes.OK and recovery is not None and not recovery.holds:
         code = exitcodes.VIOLATION
     raise typer.Exit(code)
 

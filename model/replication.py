@@ -31,12 +31,8 @@ What is simplified, and why:
 - The controller never fails and elects only after noticing that the leader's
   ZooKeeper session expired, by a crash or a cut (no preferred-leader or
   controlled-shutdown elections); removing a dead follower from the ISR does not bump
-  the leader epoch; the last ISR member is never removed. A controller failover is left
-  out: brokers here act on the partition state in ZooKeeper, which a controller cut off
-  from ZooKeeper cannot write and its successor reads unchanged, so a failover could only
-  delay elections, which the interleavings already allow. The controller's own election
-  and failover, with its epoch fencing, is `control/controller.py`; seed 003's partition
-  scenario 8 replays there.
+  the leader epoch; the last ISR member is never removed. The controller's own failure is
+  `control/failover.py`, a wrapper of this model (`check --controller-failures N`).
 - Network failures cut one broker off from ZooKeeper and the controller together
   (`ZkDisconnect`), or from every other broker (`PeerDisconnect`); a full isolation is
   both. Clients always reach every broker. A leader cut off from ZooKeeper keeps its

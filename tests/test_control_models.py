@@ -239,19 +239,19 @@ def test_action_names_list_every_action_the_model_takes(system):
     assert taken <= set(system.action_names)
 
 
-PARTITION_8 = "partition-8.toml"
+DEPOSED = "controller-deposed.toml"
 
 
-def _catalogue_file(name):
+def _scenario_file(name, folder="control"):
     from kafka_mc.checker.scenario import documented_scenarios
 
-    return next(path for path in documented_scenarios("catalogue") if path.name == name)
+    return next(path for path in documented_scenarios(folder) if path.name == name)
 
 
-def test_partition_scenario_8_replays_in_the_controller_model_and_the_old_controller_is_ignored():
+def test_a_deposed_controller_replays_in_the_controller_model_and_is_ignored():
     from kafka_mc.checker.scenario import load_scenario, replay
 
-    replayed = replay(load_scenario(_catalogue_file(PARTITION_8)))
+    replayed = replay(load_scenario(_scenario_file(DEPOSED)))
     assert replayed.first_breaks == {} and replayed.mismatches == []
     stale = replayed.steps[7]
     assert stale.action == "BrokerHandleLeaderAndIsr(2, 1, 0)" and stale.state.obeyed[2] == 2
@@ -260,7 +260,7 @@ def test_partition_scenario_8_replays_in_the_controller_model_and_the_old_contro
 def test_the_same_story_without_fencing_breaks_and_a_wrong_checkpoint_is_reported(tmp_path):
     from kafka_mc.checker.scenario import load_scenario, replay
 
-    text = _catalogue_file(PARTITION_8).read_text()
+    text = _scenario_file(DEPOSED).read_text()
     broken = tmp_path / "unfenced.toml"
     broken.write_text(text.replace("expirations = 1", "expirations = 1\nfence_epochs = false"))
     replayed = replay(load_scenario(broken))
@@ -280,23 +280,23 @@ def test_the_same_story_without_fencing_breaks_and_a_wrong_checkpoint_is_reporte
 ])
 def test_bad_control_scenarios_exit_150_naming_the_problem(capsys, tmp_path, change, message):
     path = tmp_path / "bad.toml"
-    path.write_text(_catalogue_file(PARTITION_8).read_text().replace(*change))
+    path.write_text(_scenario_file(DEPOSED).read_text().replace(*change))
     code, _, err = run(capsys, "replay", str(path))
     assert code == exitcodes.BAD_SPEC and message in err
 
 
 def test_a_disabled_step_in_a_control_scenario_exits_150(capsys, tmp_path):
     path = tmp_path / "bad.toml"
-    path.write_text(_catalogue_file(PARTITION_8).read_text().replace('"SessionExpire(0)"', '"BrokerReconnect(0)"'))
+    path.write_text(_scenario_file(DEPOSED).read_text().replace('"SessionExpire(0)"', '"BrokerReconnect(0)"'))
     code, _, err = run(capsys, "replay", str(path))
     assert code == exitcodes.BAD_SPEC and "step 3 (BrokerReconnect(0)): not enabled" in err
 
 
-def test_cli_replays_partition_8_with_reports(capsys, tmp_path):
-    code, out, _ = run(capsys, "replay", str(_catalogue_file(PARTITION_8)), "--out", str(tmp_path))
+def test_cli_replays_a_control_scenario_with_reports(capsys, tmp_path):
+    code, out, _ = run(capsys, "replay", str(_scenario_file(DEPOSED)), "--out", str(tmp_path))
     assert code == exitcodes.OK
     assert "Step 7: BrokerHandleLeaderAndIsr(2, 1, 0)" in out and "invariants broken: none" in out
-    assert (tmp_path / "partition-8.itf.json").is_file() and (tmp_path / "partition-8.md").is_file()
+    assert (tmp_path / "controller-deposed.itf.json").is_file() and (tmp_path / "controller-deposed.md").is_file()
 
 
 def test_random_simulation_finds_the_unfenced_controller_and_repeats_with_its_seed():
@@ -356,3 +356,75 @@ def test_hypothesis_state_machine_over_a_control_model():
     from kafka_mc.control.controller import one_controller_per_epoch
 
     assert not one_controller_per_epoch(caught.value.trace.states()[-1])
+
+
+# The replication model with the controller's own failure (control/failover.py).
+
+FAILOVER_CONFIGS = [
+    dict(protocol="hw"),
+    dict(protocol="leader-epoch"),
+    dict(protocol="hw", acks="1", messages=1, partitions=1),
+    dict(protocol="kip-279", replicas=3, messages=1, crashes=1, elections=1),
+]
+
+
+@pytest.mark.parametrize("settings", FAILOVER_CONFIGS, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()))
+def test_a_controller_failover_changes_no_verdict_and_no_shortest_length(settings):
+    """Seed 003's claim for partition scenario 8 ("no effect"), checked exhaustively: with a
+    controller failure the same properties break, with counterexamples of the same lengths; and
+    the generic engine with no failure counts the states the replication engine counts."""
+    from kafka_mc.checker import check
+    from kafka_mc.control.failover import FailoverConfig, FailoverModel
+
+    plain = check(FailoverConfig(controller_failures=0, **settings), keep_going=True)
+    never = explore(FailoverModel(FailoverConfig(controller_failures=0, **settings)), keep_going=True)
+    failing = explore(FailoverModel(FailoverConfig(controller_failures=1, **settings)), keep_going=True)
+    assert plain.complete and never.complete and failing.complete
+    assert never.stats.distinct_states == plain.stats.distinct_states
+    assert failing.stats.distinct_states > plain.stats.distinct_states
+    lengths = {v.invariant: len(v.trace) for v in plain.violations}
+    assert {v.invariant: len(v.trace) for v in failing.violations} == lengths
+    assert failing.witnesses == {**plain.witnesses, "ControllerFailover": True}
+
+
+def test_partition_scenario_8_replays_with_replication_and_loses_nothing():
+    from kafka_mc.checker.article import compare
+    from kafka_mc.checker.scenario import load_scenario, replay
+
+    scenario = load_scenario(_scenario_file("partition-8.toml", "catalogue"))
+    replayed = replay(scenario)
+    assert replayed.first_breaks == {} and replayed.mismatches == []
+    assert [step.state.controller_up for step in replayed.steps[6:9]] == [False, False, True]
+    comparison = next(c for c in compare() if c.claim.case == "partition-8")
+    assert comparison.agrees and comparison.model_loses_acked is False
+
+
+def test_without_a_controller_no_leader_is_elected(capsys, tmp_path):
+    text = _scenario_file("partition-8.toml", "catalogue").read_text()
+    path = tmp_path / "early.toml"
+    path.write_text(text.replace('    "NewControllerElected()",\n', "").replace(
+        '    "ControllerElectLeader(B)",\n', '    "ControllerElectLeader(B)",\n    "NewControllerElected()",\n'))
+    code, _, err = run(capsys, "replay", str(path))
+    assert code == exitcodes.BAD_SPEC and "step 8 (ControllerNoticeFailure(A)): not enabled" in err
+
+
+def test_cli_check_with_controller_failures(capsys, tmp_path):
+    code, out, _ = run(capsys, "check", "--controller-failures", "1", "--messages", "1", "--quiet",
+                       "--out", str(tmp_path))
+    assert code == exitcodes.VIOLATION and "The replication-failover model." in out
+    assert "NoCommittedDataLoss   violated (10 steps)" in out and "ControllerFailover" in out
+    assert (tmp_path / "replication-failover-NoCommittedDataLoss.itf.json").is_file()
+    code, out, _ = run(capsys, "check", "--controller-failures", "1", "--protocol", "leader-epoch", "--messages", "1",
+                       "--recoverability", "--format", "json", "--quiet")
+    view = json.loads(out)
+    assert code == exitcodes.OK and view["config"]["controller_failures"] == 1 and view["goal"]["holds"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--engine", "spark"], "--engine spark: not with --controller-failures"),
+    (["--symmetry", "--workers", "2"], "--workers, --symmetry: not with --controller-failures"),
+    (["--controller-failures", "10"], "controller_failures must be an integer from 0 to 9, not 10"),
+])
+def test_cli_controller_failures_refuse_what_they_cannot_do(capsys, argv, message):
+    code, _, err = run(capsys, "check", "--controller-failures", "1", *argv, "--quiet")
+    assert code == exitcodes.BAD_INPUT and message in err
