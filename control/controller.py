@@ -22,18 +22,18 @@ the race itself.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Iterator, NamedTuple
 
-from .system import (ALWAYS, SOMETIMES, ConfigError, ControlAction, ControlProperty, Goal, bit_members,
-                     check_int)
+from .system import (ALWAYS, SOMETIMES, ControlAction, ControlProperty, Goal, ModelConfig, bit_members,
+                     check_bool, check_int)
 
 NONE = -1
 SOURCE = "seed 001: controller election through the ephemeral /controller znode, controller epoch"
 
 
 @dataclass(frozen=True)
-class ControllerConfig:
+class ControllerConfig(ModelConfig):
     """`brokers` racing; `expirations` ZooKeeper session expiries a behaviour may contain."""
 
     brokers: int = 3
@@ -44,12 +44,8 @@ class ControllerConfig:
     def __post_init__(self) -> None:
         check_int("brokers", self.brokers, 2, 4)
         check_int("expirations", self.expirations, 0, 4)
-        for name in ("fence_epochs", "atomic_epoch"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(name, f"{name} must be true or false, not {getattr(self, name)!r}")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+        check_bool("fence_epochs", self.fence_epochs)
+        check_bool("atomic_epoch", self.atomic_epoch)
 
 
 class ControllerState(NamedTuple):

@@ -22,11 +22,12 @@ those); a topic is created at most `creations` times.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Iterator, NamedTuple
 
 from .assignment import assign_replicas
-from .system import ALWAYS, SOMETIMES, ConfigError, ControlAction, ControlProperty, Goal, bit_members, check_int
+from .system import (ALWAYS, SOMETIMES, ControlAction, ControlProperty, Goal, ModelConfig, bit_members,
+                     check_bool, check_int)
 
 NON_EXISTENT, NEW, ONLINE, OFFLINE = range(4)
 STATE_NAMES = ("NonExistentPartition", "NewPartition", "OnlinePartition", "OfflinePartition")
@@ -37,7 +38,7 @@ SOURCE = "seed 001: NonExistentPartition -> NewPartition -> OnlinePartition <-> 
 
 
 @dataclass(frozen=True)
-class PartitionFsmConfig:
+class PartitionFsmConfig(ModelConfig):
     """One topic of `partitions` partitions, each on `replication_factor` of `brokers` brokers;
     at most `failures` broker failures and `creations` topic creations per behaviour."""
 
@@ -55,12 +56,8 @@ class PartitionFsmConfig:
         check_int("replication_factor", self.replication_factor, 1, self.brokers)
         check_int("failures", self.failures, 0, 4)
         check_int("creations", self.creations, 1, 3)
-        for name in ("unclean", "delete_online"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(name, f"{name} must be true or false, not {getattr(self, name)!r}")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+        check_bool("unclean", self.unclean)
+        check_bool("delete_online", self.delete_online)
 
 
 class PartitionFsmState(NamedTuple):

@@ -16,19 +16,19 @@ leaves, and the goal `PreferredLeadersCanReturn` (AG EF balanced) fails with it.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Iterator, NamedTuple
 
 from .assignment import assign_replicas
 from .rebalance import Cluster, fail, rebalance, recover
-from .system import ALWAYS, SOMETIMES, ControlAction, ControlProperty, Goal, bit_members, check_int
+from .system import ALWAYS, SOMETIMES, ControlAction, ControlProperty, Goal, ModelConfig, bit_members, check_int
 
 NO_LEADER = -1
 SOURCE = "seed 001: leader.imbalance.per.broker.percentage and the preferred replica election"
 
 
 @dataclass(frozen=True)
-class RebalanceConfig:
+class RebalanceConfig(ModelConfig):
     """One topic of `partitions` partitions on `replication_factor` of `brokers` brokers, at most
     `failures` broker failures per behaviour."""
 
@@ -44,9 +44,6 @@ class RebalanceConfig:
         check_int("replication_factor", self.replication_factor, 1, self.brokers)
         check_int("failures", self.failures, 0, 4)
         check_int("imbalance_percentage", self.imbalance_percentage, 0, 100)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 class RebalanceState(NamedTuple):

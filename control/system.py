@@ -10,13 +10,13 @@ as ITF values (named tuples, lists, sets, dicts), for the reports.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Callable, Hashable, Iterator, NamedTuple, Protocol
 
-from kafka_mc.model.config import ConfigError, check_int
+from kafka_mc.model.config import ConfigError, check_bool, check_int
 
 __all__ = ["ALWAYS", "SOMETIMES", "ConfigError", "ControlAction", "ControlProperty", "Goal", "TransitionSystem",
-           "bit_members", "check_int", "next_state", "parse_control_action"]
+           "ModelConfig", "bit_members", "check_bool", "check_int", "next_state", "parse_control_action"]
 
 ALWAYS, SOMETIMES = "always", "sometimes"
 
@@ -56,6 +56,14 @@ class Goal:
     name: str
     source: str
     holds: Callable[[Hashable], bool]
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The base of a model's settings: a frozen dataclass, validated in `__post_init__`."""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
 
 
 class TransitionSystem(Protocol):

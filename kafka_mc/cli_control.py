@@ -124,19 +124,16 @@ def _simulate(system, runs, depth, seed, keep_going, max_seconds, quiet, as_json
     """Random walks through the model, reported as `kafka-mc simulate` reports them; exits."""
     from kafka_mc.checker.simulate import simulate_system
     from kafka_mc.cli import _number
-    from kafka_mc.cli_simulate import SimulationReporter, chosen_seed, simulation_code, simulation_text, simulation_view
+    from kafka_mc.cli_simulate import chosen_seed, simulation_code, simulation_text, simulation_view, with_progress
     from kafka_mc.counterexamples.control import control_result_view
 
     run_count = _number("--runs", runs or str(DEFAULT_RUNS), positive=True)
     depth_bound = _number("--depth", depth or str(DEFAULT_DEPTH), positive=True)
     seed_value = chosen_seed(seed)
-    reporter = SimulationReporter(run_count, enabled=not quiet)
-    reporter.note(f"simulating {run_count} runs of up to {depth_bound} steps with seed {seed_value}")
-    try:
-        result = simulate_system(system, runs=run_count, depth=depth_bound, seed=seed_value, keep_going=keep_going,
-                                 max_seconds=max_seconds, progress=reporter)
-    finally:
-        reporter.close()
+    result = with_progress(lambda reporter: simulate_system(system, runs=run_count, depth=depth_bound, seed=seed_value,
+                                                            keep_going=keep_going, max_seconds=max_seconds,
+                                                            progress=reporter),
+                           run_count, depth_bound, seed_value, quiet)
     written = _write_reports(result, system.name, out)
     if as_json:
         print(json.dumps(simulation_view(result, written, control_result_view(result, system.name)), indent=2))

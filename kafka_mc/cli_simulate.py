@@ -10,7 +10,7 @@ import json
 import random
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import typer
 from rich.console import Console
@@ -145,13 +145,9 @@ def simulate_command(
                      min_isr=min_isr, partitions=partitions)
     with _config_errors():
         config = Config.for_simulation(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **counts)
-    reporter = SimulationReporter(run_count, enabled=not quiet)
-    reporter.note(f"simulating {run_count} runs of up to {depth_bound} steps with seed {seed_value}")
-    try:
-        result = simulate(config, runs=run_count, depth=depth_bound, seed=seed_value, keep_going=keep_going,
-                          max_seconds=budget, progress=reporter)
-    finally:
-        reporter.close()
+    result = with_progress(lambda reporter: simulate(config, runs=run_count, depth=depth_bound, seed=seed_value,
+                                                     keep_going=keep_going, max_seconds=budget, progress=reporter),
+                           run_count, depth_bound, seed_value, quiet)
     written = _write_violation_reports(result, out) if out else []
     if formats[output_format] is OutputFormat.json:
         print(json.dumps(simulation_view(result, written), indent=2))
@@ -159,6 +155,17 @@ def simulate_command(
         _print_result(result, None, OutputFormat.text, written)
         print(simulation_text(result))
     raise typer.Exit(simulation_code(result))
+
+
+def with_progress(run: Callable[[SimulationReporter], SimulationResult], run_count: int, depth_bound: int,
+                  seed: int, quiet: bool) -> SimulationResult:
+    """`run(reporter)`, with the runs announced and their progress shown on stderr unless `quiet`."""
+    reporter = SimulationReporter(run_count, enabled=not quiet)
+    reporter.note(f"simulating {run_count} runs of up to {depth_bound} steps with seed {seed}")
+    try:
+        return run(reporter)
+    finally:
+        reporter.close()
 
 
 def simulation_text(result: SimulationResult) -> str:

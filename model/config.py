@@ -67,10 +67,8 @@ class Config:
         if self.acks not in ACKS:
             raise ConfigError("acks", f"acks {self.acks!r} is not supported; allowed: {', '.join(ACKS)}")
         check_int("min_isr", self.min_isr, 1, self.replicas)
-        if not isinstance(self.unclean, bool):
-            raise ConfigError("unclean", f"unclean must be true or false, not {self.unclean!r}")
-        if not isinstance(self.flush, bool):
-            raise ConfigError("flush", f"flush must be true or false, not {self.flush!r}")
+        check_bool("unclean", self.unclean)
+        check_bool("flush", self.flush)
         check_int("partitions", self.partitions, 0, self.count_limit)
 
     def to_dict(self) -> dict:
@@ -87,3 +85,8 @@ class SimulationConfig(Config):
 def check_int(name: str, value: object, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ConfigError(name, f"{name} must be an integer from {low} to {high}, not {value!r}")
+
+
+def check_bool(name: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise ConfigError(name, f"{name} must be true or false, not {value!r}")
