@@ -21,29 +21,35 @@ from kafka_mc import exitcodes
 from kafka_mc.control import MODELS
 
 DEFAULT_MODEL_HELP = ", ".join(MODELS)
+
+
+def _defaults(field: str) -> str:
+    """Each model's default for a setting, for the help: `controller 3, rebalance 3`."""
+    return ", ".join(f"{name} {config_class.__dataclass_fields__[field].default}"
+                     for name, (_, config_class) in MODELS.items() if field in config_class.__dataclass_fields__)
 ENGINES = ("bfs", "simulate")
 DEFAULT_RUNS, DEFAULT_DEPTH = 1000, 50
 
 
 def control_command(
     model: str = typer.Argument(..., metavar="MODEL", help=f"The model: {DEFAULT_MODEL_HELP}."),
-    brokers: Optional[str] = typer.Option(None, metavar="N", help="Brokers (every model)."),
-    expirations: Optional[str] = typer.Option(None, metavar="N", help="controller: ZooKeeper session expiries, at most."),
+    brokers: Optional[str] = typer.Option(None, metavar="N", help=f"Brokers (default: {_defaults('brokers')})."),
+    expirations: Optional[str] = typer.Option(None, metavar="N", help=f"ZooKeeper session expiries, at most ({_defaults('expirations')})."),
     no_fencing: bool = typer.Option(False, "--no-fencing",
                                     help="controller: brokers obey requests of older controller epochs (broken)."),
     non_atomic_epoch: bool = typer.Option(False, "--non-atomic-epoch",
                                           help="controller: read and write /controller_epoch in two steps (broken)."),
-    partitions: Optional[str] = typer.Option(None, metavar="N", help="partition-fsm, rebalance: partitions of the topic."),
+    partitions: Optional[str] = typer.Option(None, metavar="N", help=f"Partitions of the topic ({_defaults('partitions')})."),
     replication_factor: Optional[str] = typer.Option(None, "--replication-factor", metavar="N",
-                                                     help="partition-fsm, rebalance: replicas per partition."),
-    failures: Optional[str] = typer.Option(None, metavar="N", help="partition-fsm, rebalance: broker failures, at most."),
-    creations: Optional[str] = typer.Option(None, metavar="N", help="partition-fsm: topic creations, at most."),
+                                                     help=f"Replicas per partition ({_defaults('replication_factor')})."),
+    failures: Optional[str] = typer.Option(None, metavar="N", help=f"Broker failures, at most ({_defaults('failures')})."),
+    creations: Optional[str] = typer.Option(None, metavar="N", help=f"Topic creations, at most ({_defaults('creations')})."),
     unclean: bool = typer.Option(False, "--unclean", help="partition-fsm: unclean leader election."),
     delete_online: bool = typer.Option(False, "--delete-online",
                                        help="partition-fsm: deletion skips OfflinePartition (broken)."),
     imbalance_percentage: Optional[str] = typer.Option(None, "--imbalance-percentage", metavar="PCT",
-                                                       help="rebalance: leader.imbalance.per.broker.percentage "
-                                                            "(default 10)."),
+                                                       help="leader.imbalance.per.broker.percentage "
+                                                            f"({_defaults('imbalance_percentage')})."),
     output_format: str = typer.Option("text", "--format", metavar="text|json", help="text, or json on stdout."),
     out: Optional[Path] = typer.Option(None, help="Write a report set for every violation into this directory."),
     keep_going: bool = typer.Option(False, "--keep-going", "--continue",
