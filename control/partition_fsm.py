@@ -4,20 +4,20 @@ A topic's partitions move between NonExistentPartition, NewPartition, OnlinePart
 OfflinePartition, driven by the controller's handlers: topic creation (NonExistent -> New),
 leader election (New or Offline -> Online: the first live replica of the assignment for a new
 partition, the first live ISR member for an offline one, or with unclean election any live
-replica), broker failure (the partitions it led go Offline; it leaves the ISR of the others,
-never emptying one), broker recovery and a recovered follower rejoining the ISR, and topic
-deletion (every partition Offline, then each NonExistent). Kafka allows exactly the edges in
+replica), a preferred replica election (Online -> Online), broker failure (the partitions it
+led go Offline; it leaves the ISR of the others, never emptying one), broker recovery and a
+recovered follower rejoining the ISR, and topic deletion (every partition Offline, Offline ones
+staying so, then each NonExistent). Kafka allows exactly the edges in
 `LEGAL` (its `validPreviousStates`); the property `OnlyLegalTransitions` checks every step
 against that table, and a witness per edge shows each one is taken.
 
 `delete_online=True` is a negative control: deletion drops partitions straight to
 NonExistent, skipping OfflinePartition, an edge Kafka refuses.
 
-Simplified: each step is one handler's change to one partition's state (Kafka runs a whole
-handler in one event, so this model allows more interleavings, never fewer); one topic, its
+Simplified: what Kafka does in one controller event is sometimes two steps here (creation, then
+the first election), so this model allows more interleavings, never fewer; one topic, its
 replicas assigned by `control.assignment` with the first broker leading partition 0; no
-reassignment, preferred-leader or controlled-shutdown elections (the rebalance model has
-those); a topic is created at most `creations` times.
+reassignment or controlled-shutdown elections; a topic is created at most `creations` times.
 """
 
 from __future__ import annotations
@@ -74,8 +74,8 @@ class PartitionFsmModel:
     """The partition state machine as a transition system (`control.system`)."""
 
     name = "partition-fsm"
-    action_names = ("CreateTopic", "ControllerElectLeader", "BrokerFailure", "BrokerStartup", "FollowerJoinsIsr",
-                    "DeleteTopic", "TopicDeletionCompletes")
+    action_names = ("CreateTopic", "ControllerElectLeader", "BrokerFailure", "BrokerStartup",
+                    "PreferredReplicaElection", "FollowerJoinsIsr", "DeleteTopic", "TopicDeletionCompletes")
 
     def __init__(self, config: PartitionFsmConfig):
         self.config = config
@@ -104,6 +104,12 @@ class PartitionFsmModel:
                 yield ControlAction("BrokerFailure", (b,)), self._fail(state, b)
             if not state.live >> b & 1:
                 yield ControlAction("BrokerStartup", (b,)), state._replace(live=state.live | 1 << b)
+        for p in self.partitions:
+            preferred = self.assignment[p][0]
+            if (state.states[p] == ONLINE and not state.deleting and state.leaders[p] != preferred
+                    and state.live >> preferred & 1 and state.isr[p] >> preferred & 1):
+                yield ControlAction("PreferredReplicaElection", (p,)), state._replace(
+                    leaders=_put(state.leaders, p, preferred))
         for p in self.partitions:
             for b in self.assignment[p]:
                 if state.states[p] == ONLINE and state.live >> b & 1 and not state.isr[p] >> b & 1:
@@ -180,8 +186,15 @@ def online_means_led(state: PartitionFsmState) -> bool:
                for s, leader, isr in zip(state.states, state.leaders, state.isr))
 
 
+SELF_LOOPS = {(ONLINE, ONLINE): "PreferredReplicaElection", (OFFLINE, OFFLINE): "DeleteTopic"}
+
+
 def _takes(edge: tuple[int, int]):
+    """A step takes `edge` when some partition goes along it; a self-loop is taken when the
+    handler that makes it (`SELF_LOOPS`) leaves a partition in that state."""
     def taken(before: PartitionFsmState, action: ControlAction, after: PartitionFsmState) -> bool:
+        if edge[0] == edge[1] and action.name != SELF_LOOPS[edge]:
+            return False
         return any(pair == edge for pair in zip(before.states, after.states))
     return taken
 
@@ -194,7 +207,7 @@ EDGE_WITNESSES = tuple(
     ControlProperty(_edge_name(edge), SOMETIMES,
                     f"Kafka's PartitionStateMachine allows {STATE_NAMES[edge[0]]} -> {STATE_NAMES[edge[1]]}",
                     _takes(edge), on_step=True)
-    for edge in sorted(LEGAL) if edge[0] != edge[1])
+    for edge in sorted(LEGAL))
 PROPERTIES = (
     ControlProperty("OnlyLegalTransitions", ALWAYS, SOURCE, only_legal_transitions, on_step=True),
     ControlProperty("OnlineMeansLed", ALWAYS, "seed 001: an online partition has a leader", online_means_led),
