@@ -428,3 +428,25 @@ def test_cli_check_with_controller_failures(capsys, tmp_path):
 def test_cli_controller_failures_refuse_what_they_cannot_do(capsys, argv, message):
     code, _, err = run(capsys, "check", "--controller-failures", "1", *argv, "--quiet")
     assert code == exitcodes.BAD_INPUT and message in err
+
+
+def _readme_control_rows():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| model and options | states | result |"):]
+    rows = []
+    for line in table.splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        command, states = line.split("|")[1:3]
+        rows.append((command.split("`")[1].split(), int(states.strip().replace(",", ""))))
+    return rows
+
+
+def test_the_readme_table_of_control_models_is_what_the_checker_finds(capsys):
+    rows = _readme_control_rows()
+    assert len(rows) >= 10
+    for argv, states in rows:
+        code, out, _ = run(capsys, "control", *argv, "--keep-going", "--format", "json", "--quiet")
+        assert json.loads(out)["distinct_states"] == states, argv
