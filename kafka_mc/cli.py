@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from contextlib import contextmanager
+from functools import partial
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -118,7 +119,7 @@ def check_command(
                                    help="Network failures, at most (a broker cut off from ZooKeeper or the brokers)."),
     controller_failures: str = typer.Option("0", "--controller-failures", metavar="N",
                                             help="Failures of the controller itself, at most (another broker takes "
-                                                 "over; the python engine only)."),
+                                                 "over; the python and spark engines only)."),
     output_format: OutputFormat = typer.Option(OutputFormat.text, "--format",
                                                help="text, or json: one JSON object on stdout."),
     out: Optional[Path] = typer.Option(None, help="Write a report set for every violation into this directory."),
@@ -162,15 +163,22 @@ def check_command(
         config = Config(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **counts)
     failures = _number("--controller-failures", controller_failures)
     if failures:
+        search = None
+        if engine is Engine.spark:
+            from kafka_mc.checker.spark_systems import spark_explore
+            from kafka_mc.cli_spark import spark_master_url
+
+            search = partial(spark_explore, master=spark_master_url(spark_master),
+                             partitions=_number("--spark-partitions", spark_partitions, positive=True))
         _check_with_controller_failures(
             config, failures, keep_going=keep_going, budget=budget, quiet=quiet, output_format=output_format,
-            out=out, recoverability=recoverability,
-            unusable={"--engine z3": engine is Engine.z3, "--engine spark": engine is Engine.spark,
-                      "--workers": worker_count != 1, "--symmetry": symmetry, "--dump-dot": dump_dot is not None,
-                      "--write-tla": write_tla is not None, "--depth": depth is not None,
-                      "--spark-master": spark_master is not None, "--resume": resume is not None,
+            out=out, recoverability=recoverability, search=search,
+            unusable={"--engine z3": engine is Engine.z3, "--workers": worker_count != 1, "--symmetry": symmetry,
+                      "--dump-dot": dump_dot is not None, "--write-tla": write_tla is not None,
+                      "--depth": depth is not None, "--resume": resume is not None,
                       "--checkpoint-dir": checkpoint_dir is not None,
-                      "--spark-partitions": spark_partitions is not None})
+                      "--spark-master": spark_master is not None and engine is not Engine.spark,
+                      "--spark-partitions": spark_partitions is not None and engine is not Engine.spark})
     from kafka_mc import cli_spark
 
     spark_given = cli_spark.spark_options_given(spark_master, spark_partitions, checkpoint_dir, resume)
@@ -250,9 +258,10 @@ def _bounded_check(config: Config, depth: Optional[str], keep_going: bool, max_s
 
 def _check_with_controller_failures(config: Config, failures: int, *, keep_going: bool, budget: Budget, quiet: bool,
                                     output_format: OutputFormat, out: Optional[Path], recoverability: bool,
-                                    unusable: dict[str, bool]) -> None:
+                                    search, unusable: dict[str, bool]) -> None:
     """`check` of the replication model with the controller's own failure (`control.failover`):
-    the python engine's search over that model, reported as `kafka-mc control` reports."""
+    the control-plane models' search over that model (on Spark with `--engine spark`), reported as
+    `kafka-mc control` reports."""
     import dataclasses
 
     from kafka_mc.cli_control import run_system
@@ -260,12 +269,12 @@ def _check_with_controller_failures(config: Config, failures: int, *, keep_going
 
     refused = [flag for flag, given in unusable.items() if given]
     if refused:
-        raise Exit(exitcodes.BAD_INPUT, f"{', '.join(refused)}: not with --controller-failures (only the python "
-                                        "engine models the controller's failure)")
+        raise Exit(exitcodes.BAD_INPUT, f"{', '.join(refused)}: not with --controller-failures (the kernel, Z3, "
+                                        "the TLA+ twin and Spark's checkpoints do not model the controller's failure)")
     with _config_errors():
         system = FailoverModel(FailoverConfig(**dataclasses.asdict(config), controller_failures=failures))
     run_system(system, keep_going=keep_going, budget=budget, goal=recoverability, quiet=quiet,
-               as_json=output_format is OutputFormat.json, out=out)
+               as_json=output_format is OutputFormat.json, out=out, search=search)
 
 
 def _write_tla(config: Config, out: Path) -> None:

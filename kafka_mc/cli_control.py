@@ -1,6 +1,7 @@
 """`kafka-mc control MODEL`: check a control-plane model of seed 001 (controller, partition-fsm,
-rebalance) with the breadth-first engine, and its goal on the state graph; or, with
-`--engine simulate`, walk it at random as `kafka-mc simulate` walks the replication model.
+rebalance) with the breadth-first engine (or the same search on Spark, `--engine spark`), and its
+goal on the state graph; or, with `--engine simulate`, walk it at random as `kafka-mc simulate`
+walks the replication model.
 
 Registered on the app by `kafka_mc.cli`. Every option sets a field of the model's configuration;
 one the model does not have is refused, naming the options it has. Exit codes are `check`'s: 0
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from functools import partial
 from pathlib import Path
 from typing import Optional
 
@@ -27,7 +29,7 @@ def _defaults(field: str) -> str:
     """Each model's default for a setting, for the help: `controller 3, rebalance 3`."""
     return ", ".join(f"{name} {config_class.__dataclass_fields__[field].default}"
                      for name, (_, config_class) in MODELS.items() if field in config_class.__dataclass_fields__)
-ENGINES = ("bfs", "simulate")
+ENGINES = ("bfs", "spark", "simulate")
 DEFAULT_RUNS, DEFAULT_DEPTH = 1000, 50
 
 
@@ -57,8 +59,13 @@ def control_command(
     max_states: Optional[str] = typer.Option(None, metavar="N", help="Stop after this many distinct states (run incomplete)."),
     max_seconds: Optional[str] = typer.Option(None, metavar="SECONDS", help="Stop after this many seconds (run incomplete)."),
     no_goal: bool = typer.Option(False, "--no-goal", help="Skip the goal (AG EF) check on the state graph."),
-    engine: str = typer.Option("bfs", "--engine", metavar="bfs|simulate",
-                               help="bfs: every reachable state; simulate: random walks (never a proof)."),
+    engine: str = typer.Option("bfs", "--engine", metavar="bfs|spark|simulate",
+                               help="bfs: every reachable state; spark: the same on a Spark cluster; simulate: "
+                                    "random walks (never a proof)."),
+    spark_master: Optional[str] = typer.Option(None, "--spark-master", metavar="URL",
+                                               help="With --engine spark: the Spark master (default local[*])."),
+    spark_partitions: Optional[str] = typer.Option(None, "--spark-partitions", metavar="N",
+                                                   help="With --engine spark: partitions of the state space."),
     runs: Optional[str] = typer.Option(None, metavar="N", help=f"With --engine simulate: runs (default {DEFAULT_RUNS})."),
     depth: Optional[str] = typer.Option(None, metavar="K",
                                         help=f"With --engine simulate: steps per run, at most (default {DEFAULT_DEPTH})."),
@@ -75,9 +82,12 @@ def control_command(
         raise Exit(exitcodes.BAD_INPUT, f"--format {output_format!r} is not allowed; allowed: text, json")
     if engine not in ENGINES:
         raise Exit(exitcodes.BAD_INPUT, f"--engine {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
-    simulation_only = [flag for flag, value in (("--runs", runs), ("--depth", depth), ("--seed", seed)) if value]
-    explicit_only = [flag for flag, given in (("--max-states", max_states), ("--no-goal", no_goal)) if given]
-    misplaced = simulation_only if engine == "bfs" else explicit_only
+    only = {"simulate": [flag for flag, value in (("--runs", runs), ("--depth", depth), ("--seed", seed)) if value],
+            "spark": [flag for flag, value in (("--spark-master", spark_master),
+                                               ("--spark-partitions", spark_partitions)) if value is not None],
+            "explicit": [flag for flag, given in (("--max-states", max_states), ("--no-goal", no_goal)) if given]}
+    misplaced = [flag for kind, flags in only.items()
+                 if kind != engine and not (kind == "explicit" and engine in ("bfs", "spark")) for flag in flags]
     if misplaced:
         raise Exit(exitcodes.BAD_INPUT, f"{', '.join(misplaced)}: not with --engine {engine}")
     system_class, config_class = MODELS[model]
@@ -100,21 +110,29 @@ def control_command(
         system = system_class(config_class(**settings))
     if engine == "simulate":
         _simulate(system, runs, depth, seed, keep_going, budget.max_seconds, quiet, output_format == "json", out)
+    search = None
+    if engine == "spark":
+        from kafka_mc.checker.spark_systems import spark_explore
+        from kafka_mc.cli_spark import spark_master_url
+
+        master = spark_master_url(spark_master)
+        width = _number("--spark-partitions", spark_partitions, positive=True)
+        search = partial(spark_explore, master=master, partitions=width)
     run_system(system, keep_going=keep_going, budget=budget, goal=not no_goal, quiet=quiet,
-               as_json=output_format == "json", out=out)
+               as_json=output_format == "json", out=out, search=search)
 
 
 def run_system(system, *, keep_going: bool, budget, goal: bool, quiet: bool, as_json: bool,
-               out: Optional[Path]) -> None:
-    """Explore every state of `system`, check its goal if asked, print and write the reports as
-    `check` does, and exit with `check`'s code."""
+               out: Optional[Path], search=None) -> None:
+    """Explore every state of `system` (with `search`, by default `checker.explore.explore`), check
+    its goal if asked, print and write the reports as `check` does, and exit with `check`'s code."""
     from kafka_mc.checker.explore import explore
     from kafka_mc.cli import Exit, _verdict_code
     from kafka_mc.progress import ProgressReporter
 
     reporter = ProgressReporter(enabled=not quiet)
     try:
-        result = explore(system, keep_going=keep_going, budget=budget, progress=reporter)
+        result = (search or explore)(system, keep_going=keep_going, budget=budget, progress=reporter)
     finally:
         reporter.close()
     recovery = _check_goal(system, Exit) if goal else None

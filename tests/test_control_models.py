@@ -421,7 +421,7 @@ def test_cli_check_with_controller_failures(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--engine", "spark"], "--engine spark: not with --controller-failures"),
+    (["--engine", "z3"], "--engine z3: not with --controller-failures"),
     (["--symmetry", "--workers", "2"], "--workers, --symmetry: not with --controller-failures"),
     (["--controller-failures", "10"], "controller_failures must be an integer from 0 to 9, not 10"),
 ])
@@ -450,3 +450,42 @@ def test_the_readme_table_of_control_models_is_what_the_checker_finds(capsys):
     for argv, states in rows:
         code, out, _ = run(capsys, "control", *argv, "--keep-going", "--format", "json", "--quiet")
         assert json.loads(out)["distinct_states"] == states, argv
+
+
+SPARK_SYSTEMS = [  # partition-fsm on Spark: test_cli_control_on_spark
+    ControllerModel(ControllerConfig(brokers=2, expirations=1, fence_epochs=False)),
+    RebalanceModel(RebalanceConfig(partitions=6, imbalance_percentage=50)),
+]
+
+
+def test_spark_explores_the_control_models_as_the_local_engine_does():
+    """Spark's search agrees with the local one: counts, depth, verdicts, shortest lengths and
+    witnesses; its traces replay and break their property at their last step."""
+    from kafka_mc.checker.control_scenario import scenario_models
+    from kafka_mc.checker.spark_systems import spark_explore
+
+    failover_class, failover_config = scenario_models()["replication-failover"]
+    failover = failover_class(failover_config(protocol="hw", messages=1, crashes=1, controller_failures=1))
+    for system in [*SPARK_SYSTEMS, failover]:
+        local = explore(system, keep_going=True)
+        spark = spark_explore(system, master="local[2]", partitions=3, keep_going=True)
+        assert spark.engine == "spark" and spark.complete
+        assert (spark.stats.distinct_states, spark.stats.states_generated, spark.stats.depth) == \
+            (local.stats.distinct_states, local.stats.states_generated, local.stats.depth), system.name
+        assert {v.invariant: len(v.trace) for v in spark.violations} == \
+            {v.invariant: len(v.trace) for v in local.violations}, system.name
+        assert spark.witnesses == local.witnesses
+        for violation in spark.violations:
+            states = violation.trace.states()
+            prop = next(p for p in system.properties if p.name == violation.invariant)
+            assert not prop.check(states[-2], violation.trace.actions[-1], states[-1])
+
+
+def test_cli_control_on_spark(capsys):
+    code, out, _ = run(capsys, "control", "partition-fsm", "--delete-online", "--engine", "spark",
+                       "--spark-master", "local[2]", "--format", "json", "--quiet")
+    view = json.loads(out)
+    assert code == exitcodes.VIOLATION and view["engine"] == "spark"
+    assert [v["invariant"] for v in view["violations"]] == ["OnlyLegalTransitions"]
+    code, _, err = run(capsys, "control", "partition-fsm", "--spark-master", "local[2]", "--quiet")
+    assert code == exitcodes.BAD_INPUT and "--spark-master: not with --engine bfs" in err
