@@ -29,7 +29,15 @@ def _defaults(field: str) -> str:
     """Each model's default for a setting, for the help: `controller 3, rebalance 3`."""
     return ", ".join(f"{name} {config_class.__dataclass_fields__[field].default}"
                      for name, (_, config_class) in MODELS.items() if field in config_class.__dataclass_fields__)
-ENGINES = ("bfs", "spark", "simulate")
+ENGINES = ("bfs", "spark", "simulate", "z3")
+ENGINE_FLAGS = {  # the engine options each engine takes
+    "bfs": ("--max-states", "--no-goal"),
+    "spark": ("--max-states", "--no-goal", "--spark-master", "--spark-partitions"),
+    "simulate": ("--runs", "--depth", "--seed"),
+    "z3": ("--depth",),
+}
+Z3_MODELS = ("controller",)  # the models with a Z3 encoding
+DEFAULT_Z3_DEPTH = 12
 DEFAULT_RUNS, DEFAULT_DEPTH = 1000, 50
 
 
@@ -59,16 +67,18 @@ def control_command(
     max_states: Optional[str] = typer.Option(None, metavar="N", help="Stop after this many distinct states (run incomplete)."),
     max_seconds: Optional[str] = typer.Option(None, metavar="SECONDS", help="Stop after this many seconds (run incomplete)."),
     no_goal: bool = typer.Option(False, "--no-goal", help="Skip the goal (AG EF) check on the state graph."),
-    engine: str = typer.Option("bfs", "--engine", metavar="bfs|spark|simulate",
+    engine: str = typer.Option("bfs", "--engine", metavar="bfs|spark|simulate|z3",
                                help="bfs: every reachable state; spark: the same on a Spark cluster; simulate: "
-                                    "random walks (never a proof)."),
+                                    "random walks (never a proof); z3: bounded model checking to --depth "
+                                    "(controller)."),
     spark_master: Optional[str] = typer.Option(None, "--spark-master", metavar="URL",
                                                help="With --engine spark: the Spark master (default local[*])."),
     spark_partitions: Optional[str] = typer.Option(None, "--spark-partitions", metavar="N",
                                                    help="With --engine spark: partitions of the state space."),
     runs: Optional[str] = typer.Option(None, metavar="N", help=f"With --engine simulate: runs (default {DEFAULT_RUNS})."),
     depth: Optional[str] = typer.Option(None, metavar="K",
-                                        help=f"With --engine simulate: steps per run, at most (default {DEFAULT_DEPTH})."),
+                                        help=f"With --engine simulate: steps per run, at most (default {DEFAULT_DEPTH}); "
+                                             f"with --engine z3: the depth searched (default {DEFAULT_Z3_DEPTH})."),
     seed: Optional[str] = typer.Option(None, metavar="S", help="With --engine simulate: the seed (default random)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress on stderr."),
 ) -> None:
@@ -82,12 +92,11 @@ def control_command(
         raise Exit(exitcodes.BAD_INPUT, f"--format {output_format!r} is not allowed; allowed: text, json")
     if engine not in ENGINES:
         raise Exit(exitcodes.BAD_INPUT, f"--engine {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
-    only = {"simulate": [flag for flag, value in (("--runs", runs), ("--depth", depth), ("--seed", seed)) if value],
-            "spark": [flag for flag, value in (("--spark-master", spark_master),
-                                               ("--spark-partitions", spark_partitions)) if value is not None],
-            "explicit": [flag for flag, given in (("--max-states", max_states), ("--no-goal", no_goal)) if given]}
-    misplaced = [flag for kind, flags in only.items()
-                 if kind != engine and not (kind == "explicit" and engine in ("bfs", "spark")) for flag in flags]
+    given = [flag for flag, value in (("--runs", runs), ("--depth", depth), ("--seed", seed),
+                                      ("--spark-master", spark_master), ("--spark-partitions", spark_partitions),
+                                      ("--max-states", max_states), ("--no-goal", no_goal or None))
+             if value is not None]
+    misplaced = [flag for flag in given if flag not in ENGINE_FLAGS[engine]]
     if misplaced:
         raise Exit(exitcodes.BAD_INPUT, f"{', '.join(misplaced)}: not with --engine {engine}")
     system_class, config_class = MODELS[model]
@@ -108,6 +117,8 @@ def control_command(
     out = _out_dir(out)
     with _config_errors():
         system = system_class(config_class(**settings))
+    if engine == "z3":
+        _bounded(system, model, depth, keep_going, budget.max_seconds, output_format == "json", out)
     if engine == "simulate":
         _simulate(system, runs, depth, seed, keep_going, budget.max_seconds, quiet, output_format == "json", out)
     search = None
@@ -165,6 +176,23 @@ def _simulate(system, runs, depth, seed, keep_going, max_seconds, quiet, as_json
         _print(system, result, None, False, written)
         print(simulation_text(result))
     raise typer.Exit(simulation_code(result))
+
+
+def _bounded(system, model: str, depth: Optional[str], keep_going: bool, max_seconds: Optional[float],
+             as_json: bool, out: Optional[Path]) -> None:
+    """Bounded model checking with Z3 to `depth`, reported as `check --engine z3` reports; exits."""
+    from kafka_mc.checker.control_z3 import bounded_check
+    from kafka_mc.cli import Exit, _number, _verdict_code
+
+    if model not in Z3_MODELS:
+        raise Exit(exitcodes.BAD_INPUT, f"--engine z3: the {model} model has no Z3 encoding; models with one: "
+                                        + ", ".join(Z3_MODELS))
+    bound = _number("--depth", depth if depth is not None else str(DEFAULT_Z3_DEPTH))
+    if bound < 0:
+        raise Exit(exitcodes.BAD_INPUT, f"--depth must be 0 or more, not {depth}")
+    result = bounded_check(system, bound, keep_going=keep_going, max_seconds=max_seconds)
+    _print(system, result, None, as_json, _write_reports(result, model, out))
+    raise typer.Exit(_verdict_code(result))
 
 
 def _write_reports(result, model: str, out: Optional[Path]) -> list[Path]:

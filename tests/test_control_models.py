@@ -489,3 +489,45 @@ def test_cli_control_on_spark(capsys):
     assert [v["invariant"] for v in view["violations"]] == ["OnlyLegalTransitions"]
     code, _, err = run(capsys, "control", "partition-fsm", "--spark-master", "local[2]", "--quiet")
     assert code == exitcodes.BAD_INPUT and "--spark-master: not with --engine bfs" in err
+
+
+@pytest.mark.parametrize("config", [ControllerConfig(brokers=2, expirations=1, fence_epochs=False),
+                                    ControllerConfig(brokers=2, expirations=1, atomic_epoch=False)], ids=str)
+def test_the_z3_encoding_of_the_controller_equals_the_model_on_every_reachable_state(config):
+    """As TLC holds the TLA+ twin: the same actions enabled and the same successors, state by state
+    (both switches are off in one of the two configurations and on in the other)."""
+    from kafka_mc.checker.control_z3 import ControllerEncoding
+
+    system = ControllerModel(config)
+    encoding = ControllerEncoding(system)
+    names = {instance.name for instance in encoding.action_instances}
+    for _, state in system_graph(system).nodes(data="state"):
+        expected = sorted(system.successors(state))
+        assert sorted(encoding.successors(state)) == expected, state
+        assert {action.name for action, _ in expected} <= names
+
+
+@pytest.mark.parametrize("config", [ControllerConfig(), ControllerConfig(fence_epochs=False),
+                                    ControllerConfig(atomic_epoch=False)], ids=str)
+def test_z3_bounded_model_checking_finds_what_the_explicit_search_finds(config):
+    from kafka_mc.checker.control_z3 import bounded_check
+
+    system = ControllerModel(config)
+    explicit = explore(system, keep_going=True)
+    bounded = bounded_check(system, 8, keep_going=True)
+    assert bounded.engine == "z3" and bounded.bounded_to == 8 and not bounded.complete
+    assert {v.invariant: len(v.trace) for v in bounded.violations} == \
+        {v.invariant: len(v.trace) for v in explicit.violations}
+    assert bounded.witnesses == explicit.witnesses
+    assert {n: len(t) for n, t in bounded.witness_traces.items()} == \
+        {n: len(t) for n, t in explicit.witness_traces.items()}
+
+
+def test_cli_control_with_z3(capsys):
+    code, out, _ = run(capsys, "control", "controller", "--engine", "z3", "--non-atomic-epoch", "--depth", "6")
+    assert code == exitcodes.VIOLATION and "OneControllerPerEpoch      violated (5 steps)" in out
+    code, out, _ = run(capsys, "control", "controller", "--engine", "z3", "--depth", "4", "--format", "json")
+    view = json.loads(out)
+    assert code == exitcodes.OK and view["bounded_to"] == 4 and view["violations"] == []
+    code, _, err = run(capsys, "control", "partition-fsm", "--engine", "z3")
+    assert code == exitcodes.BAD_INPUT and "the partition-fsm model has no Z3 encoding" in err
