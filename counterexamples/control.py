@@ -1,4 +1,4 @@
-"""Reports for the control-plane models' traces: ITF JSON, TLC-style text and Markdown.
+"""Reports for the control-plane models' traces: ITF JSON, TLC-style text, Markdown and HTML.
 
 The replication reports draw logs, HWs and ISRs; a control-plane model's state is whatever
 its `state_values` says, so these reports show those variables as they are, sets sorted so
@@ -94,10 +94,48 @@ def control_markdown(trace: SystemTrace, violated: str | None, title: str) -> st
                       tabulate(rows, headers=["step", "action", *names], tablefmt="github"), ""])
 
 
+TABLE_STYLE = """
+table.steps { border-collapse: collapse; font-size: 0.85em; }
+table.steps th, table.steps td { border: 1px solid #ccc; padding: 0.2em 0.5em; vertical-align: top; }
+table.steps td.changed { background: #fff3c4; font-weight: bold; }
+table.steps tr.violated td { background: #fff6f6; border-color: #b00; }
+td.value { font-family: monospace; white-space: pre-wrap; }
+""".strip()
+
+
+def control_html(trace: SystemTrace, violated: str | None, title: str) -> str:
+    """One self-contained page: the configuration, the verdict, and a table of every step, changed
+    values highlighted and the violating step framed (XHTML-compatible, as the replication page)."""
+    from html import escape
+
+    from .html import STYLE, _config_list
+
+    states = _labelled_states(trace)
+    names = list(states[0][1])
+    rows, before = [], None
+    for number, (label, values) in enumerate(states):
+        cells = "".join(
+            f'<td class="value{" changed" if before is not None and values[name] != before[name] else ""}">'
+            f"{escape(tla_value(values[name]))}</td>" for name in names)
+        marked = ' class="violated"' if violated is not None and number == len(states) - 1 else ""
+        rows.append(f'<tr id="step-{number}"{marked}><td>{number}</td><td>{escape(label)}</td>{cells}</tr>')
+        before = values
+    verdict = (f"Invariant {violated} is violated at step {len(states) - 1}." if violated is not None
+               else "A behaviour of the model.")
+    header = "".join(f"<th>{escape(name)}</th>" for name in ["step", "action", *names])
+    return "\n".join([
+        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8"/>', f"<title>{escape(title)}</title>",
+        f"<style>\n{STYLE}\n{TABLE_STYLE}\n</style>", "</head>", "<body>", f"<h1>{escape(title)}</h1>",
+        f"<p>Model <code>{escape(trace.system.name)}</code>.</p>", _config_list(trace),
+        f'<p class="verdict">{escape(verdict)}</p>',
+        f'<table class="steps"><thead><tr>{header}</tr></thead><tbody>', *rows, "</tbody></table>",
+        "</body>", "</html>"]) + "\n"
+
+
 def control_reports(trace: SystemTrace, violated: str | None, stem: str, title: str) -> dict[str, str]:
     """Every report's file name and text."""
     return {f"{stem}.itf.json": control_itf(trace, violated), f"{stem}.txt": control_text(trace, violated),
-            f"{stem}.md": control_markdown(trace, violated, title)}
+            f"{stem}.md": control_markdown(trace, violated, title), f"{stem}.html": control_html(trace, violated, title)}
 
 
 def write_control_reports(result: CheckResult, model_name: str, out_dir: Path) -> list[Path]:

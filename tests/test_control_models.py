@@ -20,7 +20,7 @@ from kafka_mc.control import (MODELS, ControllerConfig, ControllerModel, Partiti
                               RebalanceConfig, RebalanceModel)
 from kafka_mc.control.partition_fsm import LEGAL, NON_EXISTENT, ONLINE
 from kafka_mc.control.system import ALWAYS, ConfigError, ControlAction
-from kafka_mc.counterexamples.control import control_itf, control_markdown, control_text
+from kafka_mc.counterexamples.control import control_html, control_itf, control_markdown, control_text
 
 SMALL_SYSTEMS = [
     ControllerModel(ControllerConfig(brokers=2, expirations=1)),
@@ -172,6 +172,12 @@ def test_reports_show_every_state_and_mark_the_violation():
     header = markdown.splitlines()[4]
     assert [cell.strip() for cell in header.strip("|").split("|")][:3] == ["step", "action", "controllerZnode"]
     assert len(markdown.splitlines()) == 6 + len(trace) + 1 and "**2**" in markdown
+    from xml.dom import minidom
+
+    page = minidom.parseString(control_html(trace, "StaleControllerIgnored", "title"))  # XHTML-compatible
+    rows = page.getElementsByTagName("tbody")[0].getElementsByTagName("tr")
+    assert len(rows) == len(trace) + 1 and rows[-1].getAttribute("class") == "violated"
+    assert [r.getAttribute("class") for r in rows[:-1]] == [""] * len(trace)
 
 
 def run(capsys, *argv):
@@ -193,7 +199,7 @@ def test_cli_violation_writes_reports_and_exits_12(capsys, tmp_path):
     assert code == exitcodes.VIOLATION
     assert "Error: Invariant StaleControllerIgnored is violated." in out
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == [
-        f"controller-StaleControllerIgnored.{ext}" for ext in ("itf.json", "md", "txt")]
+        f"controller-StaleControllerIgnored.{ext}" for ext in ("html", "itf.json", "md", "txt")]
     (tmp_path / "mine.txt").write_text("mine")
     (tmp_path / "controller-StaleControllerIgnored.txt").rename(tmp_path / "kept")
     (tmp_path / "controller-StaleControllerIgnored.txt").write_text("a file the user wrote")
