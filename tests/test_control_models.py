@@ -338,7 +338,7 @@ def test_cli_simulates_a_control_model(capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--runs", "5"], "--runs: not with --engine bfs"),
     (["--engine", "simulate", "--no-goal"], "--no-goal: not with --engine simulate"),
-    (["--engine", "tlc"], "--engine 'tlc' is not allowed; allowed: bfs, simulate"),
+    (["--engine", "tlc"], "--engine 'tlc' is not allowed; allowed: bfs, spark, simulate, z3"),
     (["--engine", "simulate", "--runs", "0"], "--runs must be greater than 0"),
 ])
 def test_cli_engine_options_are_checked(capsys, argv, message):
@@ -467,12 +467,9 @@ SPARK_SYSTEMS = [  # partition-fsm on Spark: test_cli_control_on_spark
 def test_spark_explores_the_control_models_as_the_local_engine_does():
     """Spark's search agrees with the local one: counts, depth, verdicts, shortest lengths and
     witnesses; its traces replay and break their property at their last step."""
-    from kafka_mc.checker.control_scenario import scenario_models
     from kafka_mc.checker.spark_systems import spark_explore
 
-    failover_class, failover_config = scenario_models()["replication-failover"]
-    failover = failover_class(failover_config(protocol="hw", messages=1, crashes=1, controller_failures=1))
-    for system in [*SPARK_SYSTEMS, failover]:
+    for system in SPARK_SYSTEMS:
         local = explore(system, keep_going=True)
         spark = spark_explore(system, master="local[2]", partitions=3, keep_going=True)
         assert spark.engine == "spark" and spark.complete
@@ -485,6 +482,19 @@ def test_spark_explores_the_control_models_as_the_local_engine_does():
             states = violation.trace.states()
             prop = next(p for p in system.properties if p.name == violation.invariant)
             assert not prop.check(states[-2], violation.trace.actions[-1], states[-1])
+
+
+def test_cli_check_with_controller_failures_on_spark(capsys):
+    argv = ["check", "--controller-failures", "1", "--messages", "1", "--crashes", "1", "--acks", "1",
+            "--format", "json", "--quiet"]
+    code, out, _ = run(capsys, *argv)
+    local = json.loads(out)
+    code_on_spark, out, _ = run(capsys, *argv, "--engine", "spark", "--spark-master", "local[2]")
+    on_spark = json.loads(out)
+    assert code == code_on_spark == exitcodes.VIOLATION and on_spark["engine"] == "spark"
+    assert [(v["invariant"], v["length"]) for v in on_spark["violations"]] == \
+        [(v["invariant"], v["length"]) for v in local["violations"]] == [("NoAckedDataLoss", 4)]
+    assert on_spark["distinct_states"] == local["distinct_states"]
 
 
 def test_cli_control_on_spark(capsys):
