@@ -17,8 +17,19 @@ class ReplayError(ValueError):
         self.action = action
 
 
+class _Steps:
+    """What every trace type shares: its steps, from its `actions` and `states()`."""
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+    def steps(self) -> list[tuple[Any, Any]]:
+        """(None, initial state), then (action, state after it) for every step."""
+        return list(zip((None, *self.actions), self.states()))
+
+
 @dataclass(frozen=True)
-class Trace:
+class Trace(_Steps):
     """A behaviour: an initial state (by its index among the model's initial states) and the
     actions taken from it. States are rebuilt by re-running the model, so any engine's
     trace can be replayed and re-checked by the explicit model; it pickles small."""
@@ -27,9 +38,6 @@ class Trace:
     initial: int
     actions: tuple[Action, ...]
     start: State | None = None  # a given first state instead of an initial one (a counterexample to induction)
-
-    def __len__(self) -> int:
-        return len(self.actions)
 
     def states(self) -> list[State]:
         """The initial state and the state after each action; ReplayError if a step is disabled."""
@@ -48,9 +56,6 @@ class Trace:
             states.append(following)
         return states
 
-    def steps(self) -> list[tuple[Action | None, State]]:
-        """(None, initial state), then (action, state after it) for every step."""
-        return list(zip((None, *self.actions), self.states()))
 
 
 @dataclass(frozen=True)
@@ -99,16 +104,13 @@ class CheckResult:
 
 
 @dataclass(frozen=True)
-class SystemTrace:
+class SystemTrace(_Steps):
     """A behaviour of a control-plane model (`control.system.TransitionSystem`): an initial
     state by index and the actions taken from it, replayed by the model as `Trace` is."""
 
     system: Any
     initial: int
     actions: tuple
-
-    def __len__(self) -> int:
-        return len(self.actions)
 
     @property
     def config(self):
@@ -129,6 +131,3 @@ class SystemTrace:
             states.append(following)
         return states
 
-    def steps(self) -> list[tuple[Any, Any]]:
-        """(None, initial state), then (action, state after it) for every step."""
-        return list(zip((None, *self.actions), self.states()))
