@@ -1,13 +1,12 @@
-"""Bounded model checking of the controller model (`control/controller.py`) with Z3.
+"""Bounded model checking of the controller model and the partition state machine with Z3.
 
-The controller model's transition relation, encoded symbolically: one copy of the state per
-step (the /controller holder, /controller_epoch, a session flag, and the acting, reading and
-obeyed epochs per broker, a flag per possible LeaderAndIsr request (epoch, sender, target), the
-expiries so far) and one action variable per step, an index into `action_instances`. Each
-action is a guard and an effect that gives every variable of the next state as a function of
-this one, so the relation is deterministic per action, as the model is.
-`tests/test_control_models.py` holds it equal to the model on every reachable state of small
-configurations (the same actions enabled, the same successors).
+Each model's transition relation, encoded symbolically (`ControllerEncoding`,
+`PartitionFsmEncoding`): one copy of the state per step and one action variable per step, an
+index into `action_instances`. Each action is a guard and an effect that gives every variable of
+the next state as a function of this one, so the relation is deterministic per action, as the
+models are. `tests/test_control_models.py` holds each encoding equal to its model on every
+reachable state of small configurations (the same actions enabled, the same successors). The
+rebalance model has no encoding: one of its steps is a whole run of the rebalance task.
 
 `bounded_check` unrolls the relation depth by depth on one solver and asks, at each depth, for
 a violation of each invariant not yet violated (the first depth that answers is the shortest
@@ -24,6 +23,8 @@ from itertools import product
 import z3
 
 from kafka_mc.control.controller import NONE, ControllerModel, ControllerState
+from kafka_mc.control.partition_fsm import (LEGAL, NEW, NO_LEADER, NON_EXISTENT, OFFLINE, ONLINE, SELF_LOOPS,
+                                            PartitionFsmModel, PartitionFsmState, _edge_name)
 from kafka_mc.control.system import ALWAYS, ControlAction
 
 from .bfs import Budget, search_result, stop_reason
@@ -55,7 +56,44 @@ class SymController:
                 *self.obeyed, *self.flight.values()]
 
 
-class ControllerEncoding:
+class Encoding:
+    """What every model's encoding provides: `action_instances`, `fresh`, `initial`, `step`,
+    `state_property`, `step_property`, `decode` and `concrete`; the transition relation and the
+    successors of an explicit state follow from them."""
+
+    model = None
+    action_instances: list[ControlAction] = []
+
+    def transition(self, s, action: z3.ArithRef, n) -> z3.BoolRef:
+        """`action` (an index into `action_instances`) leads from `s` to `n`."""
+        return z3.Or(*(z3.And(action == index, *self.step(instance, s, n))
+                       for index, instance in enumerate(self.action_instances)))
+
+    @staticmethod
+    def effect(guard: list, updates: dict, s, n) -> list:
+        """The guard, the updated variables of `n`, and every other variable of `n` equal to its
+        value in `s`: each action defines the whole next state."""
+        keys = {id(variable) for variable in updates}
+        frame = [after == before for before, after in zip(s.variables(), n.variables()) if id(after) not in keys]
+        return [*guard, *(after == value for after, value in updates.items()), *frame]
+
+    def successors(self, state) -> list:
+        """The encoding's successors of an explicit state, action by action (for the agreement
+        test with the model)."""
+        s, n = self.fresh("here"), self.fresh("next")
+        solver = z3.Solver()
+        solver.add(self.concrete(state, s))
+        found = []
+        for instance in self.action_instances:
+            solver.push()
+            solver.add(*self.step(instance, s, n))
+            if solver.check() == z3.sat:
+                found.append((instance, self.decode(solver.model(), n)))
+            solver.pop()
+        return found
+
+
+class ControllerEncoding(Encoding):
     """The controller model's initial state, actions and properties as Z3 formulas."""
 
     def __init__(self, model: ControllerModel):
@@ -83,11 +121,6 @@ class ControllerEncoding:
         return z3.And(s.holder == NONE, s.zk_epoch == 0, s.expirations == 0, *s.sessions,
                       *(v == 0 for v in (*s.acting, *s.reading, *s.obeyed)),
                       *(z3.Not(f) for f in s.flight.values()))
-
-    def transition(self, s: SymController, action: z3.ArithRef, n: SymController) -> z3.BoolRef:
-        """`action` (an index into `action_instances`) leads from `s` to `n`."""
-        return z3.Or(*(z3.And(action == index, *self.step(instance, s, n))
-                       for index, instance in enumerate(self.action_instances)))
 
     def step(self, instance: ControlAction, s: SymController, n: SymController) -> list:
         """The guard and the effect of one action instance: every variable of `n` is defined."""
@@ -135,9 +168,7 @@ class ControllerEncoding:
             updates[n.sessions[b]] = z3.BoolVal(True)
         else:  # pragma: no cover - action_instances lists only the names above
             raise ValueError(f"no encoding for {instance}")
-        keys = {id(variable) for variable in updates}
-        frame = [after == before for before, after in zip(s.variables(), n.variables()) if id(after) not in keys]
-        return [*guard, *(after == value for after, value in updates.items()), *frame]
+        return self.effect(guard, updates, s, n)
 
     def _start_acting(self, s: SymController, n: SymController, b: int, epoch, updates: dict) -> None:
         updates[n.zk_epoch] = epoch
@@ -186,21 +217,6 @@ class ControllerEncoding:
                                tuple(value(r).as_long() for r in s.reading),
                                tuple(value(o).as_long() for o in s.obeyed), flight, value(s.expirations).as_long())
 
-    def successors(self, state: ControllerState) -> list[tuple[ControlAction, ControllerState]]:
-        """The encoding's successors of an explicit state, action by action (for the agreement
-        test with the model)."""
-        s, n = self.fresh("here"), self.fresh("next")
-        solver = z3.Solver()
-        solver.add(self.concrete(state, s))
-        found = []
-        for instance in self.action_instances:
-            solver.push()
-            solver.add(*self.step(instance, s, n))
-            if solver.check() == z3.sat:
-                found.append((instance, self.decode(solver.model(), n)))
-            solver.pop()
-        return found
-
     def concrete(self, state: ControllerState, s: SymController) -> z3.BoolRef:
         """`s` equals the explicit `state`."""
         return z3.And(s.holder == state.holder, s.zk_epoch == state.zk_epoch, s.expirations == state.expirations,
@@ -211,12 +227,163 @@ class ControllerEncoding:
                       *(flag == (key in state.in_flight) for key, flag in s.flight.items()))
 
 
-def bounded_check(model: ControllerModel, depth: int, *, keep_going: bool = False, max_seconds: float | None = None):
-    """Every behaviour of the controller model of up to `depth` steps, searched with Z3: the
-    shortest violation of each invariant and the shortest way to each witness."""
+class SymPartitions:
+    """The symbolic state of one step of the partition state machine."""
+
+    def __init__(self, brokers: int, partitions: int, name: str):
+        self.states = [z3.Int(f"{name}_state_{p}") for p in range(partitions)]
+        self.leaders = [z3.Int(f"{name}_leader_{p}") for p in range(partitions)]
+        self.isr = [[z3.Bool(f"{name}_isr_{p}_{b}") for b in range(brokers)] for p in range(partitions)]
+        self.live = [z3.Bool(f"{name}_live_{b}") for b in range(brokers)]
+        self.deleting = z3.Bool(f"{name}_deleting")
+        self.creations = z3.Int(f"{name}_creations")
+        self.failures = z3.Int(f"{name}_failures")
+
+    def variables(self) -> list:
+        return [*self.states, *self.leaders, *(flag for row in self.isr for flag in row), *self.live,
+                self.deleting, self.creations, self.failures]
+
+
+class PartitionFsmEncoding(Encoding):
+    """The partition state machine's initial state, actions and properties as Z3 formulas."""
+
+    def __init__(self, model: PartitionFsmModel):
+        self.model = model
+        config = model.config
+        self.brokers, self.partitions = range(config.brokers), range(config.partitions)
+        self.assignment = model.assignment
+        self.action_instances = [
+            ControlAction("CreateTopic"),
+            *(ControlAction("ControllerElectLeader", (p,)) for p in self.partitions),
+            *(instance for b in self.brokers
+              for instance in (ControlAction("BrokerFailure", (b,)), ControlAction("BrokerStartup", (b,)))),
+            *(ControlAction("PreferredReplicaElection", (p,)) for p in self.partitions),
+            *(ControlAction("FollowerJoinsIsr", (p, b)) for p in self.partitions for b in self.assignment[p]),
+            ControlAction("DeleteTopic"),
+            *(ControlAction("TopicDeletionCompletes", (p,)) for p in self.partitions),
+        ]
+
+    def fresh(self, name: str) -> SymPartitions:
+        return SymPartitions(len(self.brokers), len(self.partitions), name)
+
+    def initial(self, s: SymPartitions) -> z3.BoolRef:
+        return z3.And(*(v == NON_EXISTENT for v in s.states), *(v == NO_LEADER for v in s.leaders),
+                      *(z3.Not(flag) for row in s.isr for flag in row), *s.live, z3.Not(s.deleting),
+                      s.creations == 0, s.failures == 0)
+
+    def step(self, instance: ControlAction, s: SymPartitions, n: SymPartitions) -> list:
+        config = self.model.config
+        name, args = instance
+        guard, updates = [], {}
+        if name == "CreateTopic":
+            guard = [*(v == NON_EXISTENT for v in s.states), s.creations < config.creations]
+            updates = {**{n.states[p]: z3.IntVal(NEW) for p in self.partitions}, n.creations: s.creations + 1}
+        elif name == "ControllerElectLeader":
+            (p,) = args
+            replicas = self.assignment[p]
+            new_isr = {b: s.live[b] for b in replicas}
+            in_sync = {b: z3.And(s.live[b], s.isr[p][b]) for b in replicas}
+            any_in_sync = z3.Or(*in_sync.values())
+            first_live = {b: z3.And(s.live[b], *(z3.Not(s.live[a]) for a in replicas[:i]))
+                          for i, b in enumerate(replicas)}
+            offline_isr = {b: z3.If(any_in_sync, in_sync[b], first_live[b] if config.unclean else z3.BoolVal(False))
+                           for b in replicas}
+            isr = {b: z3.If(s.states[p] == NEW, new_isr[b], offline_isr[b]) for b in replicas}
+            leader = z3.IntVal(NO_LEADER)
+            for b in reversed(replicas):  # the first member in assignment order
+                leader = z3.If(isr[b], z3.IntVal(b), leader)
+            guard = [z3.Not(s.deleting), z3.Or(s.states[p] == NEW, s.states[p] == OFFLINE), z3.Or(*isr.values())]
+            updates = {n.states[p]: z3.IntVal(ONLINE), n.leaders[p]: leader,
+                       **{n.isr[p][b]: isr.get(b, z3.BoolVal(False)) for b in self.brokers}}
+        elif name == "BrokerFailure":
+            (b,) = args
+            guard = [s.live[b], s.failures < config.failures]
+            updates = {n.live[b]: z3.BoolVal(False), n.failures: s.failures + 1}
+            for p in self.partitions:
+                led = s.leaders[p] == b
+                updates[n.states[p]] = z3.If(led, z3.IntVal(OFFLINE), s.states[p])
+                updates[n.leaders[p]] = z3.If(led, z3.IntVal(NO_LEADER), s.leaders[p])
+                others = z3.Or(*(s.isr[p][a] for a in self.brokers if a != b))
+                updates[n.isr[p][b]] = z3.And(s.isr[p][b], z3.Not(others))
+        elif name == "BrokerStartup":
+            (b,) = args
+            guard = [z3.Not(s.live[b])]
+            updates = {n.live[b]: z3.BoolVal(True)}
+        elif name == "PreferredReplicaElection":
+            (p,) = args
+            preferred = self.assignment[p][0]
+            guard = [s.states[p] == ONLINE, z3.Not(s.deleting), s.leaders[p] != preferred, s.live[preferred],
+                     s.isr[p][preferred]]
+            updates = {n.leaders[p]: z3.IntVal(preferred)}
+        elif name == "FollowerJoinsIsr":
+            p, b = args
+            guard = [s.states[p] == ONLINE, s.live[b], z3.Not(s.isr[p][b])]
+            updates = {n.isr[p][b]: z3.BoolVal(True)}
+        elif name == "DeleteTopic":
+            guard = [z3.Not(s.deleting), z3.Or(*(v != NON_EXISTENT for v in s.states))]
+            updates = {n.leaders[p]: z3.IntVal(NO_LEADER) for p in self.partitions}
+            if config.delete_online:
+                updates |= {n.states[p]: z3.IntVal(NON_EXISTENT) for p in self.partitions}
+                updates |= {n.isr[p][b]: z3.BoolVal(False) for p in self.partitions for b in self.brokers}
+            else:
+                updates |= {n.states[p]: z3.If(s.states[p] != NON_EXISTENT, z3.IntVal(OFFLINE), s.states[p])
+                            for p in self.partitions}
+                updates[n.deleting] = z3.BoolVal(True)
+        elif name == "TopicDeletionCompletes":
+            (p,) = args
+            guard = [s.deleting, s.states[p] == OFFLINE]
+            updates = {n.states[p]: z3.IntVal(NON_EXISTENT),
+                       **{n.isr[p][b]: z3.BoolVal(False) for b in self.brokers},
+                       n.deleting: z3.Or(*(s.states[q] != NON_EXISTENT for q in self.partitions if q != p))}
+        else:  # pragma: no cover - action_instances lists only the names above
+            raise ValueError(f"no encoding for {instance}")
+        return self.effect(guard, updates, s, n)
+
+    def state_property(self, name: str, s: SymPartitions) -> z3.BoolRef:
+        if name == "OnlineMeansLed":
+            return z3.And(*((s.states[p] == ONLINE) == z3.Or(*(z3.And(s.leaders[p] == b, s.live[b], s.isr[p][b])
+                                                                for b in self.brokers))
+                            for p in self.partitions))
+        raise KeyError(name)
+
+    def step_property(self, name: str, s: SymPartitions, action: z3.ArithRef, n: SymPartitions) -> z3.BoolRef:
+        if name == "OnlyLegalTransitions":
+            return z3.And(*(z3.Implies(a != b, z3.Or(*(z3.And(a == x, b == y) for x, y in LEGAL if x != y)))
+                            for a, b in zip(s.states, n.states)))
+        edge = next(e for e in LEGAL if _edge_name(e) == name)
+        taken = z3.Or(*(z3.And(a == edge[0], b == edge[1]) for a, b in zip(s.states, n.states)))
+        if edge[0] != edge[1]:
+            return taken
+        by = [index for index, instance in enumerate(self.action_instances) if instance.name == SELF_LOOPS[edge]]
+        return z3.And(taken, z3.Or(*(action == index for index in by)))
+
+    def decode(self, model: z3.ModelRef, s: SymPartitions) -> PartitionFsmState:
+        value = lambda term: model.eval(term, model_completion=True)  # noqa: E731
+        return PartitionFsmState(tuple(value(v).as_long() for v in s.states),
+                                 tuple(value(v).as_long() for v in s.leaders),
+                                 tuple(sum(1 << b for b, flag in enumerate(row) if z3.is_true(value(flag)))
+                                       for row in s.isr),
+                                 sum(1 << b for b, flag in enumerate(s.live) if z3.is_true(value(flag))),
+                                 z3.is_true(value(s.deleting)), value(s.creations).as_long(),
+                                 value(s.failures).as_long())
+
+    def concrete(self, state: PartitionFsmState, s: SymPartitions) -> z3.BoolRef:
+        return z3.And(*(v == x for v, x in zip(s.states, state.states)),
+                      *(v == x for v, x in zip(s.leaders, state.leaders)),
+                      *(flag == bool(mask >> b & 1) for row, mask in zip(s.isr, state.isr) for b, flag in enumerate(row)),
+                      *(flag == bool(state.live >> b & 1) for b, flag in enumerate(s.live)),
+                      s.deleting == state.deleting, s.creations == state.creations, s.failures == state.failures)
+
+
+ENCODINGS = {ControllerModel.name: ControllerEncoding, PartitionFsmModel.name: PartitionFsmEncoding}
+
+
+def bounded_check(model, depth: int, *, keep_going: bool = False, max_seconds: float | None = None):
+    """Every behaviour of a model with an encoding (`ENCODINGS`) of up to `depth` steps, searched
+    with Z3: the shortest violation of each invariant and the shortest way to each witness."""
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
         raise ValueError(f"depth must be a non-negative integer, not {depth!r}")
-    encoding = ControllerEncoding(model)
+    encoding = ENCODINGS[model.name](model)
     started = time.perf_counter()
     solver = z3.Solver()
     if max_seconds is not None:
@@ -259,7 +426,7 @@ def bounded_check(model: ControllerModel, depth: int, *, keep_going: bool = Fals
     return replace(result, bounded_to=depth)
 
 
-def _trace(encoding: ControllerEncoding, solver_model: z3.ModelRef, states: list, actions: list) -> SystemTrace:
+def _trace(encoding: Encoding, solver_model: z3.ModelRef, states: list, actions: list) -> SystemTrace:
     """The solver's path as a SystemTrace, replayed through the explicit model and compared state by state."""
     chosen = tuple(encoding.action_instances[solver_model.eval(a, model_completion=True).as_long()]
                    for a in actions)

@@ -36,7 +36,7 @@ ENGINE_FLAGS = {  # the engine options each engine takes
     "simulate": ("--runs", "--depth", "--seed"),
     "z3": ("--depth",),
 }
-Z3_MODELS = ("controller",)  # the models with a Z3 encoding
+Z3_MODELS = ("controller", "partition-fsm")  # the models with a Z3 encoding
 DEFAULT_Z3_DEPTH = 12
 DEFAULT_RUNS, DEFAULT_DEPTH = 1000, 50
 
@@ -70,7 +70,7 @@ def control_command(
     engine: str = typer.Option("bfs", "--engine", metavar="bfs|spark|simulate|z3",
                                help="bfs: every reachable state; spark: the same on a Spark cluster; simulate: "
                                     "random walks (never a proof); z3: bounded model checking to --depth "
-                                    "(controller)."),
+                                    "(controller, partition-fsm)."),
     spark_master: Optional[str] = typer.Option(None, "--spark-master", metavar="URL",
                                                help="With --engine spark: the Spark master (default local[*])."),
     spark_partitions: Optional[str] = typer.Option(None, "--spark-partitions", metavar="N",

@@ -512,10 +512,19 @@ def test_cli_control_on_spark(capsys):
 def test_the_z3_encoding_of_the_controller_equals_the_model_on_every_reachable_state(config):
     """As TLC holds the TLA+ twin: the same actions enabled and the same successors, state by state
     (both switches are off in one of the two configurations and on in the other)."""
-    from kafka_mc.checker.control_z3 import ControllerEncoding
+    _assert_encoding_agrees(ControllerModel(config))
 
-    system = ControllerModel(config)
-    encoding = ControllerEncoding(system)
+
+@pytest.mark.parametrize("config", [PartitionFsmConfig(brokers=2, partitions=2, delete_online=True),
+                                    PartitionFsmConfig(brokers=2, partitions=1, unclean=True)], ids=str)
+def test_the_z3_encoding_of_the_partition_fsm_equals_the_model_on_every_reachable_state(config):
+    _assert_encoding_agrees(PartitionFsmModel(config))
+
+
+def _assert_encoding_agrees(system):
+    from kafka_mc.checker.control_z3 import ENCODINGS
+
+    encoding = ENCODINGS[system.name](system)
     names = {instance.name for instance in encoding.action_instances}
     for _, state in system_graph(system).nodes(data="state"):
         expected = sorted(system.successors(state))
@@ -523,15 +532,20 @@ def test_the_z3_encoding_of_the_controller_equals_the_model_on_every_reachable_s
         assert {action.name for action, _ in expected} <= names
 
 
-@pytest.mark.parametrize("config", [ControllerConfig(), ControllerConfig(fence_epochs=False),
-                                    ControllerConfig(atomic_epoch=False)], ids=str)
-def test_z3_bounded_model_checking_finds_what_the_explicit_search_finds(config):
+@pytest.mark.parametrize("system, depth", [(ControllerModel(ControllerConfig()), 8),
+                                           (ControllerModel(ControllerConfig(fence_epochs=False)), 8),
+                                           (ControllerModel(ControllerConfig(atomic_epoch=False)), 8),
+                                           (PartitionFsmModel(PartitionFsmConfig()), 10),
+                                           (PartitionFsmModel(PartitionFsmConfig(delete_online=True)), 10)],
+                         ids=lambda s: f"{s.name}-{s.config}" if hasattr(s, "name") else str(s))
+def test_z3_bounded_model_checking_finds_what_the_explicit_search_finds(system, depth):
+    """Every witness is within `depth` steps, so the bounded search must find them all."""
     from kafka_mc.checker.control_z3 import bounded_check
 
-    system = ControllerModel(config)
     explicit = explore(system, keep_going=True)
-    bounded = bounded_check(system, 8, keep_going=True)
-    assert bounded.engine == "z3" and bounded.bounded_to == 8 and not bounded.complete
+    bounded = bounded_check(system, depth, keep_going=True)
+    assert bounded.engine == "z3" and bounded.bounded_to == depth and not bounded.complete
+    assert explicit.complete and all(len(t) <= depth for t in explicit.witness_traces.values())
     assert {v.invariant: len(v.trace) for v in bounded.violations} == \
         {v.invariant: len(v.trace) for v in explicit.violations}
     assert bounded.witnesses == explicit.witnesses
@@ -545,5 +559,7 @@ def test_cli_control_with_z3(capsys):
     code, out, _ = run(capsys, "control", "controller", "--engine", "z3", "--depth", "4", "--format", "json")
     view = json.loads(out)
     assert code == exitcodes.OK and view["bounded_to"] == 4 and view["violations"] == []
-    code, _, err = run(capsys, "control", "partition-fsm", "--engine", "z3")
-    assert code == exitcodes.BAD_INPUT and "the partition-fsm model has no Z3 encoding" in err
+    code, _, err = run(capsys, "control", "rebalance", "--engine", "z3")
+    assert code == exitcodes.BAD_INPUT and "the rebalance model has no Z3 encoding" in err
+    code, out, _ = run(capsys, "control", "partition-fsm", "--engine", "z3", "--delete-online", "--depth", "4")
+    assert code == exitcodes.VIOLATION and "OnlyLegalTransitions" in out
