@@ -16,10 +16,14 @@ from tabulate import tabulate
 
 from kafka_mc.checker.result import CheckResult, SystemTrace
 
+from .control_sequence import controller_sequence
 from .itf import FORMAT_DESCRIPTION, INIT, SortedSet
 from .reports import write_files
 from .text import tla_value
 from .views import result_view
+
+
+SEQUENCES = {"controller": controller_sequence}  # the models whose Markdown opens with a sequence diagram
 
 
 def control_values(trace: SystemTrace, state) -> dict[str, Any]:
@@ -77,7 +81,8 @@ def control_text(trace: SystemTrace, violated: str | None) -> str:
 
 
 def control_markdown(trace: SystemTrace, violated: str | None, title: str) -> str:
-    """A table of the steps: each variable's value after each action, changed values in bold."""
+    """A table of the steps: each variable's value after each action, changed values in bold; for
+    the controller model, a Mermaid sequence diagram of the messages first."""
     states = _labelled_states(trace)
     names = list(states[0][1])
     rows, before = [], None
@@ -90,7 +95,8 @@ def control_markdown(trace: SystemTrace, violated: str | None, title: str) -> st
     verdict = (f"Invariant {violated} is violated at step {len(states) - 1}." if violated is not None
                else "A behaviour of the model.")
     config = ", ".join(f"{key}={value}" for key, value in trace.config.to_dict().items())
-    return "\n".join([f"# {title}", "", f"Model `{trace.system.name}`, {config}. {verdict}", "",
+    diagram = SEQUENCES[trace.system.name](trace) + [""] if trace.system.name in SEQUENCES else []
+    return "\n".join([f"# {title}", "", f"Model `{trace.system.name}`, {config}. {verdict}", "", *diagram,
                       tabulate(rows, headers=["step", "action", *names], tablefmt="github"), ""])
 
 

@@ -169,9 +169,11 @@ def test_reports_show_every_state_and_mark_the_violation():
     assert text.startswith("Error: Invariant StaleControllerIgnored is violated.")
     assert "State 6: <BrokerHandleLeaderAndIsr(0, 1, 0)>\n\\* StaleControllerIgnored is violated" in text
     markdown = control_markdown(trace, "StaleControllerIgnored", "title")
-    header = markdown.splitlines()[4]
+    header = markdown[markdown.index("```\n\n") + 5:].splitlines()[0]
     assert [cell.strip() for cell in header.strip("|").split("|")][:3] == ["step", "action", "controllerZnode"]
-    assert len(markdown.splitlines()) == 6 + len(trace) + 1 and "**2**" in markdown
+    table = markdown[markdown.index("```\n\n") + 5:]
+    assert len(table.splitlines()) == 2 + len(trace) + 1 and "**2**" in table
+    assert "B0->>B0: LeaderAndIsr (controller epoch 1)\n    Note over B0: obeys it, going back from epoch 2" in markdown
     from xml.dom import minidom
 
     page = minidom.parseString(control_html(trace, "StaleControllerIgnored", "title"))  # XHTML-compatible
@@ -302,7 +304,8 @@ def test_cli_replays_a_control_scenario_with_reports(capsys, tmp_path):
     code, out, _ = run(capsys, "replay", str(_scenario_file(DEPOSED)), "--out", str(tmp_path))
     assert code == exitcodes.OK
     assert "Step 7: BrokerHandleLeaderAndIsr(2, 1, 0)" in out and "invariants broken: none" in out
-    assert (tmp_path / "controller-deposed.itf.json").is_file() and (tmp_path / "controller-deposed.md").is_file()
+    assert (tmp_path / "controller-deposed.itf.json").is_file()
+    assert "Note over B2: ignores it (has obeyed epoch 2)" in (tmp_path / "controller-deposed.md").read_text()
 
 
 def test_random_simulation_finds_the_unfenced_controller_and_repeats_with_its_seed():
