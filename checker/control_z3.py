@@ -386,8 +386,6 @@ def bounded_check(model, depth: int, *, keep_going: bool = False, max_seconds: f
     encoding = ENCODINGS[model.name](model)
     started = time.perf_counter()
     solver = z3.Solver()
-    if max_seconds is not None:
-        solver.set("timeout", max(1, int(max_seconds * 1000)))
     states, actions = [encoding.fresh("s0")], []
     solver.add(encoding.initial(states[0]))
     properties = model.properties
@@ -404,15 +402,26 @@ def bounded_check(model, depth: int, *, keep_going: bool = False, max_seconds: f
                 continue
             holds = (encoding.step_property(prop.name, states[-2], actions[-1], states[-1]) if prop.on_step
                      else encoding.state_property(prop.name, states[-1]))
+            if max_seconds is not None:
+                left = max_seconds - (time.perf_counter() - started)
+                if left <= 0:
+                    stopped_because = f"time budget of {max_seconds:g} s reached at depth {level}"
+                    break
+                solver.set("timeout", max(1, int(left * 1000)))
             solver.push()
             solver.add(z3.Not(holds) if prop.kind == ALWAYS else holds)
             answer = solver.check()
             if answer == z3.sat:
                 traces[prop.name] = _trace(encoding, solver.model(), states, actions)
+            reason = solver.reason_unknown() if answer == z3.unknown else ""
             solver.pop()
             if answer == z3.unknown:
-                stopped_because = f"Z3 answered unknown at depth {level} ({solver.reason_unknown()})"
+                stopped_because = (f"time budget of {max_seconds:g} s reached at depth {level}"
+                                   if reason in ("timeout", "canceled") and max_seconds is not None
+                                   else f"Z3 answered unknown at depth {level} ({reason})")
                 break
+        if stopped_because:
+            break  # out of time or unknown: this depth was not searched to the end
         reached = level
         if not stopped_because and level < depth:
             stopped_because = stop_reason(traces, invariants, len(properties), keep_going, Budget(), 0, 0.0)

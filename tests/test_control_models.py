@@ -566,3 +566,12 @@ def test_cli_control_with_z3(capsys):
     assert code == exitcodes.BAD_INPUT and "the rebalance model has no Z3 encoding" in err
     code, out, _ = run(capsys, "control", "partition-fsm", "--engine", "z3", "--delete-online", "--depth", "4")
     assert code == exitcodes.VIOLATION and "OnlyLegalTransitions" in out
+
+
+def test_z3_out_of_time_says_so_and_claims_only_the_depths_searched():
+    from kafka_mc.checker.control_z3 import bounded_check
+
+    result = bounded_check(ControllerModel(ControllerConfig()), 40, max_seconds=1.0)
+    assert result.stopped_because.startswith("time budget of 1 s reached at depth ")
+    searched_to = int(result.stopped_because.rsplit(" ", 1)[1]) - 1
+    assert result.stats.depth == searched_to < 40 and not result.violations
