@@ -51,7 +51,8 @@ _ACKS_ALL = {"all": "TRUE", "1": "FALSE"}
 
 _STATS = re.compile(r"([\d,]+) states generated, ([\d,]+) distinct states found, ([\d,]+) states left on queue")
 _DEPTH = re.compile(r"The depth of the complete state graph search is ([\d,]+)")
-_VIOLATED = re.compile(r"^Error: Invariant (\w+) is violated( by the initial state)?", re.MULTILINE)
+_VIOLATED = re.compile(r"^Error: (?:Invariant|Action property) (\w+) is violated( by the initial state)?",
+                       re.MULTILINE)
 _TRACE_STATE = re.compile(r"^State (\d+):", re.MULTILINE)
 _COMPLETED = "Model checking completed"
 
@@ -161,14 +162,23 @@ def run_tlc(config: Config, workers: int = 1, timeout: float = 300.0) -> TlcResu
     """
     module = tla_module_for(config.protocol)
     tlc_config_text(config)  # a ValueError for what the twin does not cover, before any run
+    return run_until_clean(module, (*SHARED_MODULES, module), INVARIANT_NAMES,
+                           lambda pending: tlc_config_text(config, pending), workers, timeout)
+
+
+def run_until_clean(module: str, modules: tuple[str, ...], properties: tuple[str, ...], config_text,
+                    workers: int = 1, timeout: float = 300.0) -> TlcResult:
+    """TLC on `module` (its `modules` copied from model/tla), once per violated property and once
+    more: each run checks the properties not yet violated (`config_text(pending)` is its .cfg)
+    and stops at its first violation; the last run violates nothing and gives the counts."""
     command_head = [find_java(), "-XX:+UseParallelGC"]
     jar = find_tla2tools()
     started = time.perf_counter()
-    pending = list(INVARIANT_NAMES)
+    pending = list(properties)
     violations: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="kafka-mc-tlc-") as directory:
         folder = Path(directory)
-        for name in (*SHARED_MODULES, module):
+        for name in modules:
             shutil.copyfile(TLA_DIR / f"{name}.tla", folder / f"{name}.tla")
         command = command_head + [
             f"-Djava.io.tmpdir={folder}",  # TLC unpacks its standard modules there
@@ -179,8 +189,8 @@ def run_tlc(config: Config, workers: int = 1, timeout: float = 300.0) -> TlcResu
             "-config", f"{module}.cfg",
             module,
         ]
-        for runs in range(1, len(INVARIANT_NAMES) + 2):
-            (folder / f"{module}.cfg").write_text(tlc_config_text(config, tuple(pending)))
+        for runs in range(1, len(properties) + 2):
+            (folder / f"{module}.cfg").write_text(config_text(tuple(pending)))
             output = _run(command, folder, timeout - (time.perf_counter() - started))
             found = parse_violation(output)
             if found is None:

@@ -575,3 +575,18 @@ def test_z3_out_of_time_says_so_and_claims_only_the_depths_searched():
     assert result.stopped_because.startswith("time budget of 1 s reached at depth ")
     searched_to = int(result.stopped_because.rsplit(" ", 1)[1]) - 1
     assert result.stats.depth == searched_to < 40 and not result.violations
+
+
+@pytest.mark.parametrize("config", [ControllerConfig(), ControllerConfig(fence_epochs=False),
+                                    ControllerConfig(atomic_epoch=False)], ids=str)
+def test_tlc_on_the_controller_twin_agrees_with_kafka_mc(config):
+    """model/tla/KafkaController.tla under TLC: the same distinct states, states generated and
+    depth (TLC counts states, kafka-mc steps), and the same shortest violations."""
+    from kafka_mc.checker.tlc_control import run_controller_tlc
+
+    tlc = run_controller_tlc(config)
+    ours = explore(ControllerModel(config), keep_going=True)
+    assert (tlc.distinct_states, tlc.states_generated, tlc.depth - 1) == \
+        (ours.stats.distinct_states, ours.stats.states_generated, ours.stats.depth)
+    assert {name: tlc.shortest_actions(name) for name in tlc.violations} == \
+        {v.invariant: len(v.trace) for v in ours.violations}
