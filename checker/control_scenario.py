@@ -108,8 +108,7 @@ def replay_control(scenario: ControlScenario):
     result = Replay(scenario)
     before = None
     for number, (action, state) in enumerate(scenario.trace.steps()):
-        broken = tuple(p.name for p in system.properties
-                       if p.kind == ALWAYS and (before is not None or not p.on_step) and not p.check(before, action, state))
+        broken = tuple(p.name for p in system.properties if p.kind == ALWAYS and not p.check(before, action, state))
         values = plain_values(scenario.trace, state)
         mismatches = tuple(f"{name} is {_at(values, name)!r}, expected {expected!r}"
                            for after, checkpoint in scenario.checkpoints if after == number

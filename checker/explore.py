@@ -70,16 +70,18 @@ def explore(system: TransitionSystem, *, keep_going: bool = False, budget: Budge
         depth += 1 if frontier else 0
         if progress:
             progress(Progress(depth, generated, len(parents), len(frontier), time.perf_counter() - started))
-    traces = {name: trace_to(system, parents, state, action) for name, (state, action) in found.items()}
+    traces = {name: trace_to(system, parents.__getitem__, state, action) for name, (state, action) in found.items()}
     return search_result(ENGINE, system.config, properties, traces, not frontier and not stopped_because,
                          Stats(len(parents), generated, depth, time.perf_counter() - started), stopped_because)
 
 
-def trace_to(system: TransitionSystem, parents: dict, state: Hashable, last_action=None) -> SystemTrace:
-    """The path to `state` through `parents`, then `last_action` if given."""
+def trace_to(system: TransitionSystem, link_of: Callable[[Hashable], tuple], state: Hashable,
+             last_action=None) -> SystemTrace:
+    """The path to `state` by its parent links (`link_of(state)`: the parent and the action from
+    it, or None and the initial index), then `last_action` if given."""
     actions = [] if last_action is None else [last_action]
-    parent, link = parents[state]
+    parent, link = link_of(state)
     while parent is not None:
         actions.append(link)
-        parent, link = parents[parent]
+        parent, link = link_of(parent)
     return SystemTrace(system, link, tuple(reversed(actions)))

@@ -79,22 +79,21 @@ class Recoverability:
 
 
 def check_recoverability(config: Config, graph: nx.DiGraph) -> Recoverability:
-    stuck = _cannot_reach(graph, live_replicas_agree)
-    example = None
-    if stuck:
-        initial, actions = _shortest_path_to(graph, stuck)
-        example = Trace(config, initial, actions)
-    return Recoverability(RECOVERABILITY, graph.number_of_nodes(), len(stuck), example)
+    return _recoverability(RECOVERABILITY, graph, live_replicas_agree,
+                           lambda initial, actions: Trace(config, initial, actions))
 
 
 def check_goal(system, graph: nx.DiGraph) -> Recoverability:
     """AG EF of a control-plane model's goal: from every reachable state the goal is reachable."""
-    stuck = _cannot_reach(graph, system.goal.holds)
-    example = None
-    if stuck:
-        initial, actions = _shortest_path_to(graph, stuck)
-        example = SystemTrace(system, initial, actions)
-    return Recoverability(system.goal.name, graph.number_of_nodes(), len(stuck), example)
+    return _recoverability(system.goal.name, graph, system.goal.holds,
+                           lambda initial, actions: SystemTrace(system, initial, actions))
+
+
+def _recoverability(name: str, graph: nx.DiGraph, good: Callable, trace: Callable) -> Recoverability:
+    """AG EF `good` on `graph`, with `trace(initial, actions)` of a shortest path to a stuck state."""
+    stuck = _cannot_reach(graph, good)
+    return Recoverability(name, graph.number_of_nodes(), len(stuck),
+                          trace(*_shortest_path_to(graph, stuck)) if stuck else None)
 
 
 def _cannot_reach(graph: nx.DiGraph, good: Callable) -> set:

@@ -57,7 +57,6 @@ class Trace(_Steps):
         return states
 
 
-
 @dataclass(frozen=True)
 class Violation:
     invariant: str
@@ -130,4 +129,3 @@ class SystemTrace(_Steps):
                 raise ReplayError(number, action, "not enabled in the state before it")
             states.append(following)
         return states
-

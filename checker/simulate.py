@@ -153,13 +153,17 @@ class _Walker:
         self.initial_states = self.model.initial_states()
         self.slots = [(Action(name, replica), self.model.transitions[name], replica)
                       for name in self.model.action_names for replica in range(config.replicas)]
+        self._track(properties, keep_going)
+
+    def _track(self, properties: tuple, keep_going: bool) -> None:
+        """The properties still to look for, by kind, and nothing found yet."""
         self.keep_going = keep_going
         self.state_invariants = [p for p in properties if p.kind == ALWAYS and not p.on_step]
         self.step_invariants = [p for p in properties if p.kind == ALWAYS and p.on_step]
         self.witnesses = [p for p in properties if p.kind != ALWAYS]
         self.violations: dict[str, Trace] = {}
         self.reached: dict[str, Trace] = {}
-        self.seen: set[int] = set()
+        self.seen: set = set()
         self.states = self.steps = self.longest = 0
 
     def walk(self, rng: random.Random, depth: int, deadline: float | None) -> bool:
@@ -233,14 +237,9 @@ class _SystemWalker(_Walker):
     key = staticmethod(lambda state: state)
 
     def __init__(self, system, keep_going: bool):
-        self.system, self.config, self.keep_going = system, system.config, keep_going
+        self.system, self.config = system, system.config
         self.initial_states = system.initial_states()
-        properties = system.properties
-        self.state_invariants = [p for p in properties if p.kind == ALWAYS and not p.on_step]
-        self.step_invariants = [p for p in properties if p.kind == ALWAYS and p.on_step]
-        self.witnesses = [p for p in properties if p.kind != ALWAYS]
-        self.violations, self.reached, self.seen = {}, {}, set()
-        self.states = self.steps = self.longest = 0
+        self._track(system.properties, keep_going)
 
     def walk(self, rng: random.Random, depth: int, deadline: float | None) -> bool:
         initial = rng.randrange(len(self.initial_states))

@@ -23,7 +23,8 @@ from typing import Callable
 from kafka_mc.control.system import ALWAYS
 
 from .bfs import Budget, Progress, search_result, stop_reason
-from .result import CheckResult, Stats, SystemTrace
+from .explore import trace_to
+from .result import CheckResult, Stats
 from .shipping import ship
 
 ENGINE = "spark"
@@ -71,7 +72,8 @@ def spark_explore(system, *, master: str = "local[*]", partitions: int | None = 
         frontier, distinct, depth = new, distinct + fresh, depth + 1
         if progress:
             progress(Progress(depth, generated, distinct, fresh, time.perf_counter() - started))
-    traces = {name: _trace(system, visited, state, action) for name, (state, action) in found.items()}
+    traces = {name: trace_to(system, lambda key: visited.lookup(key)[0], state, action)
+              for name, (state, action) in found.items()}
     return search_result(ENGINE, system.config, properties, traces, frontier is None and not stopped_because,
                          Stats(distinct, generated, depth, time.perf_counter() - started), stopped_because)
 
@@ -115,13 +117,3 @@ def _first_of_each(findings, properties) -> dict:
     """Property name -> one finding (the least, so runs agree), collected to the driver. Keys are
     property indices on the cluster: Spark hashes strings only with PYTHONHASHSEED fixed."""
     return {properties[index].name: where for index, where in findings.reduceByKey(_least).collect()}
-
-
-def _trace(system, visited, state, last_action) -> SystemTrace:
-    """The path to `state` through the parent links of `visited`, then `last_action` if given."""
-    actions = [] if last_action is None else [last_action]
-    parent, link = visited.lookup(state)[0]
-    while parent is not None:
-        actions.append(link)
-        parent, link = visited.lookup(parent)[0]
-    return SystemTrace(system, link, tuple(reversed(actions)))

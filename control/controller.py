@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Iterator, NamedTuple
 
 from .system import (ALWAYS, SOMETIMES, ControlAction, ControlProperty, Goal, ModelConfig, bit_members,
-                     check_bool, check_int)
+                     check_bool, check_int, put)
 
 NONE = -1
 SOURCE = "seed 001: controller election through the ephemeral /controller znode, controller epoch"
@@ -84,13 +84,13 @@ class ControllerModel:
                            _start_acting(state._replace(holder=b), b, state.zk_epoch + 1))
                 else:
                     yield (ControlAction("BrokerCreatesControllerZnode", (b,)),
-                           state._replace(holder=b, reading=_put(state.reading, b, state.zk_epoch + 1)))
+                           state._replace(holder=b, reading=put(state.reading, b, state.zk_epoch + 1)))
         for b in self.brokers:
             if state.reading[b]:
                 yield ControlAction("ControllerWritesEpoch", (b,)), _start_acting(state, b, state.reading[b])
         for b in self.brokers:
             if state.acting[b] and state.holder != b:
-                yield ControlAction("ControllerResign", (b,)), state._replace(acting=_put(state.acting, b, 0))
+                yield ControlAction("ControllerResign", (b,)), state._replace(acting=put(state.acting, b, 0))
         for b in self.brokers:
             for target in self.brokers:
                 request = (state.acting[b], b, target)
@@ -101,7 +101,7 @@ class ControllerModel:
             epoch, sender, target = request
             rest = tuple(r for r in state.in_flight if r != request)
             stale = epoch < state.obeyed[target]
-            obeyed = state.obeyed if stale and self.config.fence_epochs else _put(state.obeyed, target, epoch)
+            obeyed = state.obeyed if stale and self.config.fence_epochs else put(state.obeyed, target, epoch)
             yield (ControlAction("BrokerHandleLeaderAndIsr", (target, epoch, sender)),
                    state._replace(in_flight=rest, obeyed=obeyed))
         for b in self.brokers:
@@ -126,15 +126,12 @@ class ControllerModel:
         }
 
 
-def _put(values: tuple, index: int, value: int) -> tuple:
-    return values[:index] + (value,) + values[index + 1:]
-
 
 def _start_acting(state: ControllerState, broker: int, epoch: int) -> ControllerState:
     """`broker` holds /controller_epoch = `epoch` and sends every broker a LeaderAndIsr in it."""
     requests = {*state.in_flight, *((epoch, broker, target) for target in range(len(state.acting)))}
-    return state._replace(zk_epoch=epoch, acting=_put(state.acting, broker, epoch),
-                          reading=_put(state.reading, broker, 0), in_flight=tuple(sorted(requests)))
+    return state._replace(zk_epoch=epoch, acting=put(state.acting, broker, epoch),
+                          reading=put(state.reading, broker, 0), in_flight=tuple(sorted(requests)))
 
 
 def one_controller_per_epoch(state: ControllerState) -> bool:

@@ -27,7 +27,7 @@ from typing import Iterator, NamedTuple
 
 from .assignment import assign_replicas
 from .system import (ALWAYS, SOMETIMES, ControlAction, ControlProperty, Goal, ModelConfig, bit_members,
-                     check_bool, check_int)
+                     check_bool, check_int, put)
 
 NON_EXISTENT, NEW, ONLINE, OFFLINE = range(4)
 STATE_NAMES = ("NonExistentPartition", "NewPartition", "OnlinePartition", "OfflinePartition")
@@ -109,19 +109,19 @@ class PartitionFsmModel:
             if (state.states[p] == ONLINE and not state.deleting and state.leaders[p] != preferred
                     and state.live >> preferred & 1 and state.isr[p] >> preferred & 1):
                 yield ControlAction("PreferredReplicaElection", (p,)), state._replace(
-                    leaders=_put(state.leaders, p, preferred))
+                    leaders=put(state.leaders, p, preferred))
         for p in self.partitions:
             for b in self.assignment[p]:
                 if state.states[p] == ONLINE and state.live >> b & 1 and not state.isr[p] >> b & 1:
                     yield ControlAction("FollowerJoinsIsr", (p, b)), state._replace(
-                        isr=_put(state.isr, p, state.isr[p] | 1 << b))
+                        isr=put(state.isr, p, state.isr[p] | 1 << b))
         if not state.deleting and any(s != NON_EXISTENT for s in state.states):
             yield ControlAction("DeleteTopic"), self._start_deletion(state)
         for p in self.partitions:
             if state.deleting and state.states[p] == OFFLINE:
-                states = _put(state.states, p, NON_EXISTENT)
+                states = put(state.states, p, NON_EXISTENT)
                 yield ControlAction("TopicDeletionCompletes", (p,)), state._replace(
-                    states=states, isr=_put(state.isr, p, 0), deleting=any(s != NON_EXISTENT for s in states))
+                    states=states, isr=put(state.isr, p, 0), deleting=any(s != NON_EXISTENT for s in states))
 
     def _elect(self, state: PartitionFsmState, p: int) -> PartitionFsmState | None:
         """New or Offline -> Online, when the partition has a leader to elect and is not being deleted."""
@@ -137,8 +137,8 @@ class PartitionFsmModel:
         if not isr:
             return None
         leader = next(b for b in self.assignment[p] if isr >> b & 1)
-        return state._replace(states=_put(state.states, p, ONLINE), leaders=_put(state.leaders, p, leader),
-                              isr=_put(state.isr, p, isr))
+        return state._replace(states=put(state.states, p, ONLINE), leaders=put(state.leaders, p, leader),
+                              isr=put(state.isr, p, isr))
 
     def _fail(self, state: PartitionFsmState, broker: int) -> PartitionFsmState:
         """The broker goes down: partitions it led go Offline; it leaves every ISR it is not the last of."""
@@ -171,9 +171,6 @@ class PartitionFsmModel:
             "failures": state.failures,
         }
 
-
-def _put(values: tuple, index: int, value: int) -> tuple:
-    return values[:index] + (value,) + values[index + 1:]
 
 
 def only_legal_transitions(before: PartitionFsmState, action: ControlAction, after: PartitionFsmState) -> bool:

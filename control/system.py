@@ -16,7 +16,7 @@ from typing import Any, Callable, Hashable, Iterator, NamedTuple, Protocol
 from kafka_mc.model.config import ConfigError, check_bool, check_int
 
 __all__ = ["ALWAYS", "SOMETIMES", "ConfigError", "ControlAction", "ControlProperty", "Goal", "TransitionSystem",
-           "ModelConfig", "bit_members", "check_bool", "check_int", "next_state", "parse_control_action"]
+           "ModelConfig", "bit_members", "check_bool", "check_int", "next_state", "parse_control_action", "put"]
 
 ALWAYS, SOMETIMES = "always", "sometimes"
 
@@ -44,8 +44,10 @@ class ControlProperty:
     on_step: bool = False
 
     def check(self, before: Hashable | None, action: ControlAction | None, after: Hashable) -> bool:
+        """Whether it holds in `after` (or the step to it); with no step before, a step invariant
+        holds and a step witness does not."""
         if self.on_step:
-            return before is not None and self.holds(before, action, after)
+            return self.holds(before, action, after) if before is not None else self.kind == ALWAYS
         return self.holds(after)
 
 
@@ -83,6 +85,11 @@ class TransitionSystem(Protocol):
 def next_state(system: TransitionSystem, state: Hashable, action: ControlAction) -> Hashable | None:
     """The state `action` leads to from `state`, or None when it is not enabled there."""
     return next((following for taken, following in system.successors(state) if taken == action), None)
+
+
+def put(values: tuple, index: int, value) -> tuple:
+    """`values` with the one at `index` replaced by `value`."""
+    return values[:index] + (value,) + values[index + 1:]
 
 
 def bit_members(mask: int) -> list[int]:

@@ -19,7 +19,7 @@ from kafka_mc.checker.result import CheckResult, SystemTrace
 from .control_sequence import controller_sequence
 from .itf import FORMAT_DESCRIPTION, INIT, SortedSet
 from .reports import write_files
-from .text import tla_value
+from .text import conjunct, tla_value
 from .views import result_view
 
 
@@ -73,30 +73,38 @@ def control_text(trace: SystemTrace, violated: str | None) -> str:
         lines.append(f"State {number + 1}: <{'Initial predicate' if label == INIT else label}>")
         if violated is not None and number == len(states) - 1:
             lines.append(f"\\* {violated} is violated in this state")
-        for name in sorted(values):
-            prefix = f"/\\ {name} = "
-            lines.append(prefix + tla_value(values[name], " " * (len(prefix) + 2)))
+        lines += [conjunct(name, values[name]) for name in sorted(values)]
         lines.append("")
     return "\n".join(lines)
+
+
+def _changed_rows(states: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any], set[str]]]:
+    """Each step's label, variables and the names of those that changed since the step before."""
+    previous = [None, *(values for _, values in states)]
+    return [(label, values, set() if before is None else {name for name in values if values[name] != before[name]})
+            for (label, values), before in zip(states, previous)]
+
+
+def _verdict(violated: str | None, states: list) -> str:
+    return (f"Invariant {violated} is violated at step {len(states) - 1}." if violated is not None
+            else "A behaviour of the model.")
 
 
 def control_markdown(trace: SystemTrace, violated: str | None, title: str) -> str:
     """A table of the steps: each variable's value after each action, changed values in bold; for
     the controller model, a Mermaid sequence diagram of the messages first."""
+    from .summary import config_text
+
     states = _labelled_states(trace)
     names = list(states[0][1])
-    rows, before = [], None
-    for number, (label, values) in enumerate(states):
+    rows = []
+    for number, (label, values, changed) in enumerate(_changed_rows(states)):
         cells = [tla_value(values[name]).replace("\n", " ") for name in names]
-        if before is not None:
-            cells = [f"**{cell}**" if values[name] != before[name] else cell for name, cell in zip(names, cells)]
+        cells = [f"**{cell}**" if name in changed else cell for name, cell in zip(names, cells)]
         rows.append([number, label.replace("|", "\\|"), *(cell.replace("|", "\\|") for cell in cells)])
-        before = values
-    verdict = (f"Invariant {violated} is violated at step {len(states) - 1}." if violated is not None
-               else "A behaviour of the model.")
-    config = ", ".join(f"{key}={value}" for key, value in trace.config.to_dict().items())
     diagram = SEQUENCES[trace.system.name](trace) + [""] if trace.system.name in SEQUENCES else []
-    return "\n".join([f"# {title}", "", f"Model `{trace.system.name}`, {config}. {verdict}", "", *diagram,
+    return "\n".join([f"# {title}", "", f"Model `{trace.system.name}`, {config_text(trace.config)}. "
+                      f"{_verdict(violated, states)}", "", *diagram,
                       tabulate(rows, headers=["step", "action", *names], tablefmt="github"), ""])
 
 
@@ -118,16 +126,13 @@ def control_html(trace: SystemTrace, violated: str | None, title: str) -> str:
 
     states = _labelled_states(trace)
     names = list(states[0][1])
-    rows, before = [], None
-    for number, (label, values) in enumerate(states):
-        cells = "".join(
-            f'<td class="value{" changed" if before is not None and values[name] != before[name] else ""}">'
-            f"{escape(tla_value(values[name]))}</td>" for name in names)
+    rows = []
+    for number, (label, values, changed) in enumerate(_changed_rows(states)):
+        cells = "".join(f'<td class="value{" changed" if name in changed else ""}">'
+                        f"{escape(tla_value(values[name]))}</td>" for name in names)
         marked = ' class="violated"' if violated is not None and number == len(states) - 1 else ""
         rows.append(f'<tr id="step-{number}"{marked}><td>{number}</td><td>{escape(label)}</td>{cells}</tr>')
-        before = values
-    verdict = (f"Invariant {violated} is violated at step {len(states) - 1}." if violated is not None
-               else "A behaviour of the model.")
+    verdict = _verdict(violated, states)
     header = "".join(f"<th>{escape(name)}</th>" for name in ["step", "action", *names])
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8"/>', f"<title>{escape(title)}</title>",

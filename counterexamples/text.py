@@ -24,12 +24,13 @@ def trace_text(trace: Trace, invariant: str | None) -> str:
         if step.number == breaking:
             lines.append(f"\\* {invariant} is violated in this state")
         values = state_values(step.state)
-        lines += [_conjunct(name, values[name]) for name in sorted(values)]
+        lines += [conjunct(name, values[name]) for name in sorted(values)]
         lines.append("")
     return "\n".join(lines)
 
 
-def _conjunct(name: str, value: Any) -> str:
+def conjunct(name: str, value: Any) -> str:
+    """`/\\ name = value`, a function's pairs on lines of their own under the value."""
     prefix = f"/\\ {name} = "
     return prefix + tla_value(value, " " * (len(prefix) + 2))
 

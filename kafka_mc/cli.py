@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from contextlib import contextmanager
-from functools import partial
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -163,13 +162,9 @@ def check_command(
         config = Config(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **counts)
     failures = _number("--controller-failures", controller_failures)
     if failures:
-        search = None
-        if engine is Engine.spark:
-            from kafka_mc.checker.spark_systems import spark_explore
-            from kafka_mc.cli_spark import spark_master_url
+        from kafka_mc.cli_spark import spark_system_search
 
-            search = partial(spark_explore, master=spark_master_url(spark_master),
-                             partitions=_number("--spark-partitions", spark_partitions, positive=True))
+        search = spark_system_search(spark_master, spark_partitions) if engine is Engine.spark else None
         _check_with_controller_failures(
             config, failures, keep_going=keep_going, budget=budget, quiet=quiet, output_format=output_format,
             out=out, recoverability=recoverability, search=search,

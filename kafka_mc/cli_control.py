@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from functools import partial
 from pathlib import Path
 from typing import Optional
 
@@ -36,7 +35,6 @@ ENGINE_FLAGS = {  # the engine options each engine takes
     "simulate": ("--runs", "--depth", "--seed"),
     "z3": ("--depth",),
 }
-Z3_MODELS = ("controller", "partition-fsm")  # the models with a Z3 encoding
 DEFAULT_Z3_DEPTH = 12
 DEFAULT_RUNS, DEFAULT_DEPTH = 1000, 50
 
@@ -92,18 +90,18 @@ def control_command(
         raise Exit(exitcodes.BAD_INPUT, f"--format {output_format!r} is not allowed; allowed: text, json")
     if engine not in ENGINES:
         raise Exit(exitcodes.BAD_INPUT, f"--engine {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
-    given = [flag for flag, value in (("--runs", runs), ("--depth", depth), ("--seed", seed),
+    engine_options = [flag for flag, value in (("--runs", runs), ("--depth", depth), ("--seed", seed),
                                       ("--spark-master", spark_master), ("--spark-partitions", spark_partitions),
                                       ("--max-states", max_states), ("--no-goal", no_goal or None))
              if value is not None]
-    misplaced = [flag for flag in given if flag not in ENGINE_FLAGS[engine]]
+    misplaced = [flag for flag in engine_options if flag not in ENGINE_FLAGS[engine]]
     if misplaced:
         raise Exit(exitcodes.BAD_INPUT, f"{', '.join(misplaced)}: not with --engine {engine}")
     system_class, config_class = MODELS[model]
-    given = {"brokers": brokers, "expirations": expirations, "partitions": partitions,
+    numbers = {"brokers": brokers, "expirations": expirations, "partitions": partitions,
              "replication_factor": replication_factor, "failures": failures, "creations": creations,
              "imbalance_percentage": imbalance_percentage}
-    settings = {name: _number(_flag(name), text) for name, text in given.items() if text is not None}
+    settings = {name: _number(_flag(name), text) for name, text in numbers.items() if text is not None}
     switches = {"fence_epochs": (no_fencing, False), "atomic_epoch": (non_atomic_epoch, False),
                 "unclean": (unclean, True), "delete_online": (delete_online, True)}
     settings |= {name: value for name, (flag_given, value) in switches.items() if flag_given}
@@ -123,12 +121,9 @@ def control_command(
         _simulate(system, runs, depth, seed, keep_going, budget.max_seconds, quiet, output_format == "json", out)
     search = None
     if engine == "spark":
-        from kafka_mc.checker.spark_systems import spark_explore
-        from kafka_mc.cli_spark import spark_master_url
+        from kafka_mc.cli_spark import spark_system_search
 
-        master = spark_master_url(spark_master)
-        width = _number("--spark-partitions", spark_partitions, positive=True)
-        search = partial(spark_explore, master=master, partitions=width)
+        search = spark_system_search(spark_master, spark_partitions)
     run_system(system, keep_going=keep_going, budget=budget, goal=not no_goal, quiet=quiet,
                as_json=output_format == "json", out=out, search=search)
 
@@ -181,12 +176,12 @@ def _simulate(system, runs, depth, seed, keep_going, max_seconds, quiet, as_json
 def _bounded(system, model: str, depth: Optional[str], keep_going: bool, max_seconds: Optional[float],
              as_json: bool, out: Optional[Path]) -> None:
     """Bounded model checking with Z3 to `depth`, reported as `check --engine z3` reports; exits."""
-    from kafka_mc.checker.control_z3 import bounded_check
+    from kafka_mc.checker.control_z3 import ENCODINGS, bounded_check
     from kafka_mc.cli import Exit, _number, _verdict_code
 
-    if model not in Z3_MODELS:
+    if model not in ENCODINGS:
         raise Exit(exitcodes.BAD_INPUT, f"--engine z3: the {model} model has no Z3 encoding; models with one: "
-                                        + ", ".join(Z3_MODELS))
+                                        + ", ".join(ENCODINGS))
     bound = _number("--depth", depth if depth is not None else str(DEFAULT_Z3_DEPTH))
     if bound < 0:
         raise Exit(exitcodes.BAD_INPUT, f"--depth must be 0 or more, not {depth}")

@@ -45,6 +45,17 @@ def spark_master_url(spark_master: Optional[str]) -> str:
     return master
 
 
+def spark_system_search(spark_master: Optional[str], spark_partitions: Optional[str]):
+    """The control-plane models' search on the Spark master the options name (`checker.spark_systems`)."""
+    from functools import partial
+
+    from kafka_mc.checker.spark_systems import spark_explore
+    from kafka_mc.cli import _number
+
+    return partial(spark_explore, master=spark_master_url(spark_master),
+                   partitions=_number("--spark-partitions", spark_partitions, positive=True))
+
+
 def run_spark(config: Config, *, keep_going: bool, symmetry: bool, budget: Budget, quiet: bool,
               spark_master: Optional[str], spark_partitions: Optional[str], checkpoint_dir: Optional[Path],
               resume: Optional[Path], unusable: dict[str, bool], output_format, out: Optional[Path]) -> None:
