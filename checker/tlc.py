@@ -1,8 +1,8 @@
 """TLC on the TLA+ twin of the replication model (model/tla), to cross-check the BFS engine.
 
 `model/tla/KafkaReplication.tla` mirrors `model/replication.py` value for value,
-`KafkaProtocols.tla` holds the operators the protocols are made of, and one module per protocol
-(`MODULES`) mirrors `model/protocols.py`, so TLC and
+`KafkaProtocols.tla` holds the operators the protocols are made of, and each variant's module is
+generated from its declaration in `model/protocols.py` (`checker/tla_modules.py`), so TLC and
 `check(config, keep_going=True)` must agree on the number of distinct states, on the
 set of violated invariants and on the length of each invariant's shortest violation.
 
@@ -33,16 +33,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka_mc import model
-from kafka_mc.model import Config
+from kafka_mc.model import PROTOCOLS, Config
 from kafka_mc.model.state import replica_name
 from kafka_mc.properties import INVARIANTS
 
-TLA_DIR = Path(model.__file__).resolve().parent / "tla"
+from .tla_modules import TLA_DIR, module_name, variant_module
+
 BASE_MODULE = "KafkaReplication"
 SHARED_MODULES = (BASE_MODULE, "KafkaProtocols")
-MODULES = {"hw": "KafkaHw", "leader-epoch": "KafkaLeaderEpoch", "kip-279": "KafkaKip279", "kip-320": "KafkaKip320",
-           "diverging-epoch": "KafkaDivergingEpoch", "kafka-13141": "KafkaKafka13141"}
 INVARIANT_NAMES: tuple[str, ...] = tuple(p.name for p in INVARIANTS if not p.on_step)
 
 # The Config fields the twin maps to TLA+ constants; any other field must keep its default.
@@ -88,10 +86,22 @@ class TlcResult:
 
 
 def tla_module_for(protocol: str) -> str:
-    """The TLA+ module of a truncation protocol's twin."""
-    if protocol not in MODULES:
-        raise ValueError(f"protocol {protocol!r} has no TLA+ twin; twins exist for: {', '.join(MODULES)}")
-    return MODULES[protocol]
+    """The name of the TLA+ module of a protocol variant's twin."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol {protocol!r} is unknown; allowed: {', '.join(PROTOCOLS)}")
+    return module_name(PROTOCOLS[protocol])
+
+
+def shared_module_texts() -> dict[str, str]:
+    """The base and operator modules every variant module instantiates, by module name."""
+    return {name: (TLA_DIR / f"{name}.tla").read_text(encoding="utf-8") for name in SHARED_MODULES}
+
+
+def module_texts(config: Config) -> dict[str, str]:
+    """Every module the twin of `config` needs, by module name: the shared ones and the variant's,
+    generated from its declaration."""
+    protocol = PROTOCOLS[config.protocol]
+    return {**shared_module_texts(), module_name(protocol): variant_module(protocol)}
 
 
 def tlc_config_text(config: Config, invariants: tuple[str, ...] = INVARIANT_NAMES) -> str:
@@ -128,7 +138,7 @@ def tlc_config_text(config: Config, invariants: tuple[str, ...] = INVARIANT_NAME
 def spec_files(config: Config) -> dict[str, str]:
     """The twin's modules and the .cfg of `config`, by file name, ready for `java tlc2.TLC`."""
     module = tla_module_for(config.protocol)
-    files = {f"{name}.tla": (TLA_DIR / f"{name}.tla").read_text(encoding="utf-8") for name in (*SHARED_MODULES, module)}
+    files = {f"{name}.tla": text for name, text in module_texts(config).items()}
     files[f"{module}.cfg"] = tlc_config_text(config)
     return files
 
@@ -162,13 +172,13 @@ def run_tlc(config: Config, workers: int = 1, timeout: float = 300.0) -> TlcResu
     """
     module = tla_module_for(config.protocol)
     tlc_config_text(config)  # a ValueError for what the twin does not cover, before any run
-    return run_until_clean(module, (*SHARED_MODULES, module), INVARIANT_NAMES,
+    return run_until_clean(module, module_texts(config), INVARIANT_NAMES,
                            lambda pending: tlc_config_text(config, pending), workers, timeout)
 
 
-def run_until_clean(module: str, modules: tuple[str, ...], properties: tuple[str, ...], config_text,
+def run_until_clean(module: str, modules: dict[str, str], properties: tuple[str, ...], config_text,
                     workers: int = 1, timeout: float = 300.0) -> TlcResult:
-    """TLC on `module` (its `modules` copied from model/tla), once per violated property and once
+    """TLC on `module` (`modules`: the text of each module it needs, by name), once per violated property and once
     more: each run checks the properties not yet violated (`config_text(pending)` is its .cfg)
     and stops at its first violation; the last run violates nothing and gives the counts."""
     command_head = [find_java(), "-XX:+UseParallelGC"]
@@ -178,8 +188,8 @@ def run_until_clean(module: str, modules: tuple[str, ...], properties: tuple[str
     violations: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="kafka-mc-tlc-") as directory:
         folder = Path(directory)
-        for name in modules:
-            shutil.copyfile(TLA_DIR / f"{name}.tla", folder / f"{name}.tla")
+        for name, text in modules.items():
+            (folder / f"{name}.tla").write_text(text, encoding="utf-8")
         command = command_head + [
             f"-Djava.io.tmpdir={folder}",  # TLC unpacks its standard modules there
             "-cp", str(jar), "tlc2.TLC",

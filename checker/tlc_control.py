@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from kafka_mc.control.controller import ControllerConfig
 
-from .tlc import TlcResult, run_until_clean
+from .tlc import TLA_DIR, TlcResult, run_until_clean
 
 MODULE = "KafkaController"
 INVARIANTS = ("OneControllerPerEpoch",)
@@ -27,5 +27,5 @@ def controller_config_text(config: ControllerConfig, pending: tuple[str, ...]) -
 
 def run_controller_tlc(config: ControllerConfig, timeout: float = 300.0) -> TlcResult:
     """TLC's state counts and shortest violations for the controller model's `config`."""
-    return run_until_clean(MODULE, (MODULE,), (*INVARIANTS, *ACTION_PROPERTIES),
+    return run_until_clean(MODULE, {MODULE: (TLA_DIR / f"{MODULE}.tla").read_text(encoding="utf-8")}, (*INVARIANTS, *ACTION_PROPERTIES),
                            lambda pending: controller_config_text(config, pending), 1, timeout)

@@ -122,7 +122,7 @@ def epoch_text(value: int) -> str:
 def response_text(response: FetchResponse, protocol: str) -> str:
     """A FetchResponse as its content: `records m2 m3, HW=1`, `OffsetOutOfRange(LEO=1)` or, under
     a protocol that truncates on the fetch, `DivergingEpoch(truncate to 0), HW=1`."""
-    if response.out_of_range and PROTOCOLS[protocol].truncates_on_fetch:
+    if response.out_of_range and PROTOCOLS[protocol].truncate_on_fetch:
         return f"DivergingEpoch(truncate to {response.offset}), HW={response.hw}"
     if response.out_of_range:
         return f"OffsetOutOfRange(LEO={response.offset})"

@@ -10,10 +10,14 @@ import pytest
 
 from kafka_mc.checker import check
 from kafka_mc.checker.scenario import documented_scenarios, load_scenario, replay
-from kafka_mc.checker.symbolic.truncation import SYMBOLIC_PROTOCOLS
-from kafka_mc.checker.tlc import MODULES
-from kafka_mc.model import PROTOCOLS, Config, ReplicationModel, parse_action
-from kafka_mc.model.protocols import HISTORY
+from kafka_mc.checker.kernel.layout import CHOICE_CODES, settings
+from kafka_mc.checker.symbolic.transitions import EncodingError, SymbolicModel
+from kafka_mc.checker.symbolic.truncation import SymbolicProtocol
+from kafka_mc.checker.tla_modules import OPERATORS, variant_module
+from kafka_mc.model import PROTOCOLS, Config, Protocol, ReplicationModel, parse_action, register_protocol
+from kafka_mc.model.protocols import (
+    CHOICES, HISTORY, ProtocolError, UnencodedChoice, require_encoded, unregister_protocol,
+)
 from kafka_mc.model.state import FOLLOWER, LEADER, TRUNCATING, FetchResponse, Record, Replica
 
 FINDINGS = {path.stem: path for path in documented_scenarios("findings")}
@@ -56,10 +60,50 @@ def test_truncation_on_fetch_loses_an_acks_all_write_with_min_isr_2_and_kafka_13
     assert first_disabled_step(scenario, "kafka-13141") == 8  # ProducerWrite(B): NotEnoughReplicas
 
 
-def test_the_history_is_oldest_first_and_every_variant_has_every_engine():
+def test_the_history_is_oldest_first_and_every_variant_is_a_distinct_declaration():
     assert [p.name for p in HISTORY] == ["hw", "leader-epoch", "kip-279", "kip-320", "diverging-epoch", "kafka-13141"]
-    assert list(PROTOCOLS) == [p.name for p in HISTORY]
-    assert set(SYMBOLIC_PROTOCOLS) == set(MODULES) == set(PROTOCOLS)
+    assert [p.name for p in HISTORY] == [name for name in PROTOCOLS if PROTOCOLS[name] in HISTORY]
+    assert len({tuple(p.choices().items()) for p in HISTORY}) == len(HISTORY)
+
+
+@pytest.mark.parametrize("encoded", [
+    {name: tuple(codes) for name, codes in CHOICE_CODES.items()},  # the compiled kernel
+    SymbolicProtocol.ENCODED,  # Z3
+    {name: tuple(values) for name, values in OPERATORS.items()},  # the TLA+ twin
+], ids=["kernel", "z3", "tla"])
+def test_every_encoding_encodes_every_value_of_every_choice(encoded):
+    assert {choice.name: set(choice.values) for choice in CHOICES} == \
+        {name: set(values) for name, values in encoded.items()}
+
+
+def test_a_declaration_names_its_bad_choice_and_what_is_allowed():
+    good = HISTORY[2].choices()
+    with pytest.raises(ProtocolError, match="isr_join = 'sometimes' is not allowed; allowed: 'leader-hw'"):
+        Protocol("mine", "x", "x", **{**good, "isr_join": "sometimes"})
+    with pytest.raises(ProtocolError, match="epoch_cache = 1 is not allowed"):
+        Protocol("mine", "x", "x", **{**good, "epoch_cache": 1})
+    with pytest.raises(ProtocolError, match="truncate_on_fetch needs epoch_lookup = 'kip-279'"):
+        Protocol("mine", "x", "x", **{**HISTORY[5].choices(), "epoch_lookup": "kip-101"})
+    with pytest.raises(ProtocolError, match="already registered"):
+        register_protocol(Protocol("hw", "x", "x", **good))
+    with pytest.raises(ProtocolError, match="part of the history"):
+        unregister_protocol("hw")
+
+
+def test_an_encoding_without_a_choice_value_refuses_the_variant_by_name(monkeypatch):
+    kip_279 = PROTOCOLS["kip-279"]
+    with pytest.raises(UnencodedChoice, match="the GPU kernel cannot run protocol 'kip-279': its epoch_lookup = "
+                                              "'kip-279' is not encoded there"):
+        require_encoded("GPU kernel", kip_279, {**SymbolicProtocol.ENCODED, "epoch_lookup": ("none", "kip-101")})
+    monkeypatch.setitem(CHOICE_CODES, "isr_join", {"leader-hw": 0})
+    with pytest.raises(UnencodedChoice, match="compiled kernel cannot run protocol 'kip-320': its isr_join"):
+        settings(Config("kip-320"))
+    monkeypatch.setitem(SymbolicProtocol.ENCODED, "truncate_on_fetch", (False,))
+    with pytest.raises(EncodingError, match="Z3 encoding cannot run protocol 'kafka-13141': its truncate_on_fetch"):
+        SymbolicModel(Config("kafka-13141"))
+    monkeypatch.setitem(OPERATORS, "new_follower", {})
+    with pytest.raises(UnencodedChoice, match="TLA\\+ twin cannot run protocol 'hw': its new_follower"):
+        variant_module(PROTOCOLS["hw"])
 
 
 def test_diverging_epoch_loses_committed_data_with_two_replicas_and_kafka_13141_does_not():

@@ -15,6 +15,7 @@ from kafka_mc.checker.symbolic import bmc as bmc_module
 from kafka_mc.checker.symbolic.agreement import shortest_lengths, successor_disagreements
 from kafka_mc.checker.symbolic.bmc import EncodingMismatch, bounded_check
 from kafka_mc.checker.symbolic.transitions import EncodingError, SymbolicModel
+from kafka_mc.checker.symbolic.truncation import SymbolicProtocol
 from kafka_mc.cli import main
 from kafka_mc.counterexamples.itf import itf_to_trace
 from kafka_mc.model import Config
@@ -105,8 +106,8 @@ def test_a_wrong_encoding_is_an_internal_error_never_a_report(monkeypatch):
 
 
 def test_an_unencoded_protocol_is_a_clear_error(monkeypatch):
-    monkeypatch.delitem(bmc_module.SymbolicModel.__init__.__globals__["SYMBOLIC_PROTOCOLS"], "kip-279")
-    with pytest.raises(EncodingError, match="kip-279"):
+    monkeypatch.setitem(SymbolicProtocol.ENCODED, "epoch_lookup", ("none", "kip-101"))
+    with pytest.raises(EncodingError, match="protocol 'kip-279': its epoch_lookup = 'kip-279' is not encoded"):
         SymbolicModel(Config("kip-279"))
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kafka_mc.model import Config, Record, Replica, State
+from kafka_mc.model import protocols
 from kafka_mc.model.protocols import PROTOCOLS
 from kafka_mc.model.state import MAX_REPLICAS, Controller, FetchResponse
 
@@ -70,21 +71,39 @@ COMMITTED = CUTS + 1
 CONSUMED = COMMITTED + MAX_MESSAGES
 WIDTH = CONSUMED + MAX_MESSAGES
 
-# the settings the kernel reads, as cells of one int64 array
+# the settings the kernel reads, as cells of one int64 array: the bounds, then one cell per protocol
+# choice (`model/protocols.py` CHOICES, in that order)
 (C_REPLICAS, C_MESSAGES, C_CRASHES, C_ELECTIONS, C_ACKS, C_MIN_ISR, C_UNCLEAN, C_FLUSH, C_PARTITIONS,
- C_PROTOCOL) = range(10)
+ C_EPOCH_CACHE, C_NEW_FOLLOWER, C_EPOCH_LOOKUP, C_ISR_JOIN, C_TRUNCATE_ON_FETCH,
+ C_DIVERGING_FETCH_UPDATES_LEADER) = range(15)
 ACKS_CODES = {"all": 0, "1": 1, "0": 2}
 ACKS_ALL, ACKS_ONE, ACKS_ZERO = 0, 1, 2
-# protocols by code, in history order: each code's behaviour includes what the lesser codes add
-PROTOCOL_CODES = {name: code for code, name in enumerate(PROTOCOLS)}
-HW_PROTOCOL, LEADER_EPOCH_PROTOCOL, KIP_279, KIP_320, DIVERGING_EPOCH, KAFKA_13141 = (
-    PROTOCOL_CODES[name] for name in ("hw", "leader-epoch", "kip-279", "kip-320", "diverging-epoch", "kafka-13141"))
+
+# the protocol choice values the kernel encodes, and their codes in the choice's cell
+NEW_FOLLOWER_TRUNCATES, NEW_FOLLOWER_ASKS, NEW_FOLLOWER_FETCHES_IF_EPOCH = 0, 1, 2
+LOOKUP_NONE, LOOKUP_KIP_101, LOOKUP_KIP_279 = 0, 1, 2
+JOIN_AT_HW, JOIN_PAST_EPOCH_START = 0, 1
+CHOICE_CODES: dict[str, dict[object, int]] = {
+    "epoch_cache": {False: 0, True: 1},
+    "new_follower": {protocols.TRUNCATE_TO_HW: NEW_FOLLOWER_TRUNCATES, protocols.ASK_LEADER: NEW_FOLLOWER_ASKS,
+                     protocols.FETCH_IF_EPOCH: NEW_FOLLOWER_FETCHES_IF_EPOCH},
+    "epoch_lookup": {protocols.NO_LOOKUP: LOOKUP_NONE, protocols.KIP_101_LOOKUP: LOOKUP_KIP_101,
+                     protocols.KIP_279_LOOKUP: LOOKUP_KIP_279},
+    "isr_join": {protocols.JOIN_AT_HW: JOIN_AT_HW, protocols.JOIN_PAST_EPOCH_START: JOIN_PAST_EPOCH_START},
+    "truncate_on_fetch": {False: 0, True: 1},
+    "diverging_fetch_updates_leader": {False: 0, True: 1},
+}
+assert tuple(CHOICE_CODES) == protocols.CHOICE_NAMES == ("epoch_cache", "new_follower", "epoch_lookup", "isr_join",
+                                                           "truncate_on_fetch", "diverging_fetch_updates_leader")
 
 
 def settings(config: Config) -> np.ndarray:
+    """The settings cells of `config`; `UnencodedChoice` for a protocol choice the kernel lacks."""
+    protocol = PROTOCOLS[config.protocol]
+    protocols.require_encoded("compiled kernel", protocol, {name: tuple(codes) for name, codes in CHOICE_CODES.items()})
     values = [config.replicas, config.messages, config.crashes, config.elections, ACKS_CODES[config.acks],
-              config.min_isr, int(config.unclean), int(config.flush), config.partitions,
-              PROTOCOL_CODES[config.protocol]]
+              config.min_isr, int(config.unclean), int(config.flush), config.partitions]
+    values += [CHOICE_CODES[name][value] for name, value in protocol.choices().items()]
     return np.array(values, dtype=np.int64)
 
 

@@ -1,6 +1,6 @@
 """Successor generation over wide states, compiled: one function per action of
-`model/replication.py`, the truncation protocols of `model/protocols.py` as branches on the
-protocol's code (each protocol adds to the ones before it in history order).
+`model/replication.py`; the protocol variant's choices (`model/protocols.py`) are read from their
+settings cells, one branch per choice value, so any declaration the kernel encodes runs as declared.
 
 Every action reads the state `s` and, when it is enabled, writes its successor into `t`
 (a copy of `s` changed in place) and returns True; `apply` dispatches an action code.
@@ -12,10 +12,11 @@ import numpy as np
 from numba import njit
 
 from .layout import (
-    ACKED, ACKS_ALL, ACKS_ZERO, C_ACKS, C_CRASHES, C_ELECTIONS, C_FLUSH, C_MESSAGES, C_MIN_ISR, C_PARTITIONS,
-    C_PROTOCOL, C_REPLICAS, C_UNCLEAN, CACHE_COUNT, CACHE_EPOCH, CACHE_START, COMMITTED, CONSUMED,
-    CONTROLLER_EPOCH, CRASHES, CUTS, DIVERGING_EPOCH, EPOCH, HAS_REMOTE, HW, HW_PROTOCOL, ISR, KAFKA_13141,
-    KIP_320, LEADER, LEADER_EPOCH_PROTOCOL, LEO, LOG_EPOCH, LOG_MSG, MAX_REPLICAS, PEER_CUT, REMOTE_LEO, REPLICA_WIDTH, RESPONSE,
+    ACKED, ACKS_ALL, ACKS_ZERO, C_ACKS, C_CRASHES, C_DIVERGING_FETCH_UPDATES_LEADER, C_ELECTIONS, C_EPOCH_CACHE,
+    C_EPOCH_LOOKUP, C_FLUSH, C_ISR_JOIN, C_MESSAGES, C_MIN_ISR, C_NEW_FOLLOWER, C_PARTITIONS, C_REPLICAS,
+    C_TRUNCATE_ON_FETCH, C_UNCLEAN, CACHE_COUNT, CACHE_EPOCH, CACHE_START, COMMITTED, CONSUMED,
+    CONTROLLER_EPOCH, CRASHES, CUTS, EPOCH, HAS_REMOTE, HW, ISR, JOIN_AT_HW, LEADER, LEO, LOOKUP_KIP_101,
+    NEW_FOLLOWER_FETCHES_IF_EPOCH, NEW_FOLLOWER_TRUNCATES, LOG_EPOCH, LOG_MSG, MAX_REPLICAS, PEER_CUT, REMOTE_LEO, REPLICA_WIDTH, RESPONSE,
     RESPONSE_COUNT, RESPONSE_EPOCH, RESPONSE_HW, RESPONSE_MSG, RESPONSE_OFFSET, RESPONSE_OUT_OF_RANGE, ROLE,
     STALE_ISR, STATUS, UNFLUSHED, WRITTEN, ZK_CUT, MAX_MESSAGES,
 )
@@ -161,9 +162,9 @@ def offset_truncation_state(s, follower, leader_epoch, leader_end):
 
 
 @njit(cache=True, inline="always")
-def fetch_divergence(s, protocol, leader, follower):
+def fetch_divergence(cfg, s, leader, follower):
     """The offset a diverging fetch truncates to, or UNKNOWN when it does not diverge."""
-    if protocol < DIVERGING_EPOCH:
+    if not cfg[C_TRUNCATE_ON_FETCH]:
         return UNKNOWN
     fetch_epoch = latest_epoch(s, follower)
     if fetch_epoch == UNKNOWN:
@@ -175,10 +176,10 @@ def fetch_divergence(s, protocol, leader, follower):
 
 
 @njit(cache=True, inline="always")
-def may_join_isr(s, protocol, leader, offset):
+def may_join_isr(cfg, s, leader, offset):
     if offset < s[leader * REPLICA_WIDTH + HW]:
         return False
-    if protocol < KIP_320:
+    if cfg[C_ISR_JOIN] == JOIN_AT_HW:
         return True
     count = s[leader * REPLICA_WIDTH + CACHE_COUNT]
     return count > 0 and offset >= s[leader * REPLICA_WIDTH + CACHE_START + count - 1]
@@ -234,7 +235,7 @@ def append(cfg, t, i, msg, epoch):
     t[i * REPLICA_WIDTH + LEO] = leo + 1
     if not cfg[C_FLUSH]:
         t[i * REPLICA_WIDTH + UNFLUSHED] += 1
-    if cfg[C_PROTOCOL] != HW_PROTOCOL:
+    if cfg[C_EPOCH_CACHE]:
         count = t[i * REPLICA_WIDTH + CACHE_COUNT]
         if not count or epoch > t[i * REPLICA_WIDTH + CACHE_EPOCH + count - 1]:
             push_cache_entry(t, i, epoch, leo)
@@ -306,7 +307,7 @@ def producer_write(cfg, s, t, i):
 def record_fetch(cfg, t, leader, i, offset):
     """`ReplicationModel._record_fetch`."""
     isr = t[ISR]
-    if not isr >> i & 1 and may_join_isr(t, cfg[C_PROTOCOL], leader, offset) and can_write_isr(t, leader):
+    if not isr >> i & 1 and may_join_isr(cfg, t, leader, offset) and can_write_isr(t, leader):
         t[ISR] = isr | 1 << i
     t[leader * REPLICA_WIDTH + REMOTE_LEO + i] = offset
     advance_hw(cfg, t, leader)
@@ -319,9 +320,8 @@ def leader_handle_fetch_request(cfg, s, t, i):
     leader = reachable_leader(s, cfg[C_REPLICAS], i)
     if leader == NO_LEADER:
         return False
-    protocol = cfg[C_PROTOCOL]
     offset = s[i * REPLICA_WIDTH + LEO]
-    diverging = fetch_divergence(s, protocol, leader, i)
+    diverging = fetch_divergence(cfg, s, leader, i)
     t[:] = s
     t[i * REPLICA_WIDTH + RESPONSE] = 1
     if diverging == UNKNOWN and offset > s[leader * REPLICA_WIDTH + LEO]:
@@ -329,7 +329,7 @@ def leader_handle_fetch_request(cfg, s, t, i):
         t[i * REPLICA_WIDTH + RESPONSE_HW] = s[leader * REPLICA_WIDTH + HW]
         t[i * REPLICA_WIDTH + RESPONSE_OUT_OF_RANGE] = 1
         return True
-    if diverging == UNKNOWN or protocol != KAFKA_13141:
+    if diverging == UNKNOWN or cfg[C_DIVERGING_FETCH_UPDATES_LEADER]:
         record_fetch(cfg, t, leader, i, offset)
     t[i * REPLICA_WIDTH + RESPONSE_HW] = t[leader * REPLICA_WIDTH + HW]
     if diverging != UNKNOWN:
@@ -359,7 +359,7 @@ def follower_handle_fetch_response(cfg, s, t, i):
     clear_response(t, i)
     response_offset, response_hw = s[i * REPLICA_WIDTH + RESPONSE_OFFSET], s[i * REPLICA_WIDTH + RESPONSE_HW]
     if s[i * REPLICA_WIDTH + RESPONSE_OUT_OF_RANGE]:
-        if cfg[C_PROTOCOL] >= DIVERGING_EPOCH:
+        if cfg[C_TRUNCATE_ON_FETCH]:
             t[i * REPLICA_WIDTH + HW] = min(t[i * REPLICA_WIDTH + LEO], response_hw)
         truncate(t, i, response_offset)
     else:
@@ -410,11 +410,11 @@ def become_follower(cfg, s, t, i):
     t[:] = s
     t[i * REPLICA_WIDTH + EPOCH] = s[CONTROLLER_EPOCH]
     clear_memory(t, i)
-    protocol = cfg[C_PROTOCOL]
-    if protocol == HW_PROTOCOL:
+    new_follower = cfg[C_NEW_FOLLOWER]
+    if new_follower == NEW_FOLLOWER_TRUNCATES:
         truncate(t, i, t[i * REPLICA_WIDTH + HW])
         t[i * REPLICA_WIDTH + ROLE] = FOLLOWER
-    elif protocol >= DIVERGING_EPOCH and t[i * REPLICA_WIDTH + CACHE_COUNT]:
+    elif new_follower == NEW_FOLLOWER_FETCHES_IF_EPOCH and t[i * REPLICA_WIDTH + CACHE_COUNT]:
         t[i * REPLICA_WIDTH + ROLE] = FOLLOWER
     else:
         t[i * REPLICA_WIDTH + ROLE] = TRUNCATING
@@ -500,7 +500,7 @@ def controller_elect_leader(cfg, s, t, i):
     t[i * REPLICA_WIDTH + HAS_REMOTE] = 1
     for member in range(n):
         t[i * REPLICA_WIDTH + REMOTE_LEO + member] = UNKNOWN
-    if cfg[C_PROTOCOL] != HW_PROTOCOL:
+    if cfg[C_EPOCH_CACHE]:
         push_cache_entry(t, i, epoch, s[i * REPLICA_WIDTH + LEO])
     t[LEADER] = i
     t[CONTROLLER_EPOCH] = epoch
@@ -517,7 +517,7 @@ def follower_truncate_by_leader_epoch(cfg, s, t, i):
     if leader == NO_LEADER:
         return False
     requested = latest_epoch(s, i)
-    if cfg[C_PROTOCOL] == LEADER_EPOCH_PROTOCOL:
+    if cfg[C_EPOCH_LOOKUP] == LOOKUP_KIP_101:
         end = end_offset_for(s, leader, requested)
         offset, complete = (s[i * REPLICA_WIDTH + HW] if end == UNKNOWN else end), True
     else:

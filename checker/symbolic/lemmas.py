@@ -25,7 +25,7 @@ from .induction import Lemma
 from .layout import SymReplica, SymState
 from .properties import leader_in_isr
 from .terms import alive, latest_epoch, pick
-from .truncation import SYMBOLIC_PROTOCOLS
+from .truncation import kip_101_truncation_point
 
 # ------------------------------------------------------------------ helpers
 
@@ -347,10 +347,9 @@ def SafeTruncationPoint(s: SymState):
     an ISR member to OffsetsForLeaderEpoch (Kafka 0.11's answer for its latest epoch, or its own
     HW when that is undefined), its log agrees with that replica's log. (KIP-279 truncates no
     further than where this lemma makes logs agree; the lemma serves both protocols.)"""
-    protocol = SYMBOLIC_PROTOCOLS["leader-epoch"]
     terms = []
     for q, leader, _, other in pairs(s):
-        offset, _ = protocol.truncation_point(leader, other)
+        offset, _ = kip_101_truncation_point(leader, other)
         answering = z3.Or(s.isr[q], s.leader == q)
         for o in range(len(other.log_msg)):
             terms.append(z3.Implies(z3.And(answering, o < offset, o < other.log_len),

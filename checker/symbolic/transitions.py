@@ -21,7 +21,8 @@ from typing import Callable
 
 import z3
 
-from kafka_mc.model import Action, Config, ReplicationModel
+from kafka_mc.model import PROTOCOLS, Action, Config, ReplicationModel
+from kafka_mc.model.protocols import UnencodedChoice
 from kafka_mc.model.state import (
     CRASHED,
     EXPIRED,
@@ -38,7 +39,7 @@ from kafka_mc.model.state import (
 
 from .layout import Shape, SymReplica, SymState, constant, equal, fresh, leaves, merge, replace
 from .terms import acts_as_leader, alive, count, pick, put, smax, smin, with_replica
-from .truncation import SYMBOLIC_PROTOCOLS
+from .truncation import SymbolicProtocol
 
 UNBOUNDED = "any"
 
@@ -56,10 +57,10 @@ class SymbolicModel:
         self.shape = shape or Shape.of(config, integers=bool(unbounded))
         self.unbounded = unbounded
         self.explicit = ReplicationModel(config)
-        if config.protocol not in SYMBOLIC_PROTOCOLS:
-            raise EncodingError(f"protocol {config.protocol!r} has no Z3 encoding; "
-                                f"encoded: {', '.join(SYMBOLIC_PROTOCOLS)}")
-        self.protocol = SYMBOLIC_PROTOCOLS[config.protocol]
+        try:
+            self.protocol = SymbolicProtocol(PROTOCOLS[config.protocol])
+        except UnencodedChoice as refused:
+            raise EncodingError(str(refused)) from None
         missing = [name for name in self.explicit.action_names if not hasattr(self, _method_name(name))]
         if missing:
             raise EncodingError(f"action {missing[0]} has no Z3 encoding")

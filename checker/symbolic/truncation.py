@@ -1,6 +1,5 @@
-"""The truncation protocols as formulas: the one place where the variants (`hw`, `leader-epoch`,
-`kip-279`, `kip-320`, `diverging-epoch`, `kafka-13141`) differ, mirroring `model/protocols.py`
-strategy by strategy.
+"""The protocol variants as formulas: one formula per value of each choice that a declaration in
+`model/protocols.py` makes, so that every declared variant is encoded as declared.
 
 Appending to a full epoch cache is reported as an overflow (the encoding's caches have a fixed
 capacity, which reachable states of a bounded run never exceed; see `layout`).
@@ -10,6 +9,10 @@ from __future__ import annotations
 
 import z3
 
+from kafka_mc.model.protocols import (
+    ASK_LEADER, FETCH_IF_EPOCH, JOIN_AT_HW, JOIN_PAST_EPOCH_START, KIP_101_LOOKUP, KIP_279_LOOKUP, NO_LOOKUP,
+    TRUNCATE_TO_HW, Protocol, require_encoded,
+)
 from kafka_mc.model.state import FOLLOWER, TRUNCATING, UNKNOWN
 
 from .layout import SymReplica, replace
@@ -17,53 +20,38 @@ from .terms import count, latest_epoch, numeral, pick, smin
 
 
 class SymbolicProtocol:
-    """The formulas of one `TruncationProtocol`; `overflow` collects conditions under which a
-    cache append would not fit (the transition is then disabled)."""
+    """The formulas of one protocol declaration (`model.protocols.Protocol`), one per choice value;
+    `UnencodedChoice` for a value without one. `overflow` collects conditions under which a cache
+    append would not fit (the transition is then disabled)."""
 
-    name: str
+    ENCODED: dict[str, tuple] = {
+        "epoch_cache": (False, True),
+        "new_follower": (TRUNCATE_TO_HW, ASK_LEADER, FETCH_IF_EPOCH),
+        "epoch_lookup": (NO_LOOKUP, KIP_101_LOOKUP, KIP_279_LOOKUP),
+        "isr_join": (JOIN_AT_HW, JOIN_PAST_EPOCH_START),
+        "truncate_on_fetch": (False, True),
+        "diverging_fetch_updates_leader": (False, True),
+    }
 
-    def become_follower(self, model, replica: SymReplica) -> SymReplica:
-        raise NotImplementedError
-
-    def after_append(self, model, replica: SymReplica, epochs: list, count, offset) -> SymReplica:
-        return replica
-
-    def after_truncate(self, replica: SymReplica, offset) -> SymReplica:
-        return replica
-
-    def on_become_leader(self, model, replica: SymReplica, epoch) -> SymReplica:
-        return replica
-
-    def may_join_isr(self, leader: SymReplica, offset):
-        """`TruncationProtocol.may_join_isr`: the fetch offset reached the leader's HW."""
-        return offset >= leader.hw
-
-    def fetch_divergence(self, leader: SymReplica, follower: SymReplica):
-        """(diverges, offset to truncate to), as `TruncationProtocol.fetch_divergence`."""
-        return z3.BoolVal(False), follower.log_len
-
-    records_diverging_fetch = True
-
-    def handle_out_of_range(self, model, follower: SymReplica, offset, hw) -> SymReplica:
-        """The follower truncates to the response's offset (the leader's LEO)."""
-        return model.truncate(follower, offset)
-
-
-class SymbolicHw(SymbolicProtocol):
-    name = "hw"
+    def __init__(self, protocol: Protocol):
+        require_encoded("Z3 encoding", protocol, self.ENCODED)
+        self.declaration = protocol
+        self.name = protocol.name
+        self.records_diverging_fetch = protocol.diverging_fetch_updates_leader
 
     def become_follower(self, model, replica: SymReplica) -> SymReplica:
-        return replace(model.truncate(replica, replica.hw), role=model.num(FOLLOWER))
-
-
-class SymbolicLeaderEpoch(SymbolicProtocol):
-    name = "leader-epoch"
-
-    def become_follower(self, model, replica: SymReplica) -> SymReplica:
+        """`Protocol.become_follower` (`new_follower`)."""
+        new_follower = self.declaration.new_follower
+        if new_follower == TRUNCATE_TO_HW:
+            return replace(model.truncate(replica, replica.hw), role=model.num(FOLLOWER))
+        if new_follower == FETCH_IF_EPOCH:
+            return replace(replica, role=z3.If(replica.cache_len > 0, model.num(FOLLOWER), model.num(TRUNCATING)))
         return replace(replica, role=model.num(TRUNCATING))
 
     def after_append(self, model, replica: SymReplica, epochs: list, count, offset) -> SymReplica:
         """An entry for each appended record whose epoch is newer than the cache's latest."""
+        if not self.declaration.epoch_cache:
+            return replica
         length, cached, starts = replica.cache_len, list(replica.cache_epoch), list(replica.cache_start)
         for position, epoch in enumerate(epochs):
             add = z3.And(position < count, z3.Or(length == 0, epoch > pick(cached, length - 1)))
@@ -75,6 +63,8 @@ class SymbolicLeaderEpoch(SymbolicProtocol):
 
     def after_truncate(self, replica: SymReplica, offset) -> SymReplica:
         """Keep the entries that start below `offset` (a prefix: starts rise along the cache)."""
+        if not self.declaration.epoch_cache:
+            return replica
         kept, keep = [], z3.BoolVal(True)
         for j, start in enumerate(replica.cache_start):
             keep = z3.And(keep, j < replica.cache_len, start < offset)
@@ -84,6 +74,8 @@ class SymbolicLeaderEpoch(SymbolicProtocol):
                        cache_start=[z3.If(k, s, 0) for k, s in zip(kept, replica.cache_start)])
 
     def on_become_leader(self, model, replica: SymReplica, epoch) -> SymReplica:
+        if not self.declaration.epoch_cache:
+            return replica
         length = replica.cache_len
         model.overflow(length >= len(replica.cache_epoch))
         return replace(replica, cache_len=length + 1,
@@ -91,10 +83,42 @@ class SymbolicLeaderEpoch(SymbolicProtocol):
                        cache_start=[z3.If(length == j, replica.log_len, s) for j, s in enumerate(replica.cache_start)])
 
     def truncation_point(self, leader: SymReplica, follower: SymReplica):
-        """(offset, complete): the leader's end offset for the follower's latest epoch, or the
-        follower's HW when it is undefined (Kafka 0.11)."""
-        end = end_offset_for(leader, latest_epoch(follower))
-        return z3.If(end == UNKNOWN, follower.hw, end), z3.BoolVal(True)
+        """(offset, complete), as `Protocol.truncation_point` (`epoch_lookup`)."""
+        if self.declaration.epoch_lookup == KIP_101_LOOKUP:
+            return kip_101_truncation_point(leader, follower)
+        leader_epoch, leader_end = epoch_end(leader, latest_epoch(follower))
+        return offset_truncation_state(leader_epoch, leader_end, follower)
+
+    def may_join_isr(self, leader: SymReplica, offset):
+        """`Protocol.may_join_isr` (`isr_join`)."""
+        if self.declaration.isr_join == JOIN_PAST_EPOCH_START:
+            start = pick(leader.cache_start, leader.cache_len - 1)
+            return z3.And(offset >= leader.hw, leader.cache_len > 0, offset >= start)
+        return offset >= leader.hw
+
+    def fetch_divergence(self, leader: SymReplica, follower: SymReplica):
+        """(diverges, offset to truncate to), as `Protocol.fetch_divergence` (`truncate_on_fetch`)."""
+        if not self.declaration.truncate_on_fetch:
+            return z3.BoolVal(False), follower.log_len
+        fetch_epoch = latest_epoch(follower)
+        leader_epoch, leader_end = epoch_end(leader, fetch_epoch)
+        diverges = z3.And(fetch_epoch != UNKNOWN, leader_end != UNKNOWN,
+                          z3.Or(leader_epoch < fetch_epoch, leader_end < follower.log_len))
+        return diverges, offset_truncation_state(leader_epoch, leader_end, follower)[0]
+
+    def handle_out_of_range(self, model, follower: SymReplica, offset, hw) -> SymReplica:
+        """The follower truncates to the response's offset, first taking the response's HW (at most
+        its LEO) where out-of-range means a diverging epoch."""
+        if self.declaration.truncate_on_fetch:
+            follower = replace(follower, hw=smin(follower.log_len, hw))
+        return model.truncate(follower, offset)
+
+
+def kip_101_truncation_point(leader: SymReplica, follower: SymReplica):
+    """(offset, complete): the leader's end offset for the follower's latest epoch, or the
+    follower's HW when it is undefined (Kafka 0.11)."""
+    end = end_offset_for(leader, latest_epoch(follower))
+    return z3.If(end == UNKNOWN, follower.hw, end), z3.BoolVal(True)
 
 
 def _later_start(replica: SymReplica, requested):
@@ -141,49 +165,3 @@ def offset_truncation_state(leader_epoch, leader_end, follower: SymReplica):
                          z3.If(follower_epoch != leader_epoch, follower_end, smin(follower_end, leader_end))))
     complete = z3.Or(leader_end == UNKNOWN, follower_end == UNKNOWN, follower_epoch == leader_epoch)
     return offset, complete
-
-
-class SymbolicKip279(SymbolicLeaderEpoch):
-    name = "kip-279"
-
-    def truncation_point(self, leader: SymReplica, follower: SymReplica):
-        leader_epoch, leader_end = epoch_end(leader, latest_epoch(follower))
-        return offset_truncation_state(leader_epoch, leader_end, follower)
-
-
-class SymbolicKip320(SymbolicKip279):
-    name = "kip-320"
-
-    def may_join_isr(self, leader: SymReplica, offset):
-        """KAFKA-7128: also past the start of the leader's epoch (its latest cache entry)."""
-        start = pick(leader.cache_start, leader.cache_len - 1)
-        return z3.And(offset >= leader.hw, leader.cache_len > 0, offset >= start)
-
-
-class SymbolicDivergingEpoch(SymbolicKip320):
-    name = "diverging-epoch"
-
-    def become_follower(self, model, replica: SymReplica) -> SymReplica:
-        return replace(replica, role=z3.If(replica.cache_len > 0, model.num(FOLLOWER), model.num(TRUNCATING)))
-
-    def fetch_divergence(self, leader: SymReplica, follower: SymReplica):
-        fetch_epoch = latest_epoch(follower)
-        leader_epoch, leader_end = epoch_end(leader, fetch_epoch)
-        diverges = z3.And(fetch_epoch != UNKNOWN, leader_end != UNKNOWN,
-                          z3.Or(leader_epoch < fetch_epoch, leader_end < follower.log_len))
-        return diverges, offset_truncation_state(leader_epoch, leader_end, follower)[0]
-
-    def handle_out_of_range(self, model, follower: SymReplica, offset, hw) -> SymReplica:
-        """The HW from the response (at most the LEO), then truncation to the response's offset."""
-        return model.truncate(replace(follower, hw=smin(follower.log_len, hw)), offset)
-
-
-class SymbolicKafka13141(SymbolicDivergingEpoch):
-    name = "kafka-13141"
-    records_diverging_fetch = False
-
-
-SYMBOLIC_PROTOCOLS: dict[str, SymbolicProtocol] = {
-    protocol.name: protocol for protocol in (SymbolicHw(), SymbolicLeaderEpoch(), SymbolicKip279(), SymbolicKip320(),
-                                             SymbolicDivergingEpoch(), SymbolicKafka13141())
-}

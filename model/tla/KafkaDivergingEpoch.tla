@@ -1,15 +1,25 @@
------------------------ MODULE KafkaDivergingEpoch -------------------------
+------------------------ MODULE KafkaDivergingEpoch -------------------------
 (***************************************************************************)
-(* Variant `diverging-epoch`: truncation in the fetch (leader side Kafka   *)
-(* 2.7, follower side KAFKA-10554 in 2.8.0). A follower with an epoch      *)
-(* fetches at once with its latest epoch; the leader answers a diverging   *)
-(* fetch with no records and where the follower truncates, and still takes *)
-(* the fetch offset as the follower's LEO (ISR join, HW). The follower     *)
-(* sets its HW from the response and truncates.                            *)
+(* Variant `diverging-epoch` (Kafka 2.8.0): truncation on the fetch        *)
+(* response's diverging epoch (Kafka 2.8.0).                               *)
 (*                                                                         *)
-(* No counterpart in Kafka's own specifications (Kip320FirstTry.tla tried  *)
-(* truncation on fetch errors); DivergingEpochTruncation in                *)
-(* model/protocols.py.                                                     *)
+(* Kafka 2.7 leader side, KAFKA-10554 follower side in 2.8.0: each fetch   *)
+(* carries `lastFetchedEpoch`; `Partition.readRecords` answers a diverging *)
+(* one with `divergingEpoch` and no records; the follower sets its HW from *)
+(* the response (`updateHighWatermark`) and truncates                      *)
+(* (`truncateOnFetchResponse`). `ReplicaManager.updateFollowerFetchState`  *)
+(* still records the diverging fetch's offset (fixed by KAFKA-13141).      *)
+(* Modelled: the response's offset is where the follower truncates,        *)
+(* computed when the leader answers, and carries the HW after the leader's *)
+(* update; the follower takes the HW and truncates in one event, so        *)
+(* KAFKA-14704's window is not modelled.                                   *)
+(*                                                                         *)
+(* epoch_cache = True; new_follower = 'fetch-if-epoch'; epoch_lookup =     *)
+(* 'kip-279'; isr_join = 'leader-epoch-start'; truncate_on_fetch = True;   *)
+(* diverging_fetch_updates_leader = True.                                  *)
+(*                                                                         *)
+(* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
+(* edit.                                                                   *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, KafkaProtocols
 
@@ -17,19 +27,15 @@ CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Uncl
 
 VARIABLES replicas, controller, written, crashes, committed, acked
 
-(* The LeaderAndIsr naming another leader: a replica whose log has an     *)
-(* epoch starts fetching at once; one with an empty cache asks first.      *)
-FetchAtOnce(rep) == [rep EXCEPT !.role = IF rep.epochs = <<>> THEN "truncating" ELSE "follower"]
-
 INSTANCE KafkaReplication WITH
     BecomeFollowerReplica <- FetchAtOnce,
-    EpochsAfterAppend <- CacheAfterAppend,
-    EpochsAfterTruncate <- CacheAfterTruncate,
-    EpochsOnBecomeLeader <- CacheOnBecomeLeader,
-    TruncationPoint <- Kip279TruncationPoint,
-    MayJoinIsr <- JoinPastEpochStart,
-    FetchDivergence <- FetchDivergenceOffset,
-    TruncateOnFetch <- TRUE,
+    EpochsAfterAppend     <- CacheAfterAppend,
+    EpochsAfterTruncate   <- CacheAfterTruncate,
+    EpochsOnBecomeLeader  <- CacheOnBecomeLeader,
+    TruncationPoint       <- Kip279TruncationPoint,
+    MayJoinIsr            <- JoinPastEpochStart,
+    FetchDivergence       <- FetchDivergenceOffset,
+    TruncateOnFetch       <- TRUE,
     RecordsDivergingFetch <- TRUE
 
 Next == BaseNext

@@ -1,11 +1,19 @@
------------------------------ MODULE KafkaHw -------------------------------
+------------------------------ MODULE KafkaHw -------------------------------
 (***************************************************************************)
-(* Variant `hw`: Kafka before 0.11. A replica that becomes a follower      *)
-(* truncates its log to its own high watermark, the checkpoint, and then   *)
-(* fetches. There is no leader-epoch cache: it stays empty.                *)
+(* Variant `hw` (Kafka 0.10): truncate to the local high watermark (Kafka  *)
+(* < 0.11).                                                                *)
 (*                                                                         *)
-(* The counterpart of KafkaTruncateToHighWatermark.tla in Kafka's own      *)
-(* specifications, and of HighWatermarkTruncation in model/protocols.py.   *)
+(* Kafka 0.10.2: `ReplicaManager.makeFollowers` truncates each new         *)
+(* follower to its high watermark                                          *)
+(* (`logManager.truncateTo(partitionsToMakeFollower ... highWatermark)`);  *)
+(* no epoch cache.                                                         *)
+(*                                                                         *)
+(* epoch_cache = False; new_follower = 'truncate-to-hw'; epoch_lookup =    *)
+(* 'none'; isr_join = 'leader-hw'; truncate_on_fetch = False;              *)
+(* diverging_fetch_updates_leader = True.                                  *)
+(*                                                                         *)
+(* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
+(* edit.                                                                   *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, KafkaProtocols
 
@@ -13,23 +21,17 @@ CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Uncl
 
 VARIABLES replicas, controller, written, crashes, committed, acked
 
-(* The LeaderAndIsr naming another leader: cut the log at the local HW and *)
-(* become a follower ("follower" is KafkaReplication's Follower). With no  *)
-(* epoch cache, cutting the log is all the base's Truncate would do: the   *)
-(* HW is already at most the cut.                                          *)
-HwBecomeFollower(rep) ==
-    [rep EXCEPT !.log = IF rep.hw < Len(@) THEN SubSeq(@, 1, rep.hw) ELSE @,
-                !.role = "follower"]
+TruncateToHw(rep) == HwBecomeFollower(rep, NoCacheAfterTruncate)
 
 INSTANCE KafkaReplication WITH
-    BecomeFollowerReplica <- HwBecomeFollower,
-    EpochsAfterAppend <- NoCacheAfterAppend,
-    EpochsAfterTruncate <- NoCacheAfterTruncate,
-    EpochsOnBecomeLeader <- NoCacheOnBecomeLeader,
-    TruncationPoint <- NoTruncationPoint,
-    MayJoinIsr <- JoinAtHw,
-    FetchDivergence <- NoDivergence,
-    TruncateOnFetch <- FALSE,
+    BecomeFollowerReplica <- TruncateToHw,
+    EpochsAfterAppend     <- NoCacheAfterAppend,
+    EpochsAfterTruncate   <- NoCacheAfterTruncate,
+    EpochsOnBecomeLeader  <- NoCacheOnBecomeLeader,
+    TruncationPoint       <- NoTruncationPoint,
+    MayJoinIsr            <- JoinAtHw,
+    FetchDivergence       <- NoDivergence,
+    TruncateOnFetch       <- FALSE,
     RecordsDivergingFetch <- TRUE
 
 Next == BaseNext

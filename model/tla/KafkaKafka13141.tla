@@ -1,10 +1,19 @@
-------------------------- MODULE KafkaKafka13141 ---------------------------
+-------------------------- MODULE KafkaKafka13141 ---------------------------
 (***************************************************************************)
-(* Variant `kafka-13141`: KAFKA-13141 (Kafka 2.7.2, 2.8.1, 3.0.0 on). As   *)
-(* `diverging-epoch`, but a diverging fetch leaves the leader's view of    *)
-(* the follower (its LEO, the ISR, the HW) alone.                          *)
+(* Variant `kafka-13141` (Kafka 3.0): a diverging fetch leaves the         *)
+(* leader's view of the follower alone (Kafka 2.8.1, 3.0 on).              *)
 (*                                                                         *)
-(* Kafka13141Truncation in model/protocols.py.                             *)
+(* KAFKA-13141 (Kafka 2.7.2, 2.8.1, 3.0.0):                                *)
+(* `ReplicaManager.updateFollowerFetchState` (and `Partition.fetchRecords` *)
+(* since 3.3) updates a follower's fetch state only from a fetch that does *)
+(* not diverge.                                                            *)
+(*                                                                         *)
+(* epoch_cache = True; new_follower = 'fetch-if-epoch'; epoch_lookup =     *)
+(* 'kip-279'; isr_join = 'leader-epoch-start'; truncate_on_fetch = True;   *)
+(* diverging_fetch_updates_leader = False.                                 *)
+(*                                                                         *)
+(* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
+(* edit.                                                                   *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, KafkaProtocols
 
@@ -12,19 +21,15 @@ CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Uncl
 
 VARIABLES replicas, controller, written, crashes, committed, acked
 
-(* The LeaderAndIsr naming another leader: a replica whose log has an     *)
-(* epoch starts fetching at once; one with an empty cache asks first.      *)
-FetchAtOnce(rep) == [rep EXCEPT !.role = IF rep.epochs = <<>> THEN "truncating" ELSE "follower"]
-
 INSTANCE KafkaReplication WITH
     BecomeFollowerReplica <- FetchAtOnce,
-    EpochsAfterAppend <- CacheAfterAppend,
-    EpochsAfterTruncate <- CacheAfterTruncate,
-    EpochsOnBecomeLeader <- CacheOnBecomeLeader,
-    TruncationPoint <- Kip279TruncationPoint,
-    MayJoinIsr <- JoinPastEpochStart,
-    FetchDivergence <- FetchDivergenceOffset,
-    TruncateOnFetch <- TRUE,
+    EpochsAfterAppend     <- CacheAfterAppend,
+    EpochsAfterTruncate   <- CacheAfterTruncate,
+    EpochsOnBecomeLeader  <- CacheOnBecomeLeader,
+    TruncationPoint       <- Kip279TruncationPoint,
+    MayJoinIsr            <- JoinPastEpochStart,
+    FetchDivergence       <- FetchDivergenceOffset,
+    TruncateOnFetch       <- TRUE,
     RecordsDivergingFetch <- FALSE
 
 Next == BaseNext

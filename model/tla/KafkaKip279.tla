@@ -1,14 +1,20 @@
---------------------------- MODULE KafkaKip279 -----------------------------
+---------------------------- MODULE KafkaKip279 -----------------------------
 (***************************************************************************)
-(* Variant `kip-279`: KIP-279 (KAFKA-6361), Kafka 2.0. The leader answers  *)
-(* OffsetsForLeaderEpoch with the largest epoch it has at or below the     *)
-(* follower's and where that epoch ends; the follower truncates to the end *)
-(* of the same epoch in its own log, and asks again, with its new latest   *)
-(* epoch, while the two epochs differ.                                     *)
+(* Variant `kip-279` (Kafka 2.0): KIP-279: agree on the largest common     *)
+(* epoch, truncate to its end (Kafka >= 2.0).                              *)
 (*                                                                         *)
-(* The counterpart of Kip279.tla in Kafka's own specifications (which      *)
-(* finds the truncation point by comparing logs from the tail), and of     *)
-(* Kip279Truncation in model/protocols.py.                                 *)
+(* KIP-279 (KAFKA-6361, Kafka 2.0): `LeaderEpochFileCache.endOffsetFor`    *)
+(* answers the largest epoch at or below the requested one and its end;    *)
+(* `AbstractFetcherThread.getOffsetTruncationState` truncates to the end   *)
+(* of that epoch in the follower's log and asks again while the epochs     *)
+(* differ.                                                                 *)
+(*                                                                         *)
+(* epoch_cache = True; new_follower = 'ask-leader'; epoch_lookup =         *)
+(* 'kip-279'; isr_join = 'leader-hw'; truncate_on_fetch = False;           *)
+(* diverging_fetch_updates_leader = True.                                  *)
+(*                                                                         *)
+(* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
+(* edit.                                                                   *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, KafkaProtocols
 
@@ -16,20 +22,15 @@ CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Uncl
 
 VARIABLES replicas, controller, written, crashes, committed, acked
 
-(* The LeaderAndIsr naming another leader: keep the log and wait for the   *)
-(* leader's answer to OffsetsForLeaderEpoch ("truncating" is               *)
-(* KafkaReplication's Truncating).                                         *)
-AskBeforeFetching(rep) == [rep EXCEPT !.role = "truncating"]
-
 INSTANCE KafkaReplication WITH
     BecomeFollowerReplica <- AskBeforeFetching,
-    EpochsAfterAppend <- CacheAfterAppend,
-    EpochsAfterTruncate <- CacheAfterTruncate,
-    EpochsOnBecomeLeader <- CacheOnBecomeLeader,
-    TruncationPoint <- Kip279TruncationPoint,
-    MayJoinIsr <- JoinAtHw,
-    FetchDivergence <- NoDivergence,
-    TruncateOnFetch <- FALSE,
+    EpochsAfterAppend     <- CacheAfterAppend,
+    EpochsAfterTruncate   <- CacheAfterTruncate,
+    EpochsOnBecomeLeader  <- CacheOnBecomeLeader,
+    TruncationPoint       <- Kip279TruncationPoint,
+    MayJoinIsr            <- JoinAtHw,
+    FetchDivergence       <- NoDivergence,
+    TruncateOnFetch       <- FALSE,
     RecordsDivergingFetch <- TRUE
 
 Next == BaseNext

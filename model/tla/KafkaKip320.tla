@@ -1,13 +1,20 @@
---------------------------- MODULE KafkaKip320 -----------------------------
+---------------------------- MODULE KafkaKip320 -----------------------------
 (***************************************************************************)
-(* Variant `kip-320`: KIP-320 and KAFKA-7128, Kafka 2.1. KIP-279's         *)
-(* truncation, and a follower joins the ISR only once its fetch offset has *)
-(* reached both the leader's HW and the start offset of the leader's       *)
-(* epoch. KIP-320's epoch fencing is in the base module for every variant: *)
-(* a follower fetches and asks only in the epoch its leader leads.         *)
+(* Variant `kip-320` (Kafka 2.1): KIP-320 and KAFKA-7128: join the ISR     *)
+(* only past the leader's epoch start (Kafka >= 2.1).                      *)
 (*                                                                         *)
-(* The counterpart of Kip320.tla in Kafka's own specifications, and of     *)
-(* Kip320Truncation in model/protocols.py.                                 *)
+(* Kafka 2.1: `Partition.maybeExpandIsr` also needs                        *)
+(* `leaderEpochStartOffsetOpt.exists(fetchOffset >= _)` (KAFKA-7128).      *)
+(* KIP-320's fencing (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH) is no     *)
+(* difference here: every variant fetches only from the replica acting as  *)
+(* leader in the follower's own epoch.                                     *)
+(*                                                                         *)
+(* epoch_cache = True; new_follower = 'ask-leader'; epoch_lookup =         *)
+(* 'kip-279'; isr_join = 'leader-epoch-start'; truncate_on_fetch = False;  *)
+(* diverging_fetch_updates_leader = True.                                  *)
+(*                                                                         *)
+(* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
+(* edit.                                                                   *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, KafkaProtocols
 
@@ -15,20 +22,15 @@ CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Uncl
 
 VARIABLES replicas, controller, written, crashes, committed, acked
 
-(* The LeaderAndIsr naming another leader: keep the log and wait for the   *)
-(* leader's answer to OffsetsForLeaderEpoch ("truncating" is               *)
-(* KafkaReplication's Truncating).                                         *)
-AskBeforeFetching(rep) == [rep EXCEPT !.role = "truncating"]
-
 INSTANCE KafkaReplication WITH
     BecomeFollowerReplica <- AskBeforeFetching,
-    EpochsAfterAppend <- CacheAfterAppend,
-    EpochsAfterTruncate <- CacheAfterTruncate,
-    EpochsOnBecomeLeader <- CacheOnBecomeLeader,
-    TruncationPoint <- Kip279TruncationPoint,
-    MayJoinIsr <- JoinPastEpochStart,
-    FetchDivergence <- NoDivergence,
-    TruncateOnFetch <- FALSE,
+    EpochsAfterAppend     <- CacheAfterAppend,
+    EpochsAfterTruncate   <- CacheAfterTruncate,
+    EpochsOnBecomeLeader  <- CacheOnBecomeLeader,
+    TruncationPoint       <- Kip279TruncationPoint,
+    MayJoinIsr            <- JoinPastEpochStart,
+    FetchDivergence       <- NoDivergence,
+    TruncateOnFetch       <- FALSE,
     RecordsDivergingFetch <- TRUE
 
 Next == BaseNext

@@ -1,15 +1,20 @@
-------------------------- MODULE KafkaLeaderEpoch --------------------------
+-------------------------- MODULE KafkaLeaderEpoch --------------------------
 (***************************************************************************)
-(* Variant `leader-epoch`: KIP-101, Kafka 0.11. Every replica keeps a      *)
-(* leader-epoch cache, the start offset of every epoch in its log. A       *)
-(* replica that becomes a follower does not truncate at once: it first     *)
-(* asks the leader, with OffsetsForLeaderEpoch, where its latest epoch     *)
-(* ends on the leader (FollowerTruncateByLeaderEpoch), truncates there (to *)
-(* its HW when the answer is undefined, as Kafka 0.11 falls back), and     *)
-(* only then fetches.                                                      *)
+(* Variant `leader-epoch` (Kafka 0.11): truncate to the leader's end       *)
+(* offset for the follower's latest epoch (KIP-101).                       *)
 (*                                                                         *)
-(* The counterpart of Kip101.tla in Kafka's own specifications, and of     *)
-(* LeaderEpochTruncation in model/protocols.py.                            *)
+(* KIP-101 (Kafka 0.11): `ReplicaFetcherThread.maybeTruncate` sends        *)
+(* OffsetsForLeaderEpoch for the follower's latest epoch; the leader       *)
+(* answers with `LeaderEpochFileCache.endOffsetFor`; the follower          *)
+(* truncates there, or to its HW when the answer is                        *)
+(* UNDEFINED_EPOCH_OFFSET.                                                 *)
+(*                                                                         *)
+(* epoch_cache = True; new_follower = 'ask-leader'; epoch_lookup =         *)
+(* 'kip-101'; isr_join = 'leader-hw'; truncate_on_fetch = False;           *)
+(* diverging_fetch_updates_leader = True.                                  *)
+(*                                                                         *)
+(* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
+(* edit.                                                                   *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, KafkaProtocols
 
@@ -17,20 +22,15 @@ CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Uncl
 
 VARIABLES replicas, controller, written, crashes, committed, acked
 
-(* The LeaderAndIsr naming another leader: keep the log and wait for the   *)
-(* leader's answer to OffsetsForLeaderEpoch ("truncating" is               *)
-(* KafkaReplication's Truncating).                                         *)
-AskBeforeFetching(rep) == [rep EXCEPT !.role = "truncating"]
-
 INSTANCE KafkaReplication WITH
     BecomeFollowerReplica <- AskBeforeFetching,
-    EpochsAfterAppend <- CacheAfterAppend,
-    EpochsAfterTruncate <- CacheAfterTruncate,
-    EpochsOnBecomeLeader <- CacheOnBecomeLeader,
-    TruncationPoint <- Kip101TruncationPoint,
-    MayJoinIsr <- JoinAtHw,
-    FetchDivergence <- NoDivergence,
-    TruncateOnFetch <- FALSE,
+    EpochsAfterAppend     <- CacheAfterAppend,
+    EpochsAfterTruncate   <- CacheAfterTruncate,
+    EpochsOnBecomeLeader  <- CacheOnBecomeLeader,
+    TruncationPoint       <- Kip101TruncationPoint,
+    MayJoinIsr            <- JoinAtHw,
+    FetchDivergence       <- NoDivergence,
+    TruncateOnFetch       <- FALSE,
     RecordsDivergingFetch <- TRUE
 
 Next == BaseNext

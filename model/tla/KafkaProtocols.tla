@@ -15,6 +15,22 @@ Greater(a, b) == IF a >= b THEN a ELSE b
 LatestEpoch(epochs) == IF epochs = <<>> THEN Unknown ELSE epochs[Len(epochs)][1]
 
 ----------------------------------------------------------------------------
+(* The LeaderAndIsr naming another leader (the choice new_follower).       *)
+(* truncate-to-hw: cut the log at the local HW (and the cache with it, by  *)
+(* the variant's AfterTruncate) and fetch. ask-leader: keep the log and    *)
+(* wait for the leader's answer to OffsetsForLeaderEpoch ("truncating" is  *)
+(* KafkaReplication's Truncating). fetch-if-epoch: a replica whose log has *)
+(* an epoch fetches at once; one with an empty cache asks first.           *)
+HwBecomeFollower(rep, AfterTruncate(_, _)) ==
+    [rep EXCEPT !.log = IF rep.hw < Len(@) THEN SubSeq(@, 1, rep.hw) ELSE @,
+                !.epochs = IF rep.hw < Len(rep.log) THEN AfterTruncate(@, rep.hw) ELSE @,
+                !.role = "follower"]
+
+AskBeforeFetching(rep) == [rep EXCEPT !.role = "truncating"]
+
+FetchAtOnce(rep) == [rep EXCEPT !.role = IF rep.epochs = <<>> THEN "truncating" ELSE "follower"]
+
+----------------------------------------------------------------------------
 (* No epoch cache (hw): the cache stays empty.                             *)
 NoCacheAfterAppend(epochs, records, offset) == epochs
 NoCacheAfterTruncate(epochs, offset) == epochs
