@@ -38,6 +38,7 @@ class Choice:
 
     name: str
     values: Mapping[object, str]  # value -> what it means, citing Kafka's code
+    actions: tuple[str, ...]  # the model's actions whose guard or effect reads the choice
 
 
 CHOICES: tuple[Choice, ...] = (
@@ -46,7 +47,7 @@ CHOICES: tuple[Choice, ...] = (
         True: "a leader-epoch cache of (epoch, start offset): an entry opens at every appended record whose "
               "epoch is newer than the latest one, truncation drops the entries at or past the cut, and a new "
               "leader opens its epoch at its LEO (`LeaderEpochFileCache.assign`, `Partition.makeLeader`)",
-    }),
+    }, ("ProducerWrite", "FollowerHandleFetchResponse", "ControllerElectLeader")),
     Choice("new_follower", {
         TRUNCATE_TO_HW: "a replica told to follow truncates to its own HW and fetches "
                         "(`ReplicaManager.makeFollowers`, Kafka 0.10.2)",
@@ -54,7 +55,7 @@ CHOICES: tuple[Choice, ...] = (
                     "is complete (`ReplicaFetcherThread.maybeTruncate`, KIP-101)",
         FETCH_IF_EPOCH: "it fetches at once with its latest epoch when it has one, else asks first "
                         "(`AbstractFetcherThread.addPartitions`, KAFKA-10554, Kafka 2.8)",
-    }),
+    }, ("BecomeFollower",)),
     Choice("epoch_lookup", {
         NO_LOOKUP: "no OffsetsForLeaderEpoch",
         KIP_101_LOOKUP: "the leader answers the end offset of the follower's latest epoch (0.11's "
@@ -63,23 +64,23 @@ CHOICES: tuple[Choice, ...] = (
         KIP_279_LOOKUP: "the leader answers the largest epoch at or below the follower's and its end; the "
                         "follower truncates to the end of that epoch in its own log and asks again while the "
                         "epochs differ (`AbstractFetcherThread.getOffsetTruncationState`, KIP-279, Kafka 2.0)",
-    }),
+    }, ("FollowerTruncateByLeaderEpoch", "LeaderHandleFetchRequest")),
     Choice("isr_join", {
         JOIN_AT_HW: "a follower joins the ISR once its fetch offset reaches the leader's HW "
                     "(`Partition.maybeExpandIsr` before 2.1)",
         JOIN_PAST_EPOCH_START: "also the start offset of the leader's epoch (KAFKA-7128, Kafka 2.1)",
-    }),
+    }, ("LeaderHandleFetchRequest",)),
     Choice("truncate_on_fetch", {
         False: "the leader does not check fetches for divergence",
         True: "each fetch carries the follower's latest epoch; the leader answers a diverging one with no "
               "records and the offset to truncate to, and the follower takes the response's HW and "
               "truncates (`Partition.readRecords` 2.7, `truncateOnFetchResponse` 2.8)",
-    }),
+    }, ("LeaderHandleFetchRequest", "FollowerHandleFetchResponse")),
     Choice("diverging_fetch_updates_leader", {
         True: "the leader still takes a diverging fetch's offset as the follower's LEO (ISR join, HW)",
         False: "a diverging fetch leaves the leader's view of the follower alone "
                "(`ReplicaManager.updateFollowerFetchState`, KAFKA-13141)",
-    }),
+    }, ("LeaderHandleFetchRequest",)),
 )
 CHOICE_NAMES = tuple(choice.name for choice in CHOICES)
 

@@ -85,6 +85,14 @@ from .state import (
 
 Transition = Callable[["ReplicationModel", State, int], "State | None"]
 
+# every action of the model; a configuration offers those its settings enable (`action_names`)
+ACTION_NAMES = (
+    "ProducerWrite", "LeaderHandleFetchRequest", "FollowerHandleFetchResponse", "LeaderShrinkIsr", "BecomeFollower",
+    "LeaderShrinkIsrFails", "ReplicaFlush", "FollowerTruncateByLeaderEpoch", "ReplicaCrash", "ReplicaRestart",
+    "ControllerNoticeFailure", "ControllerElectLeader", "ZkDisconnect", "ZkReconnect", "PeerDisconnect",
+    "PeerReconnect",
+)
+
 
 def _put(values: tuple, index: int, value) -> tuple:
     return values[:index] + (value,) + values[index + 1 :]

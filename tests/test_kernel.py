@@ -1,7 +1,7 @@
-"""The compiled kernel is held to the explicit model: the same successors (with their action
-slots, in slot order) and the same property values on every reachable state of small
-configurations covering every protocol and option, and `kernel_check` gives the BFS engine's
-counts, verdicts and traces."""
+"""The compiled kernel is held to the explicit model by the conformance harness (the same
+successors, with their action slots, in slot order, and the same property values on every
+reachable state of `kafka_mc.testing.CONFORMANCE_CONFIGS`), and `kernel_check` gives the BFS
+engine's counts, verdicts and traces."""
 
 from __future__ import annotations
 
@@ -10,33 +10,13 @@ import pytest
 
 from kafka_mc.checker import Budget, check
 from kafka_mc.checker.kernel import kernel_check
-from kafka_mc.checker.kernel.batch import KernelBatch
-from kafka_mc.checker.kernel.engine import KernelStats, collision_probability, replica_orders
-from kafka_mc.checker.kernel.explore import BLOCK, expand_block, fingerprint, flag_block, pack, unpack
-from kafka_mc.checker.kernel.invariants import PROPERTY_NAMES
-from kafka_mc.checker.kernel.layout import decode, encode, packing, settings
-from kafka_mc.checker.kernel.transitions import slot_codes
+from kafka_mc.checker.kernel.batch import KernelBatch, KernelEncoding
+from kafka_mc.checker.kernel.engine import KernelStats, collision_probability
+from kafka_mc.checker.kernel.transitions import ACTION_NAMES
 from kafka_mc.model import Config, ReplicationModel
-from kafka_mc.model.protocols import PROTOCOLS
-from kafka_mc.properties import ALWAYS, INVARIANTS, PROPERTIES, WITNESSES
-
-# every protocol, replicas 2 to 5, acks all/1/0, min_isr above 1, unclean, no flush, partitions
-AGREEMENT_CONFIGS = [
-    Config("hw", messages=2, crashes=2, elections=1),
-    Config("hw", messages=1, crashes=1, elections=1, min_isr=2, acks="1"),
-    Config("hw", replicas=4, messages=1, crashes=0, elections=1),
-    Config("leader-epoch", messages=1, crashes=1, elections=1, acks="1", flush=False),
-    Config("leader-epoch", messages=2, crashes=1, elections=1, acks="0"),
-    Config("leader-epoch", replicas=5, messages=0, crashes=1, elections=0, min_isr=3, acks="0"),
-    Config("kip-279", messages=1, crashes=1, elections=1, unclean=True),
-    Config("kip-279", messages=1, crashes=0, elections=1, partitions=1),
-    Config("kip-320", replicas=3, messages=1, crashes=1, elections=1),
-    Config("diverging-epoch", messages=2, crashes=1, elections=2),
-    Config("diverging-epoch", messages=1, crashes=0, elections=1, partitions=1, flush=False),
-    Config("kafka-13141", messages=2, crashes=1, elections=2, unclean=True),
-    Config("kafka-13141", messages=1, crashes=0, elections=1, partitions=2, acks="1"),
-]
-
+from kafka_mc.model.replication import ACTION_NAMES as MODEL_ACTION_NAMES
+from kafka_mc.properties import ALWAYS, INVARIANTS, PROPERTIES
+from kafka_mc.testing import CONFORMANCE_CONFIGS, check_conformance, reachable_states
 
 def _name(config: Config) -> str:
     options = [f"r{config.replicas}", f"m{config.messages}", f"c{config.crashes}", f"e{config.elections}",
@@ -45,76 +25,17 @@ def _name(config: Config) -> str:
     return "-".join([config.protocol, *options])
 
 
-def test_the_agreement_configurations_cover_every_protocol_and_option():
-    covered = {c.protocol for c in AGREEMENT_CONFIGS}
-    assert covered == set(PROTOCOLS)
-    assert {c.replicas for c in AGREEMENT_CONFIGS} == {2, 3, 4, 5}
-    assert {c.acks for c in AGREEMENT_CONFIGS} == {"all", "1", "0"}
-    assert any(c.unclean for c in AGREEMENT_CONFIGS) and any(not c.flush for c in AGREEMENT_CONFIGS)
-    assert any(c.partitions for c in AGREEMENT_CONFIGS) and any(c.min_isr > 1 for c in AGREEMENT_CONFIGS)
-
-
-def _reachable(model: ReplicationModel):
-    seen = set(model.initial_states())
-    frontier = list(seen)
-    while frontier:
-        following = []
-        for state in frontier:
-            yield state
-            for _, successor in model.indexed_successors(state):
-                if successor not in seen:
-                    seen.add(successor)
-                    following.append(successor)
-        frontier = following
-
-
-def _expand(config: Config, states: list):
-    """The kernel's level loop on `states` as one frontier: for each state, its successors as
-    (slot, wide form, a log got shorter) in the order made, and its property flags."""
-    model = ReplicationModel(config)
-    cfg, codes, layout = settings(config), slot_codes(model.action_names, config.replicas), packing(config)
-    words, slot_count = layout.word_count, len(codes)
-    frontier = np.zeros(len(states) * words, dtype=np.int64)
-    for position, state in enumerate(states):
-        pack(encode(state), layout.cells, layout.biases, layout.shifts, layout.words, words, frontier,
-             position * words)
-    room = BLOCK * slot_count
-    out_words, out_fingerprints = np.empty(room * words, dtype=np.int64), np.empty(room, dtype=np.uint64)
-    out_slots, out_truncated = np.empty(room, dtype=np.int64), np.empty(room, dtype=np.bool_)
-    out_counts, flags = np.empty(BLOCK, dtype=np.int64), np.empty(BLOCK, dtype=np.int64)
-    wide = np.empty_like(encode(states[0]))
-    for first in range(0, len(states), BLOCK):
-        count = min(BLOCK, len(states) - first)
-        expand_block(cfg, codes, replica_orders(config.replicas, False), layout.cells, layout.biases, layout.bits, layout.shifts, layout.words, words,
-                     frontier, first, count, out_words, out_fingerprints, out_slots, out_truncated, out_counts)
-        flag_block(cfg, layout.cells, layout.biases, layout.bits, layout.shifts, layout.words, words, frontier,
-                   first, count, flags)
-        for j in range(count):
-            made = []
-            for out in range(j * slot_count, j * slot_count + out_counts[j]):
-                unpack(out_words, out * words, layout.cells, layout.biases, layout.bits, layout.shifts,
-                       layout.words, wide)
-                assert out_fingerprints[out] == fingerprint(out_words, out * words, words)
-                made.append((int(out_slots[out]), wide.copy(), bool(out_truncated[out])))
-            yield made, int(flags[j])
-
-
-@pytest.mark.parametrize("config", AGREEMENT_CONFIGS, ids=_name)
+@pytest.mark.parametrize("config", CONFORMANCE_CONFIGS, ids=_name)
 def test_the_kernel_computes_the_models_successors_and_property_values_on_every_reachable_state(config):
-    model = ReplicationModel(config)
-    states = list(_reachable(model))
-    assert len(states) > 100
-    step_witness = next(p for p in WITNESSES if p.on_step)
-    state_properties = [p for p in PROPERTIES if not p.on_step]
-    for state, (made, flags) in zip(states, _expand(config, states)):
-        assert decode(encode(state), config.replicas) == state
-        expected = list(model.indexed_successors(state))
-        assert [(slot, decode(wide, config.replicas)) for slot, wide, _ in made] == expected, \
-            f"successors of {state}"
-        assert [truncated for *_, truncated in made] == [step_witness.holds(state, after) for _, after in expected]
-        for prop in state_properties:
-            flagged = bool(flags >> PROPERTY_NAMES.index(prop.name) & 1)
-            assert flagged == (prop.holds(state) if prop.kind != ALWAYS else not prop.holds(state)), prop.name
+    """One configuration of the conformance list at a time (tests/test_conformance.py holds the list
+    to covering every action and protocol choice)."""
+    report = check_conformance(KernelEncoding(), [config], require_coverage=False)
+    assert report.states > 100
+    assert report.ok, report.summary()
+
+
+def test_the_kernel_and_the_model_have_the_same_actions():
+    assert set(ACTION_NAMES) == set(MODEL_ACTION_NAMES)
 
 
 def _outcome(result):
@@ -197,7 +118,7 @@ def test_the_kernel_reports_compile_time_apart_and_tlcs_collision_estimate():
 def test_the_batch_interface_expands_and_checks_slices_of_packed_states():
     config = Config("kip-279", messages=1, crashes=1, elections=1, partitions=1)
     batch, model = KernelBatch(config), ReplicationModel(config)
-    states = list(_reachable(model))[:500]
+    states = list(reachable_states(config))[:500]
     rows = np.stack([batch.pack(state) for state in states])
     assert [batch.state(row) for row in rows] == states
     parents, slots, fingerprints, successors, truncated = batch.expand(rows)

@@ -10,9 +10,13 @@ the same one. With symmetry, every state is packed as its class's representative
 
 from __future__ import annotations
 
+from typing import Iterator, Sequence
+
 import numpy as np
 
 from kafka_mc.model import Config, ReplicationModel, State
+from kafka_mc.properties import ALWAYS, PROPERTIES
+from kafka_mc.testing import Expansion
 
 from .cache import compile_lock
 from .engine import replica_orders
@@ -111,3 +115,33 @@ def warm_up() -> None:
 
 def as_signed(fingerprints: np.ndarray) -> np.ndarray:
     return fingerprints.view(np.int64)
+
+
+class KernelEncoding:
+    """The compiled kernel as an `Encoding` for `kafka_mc.testing.check_conformance`: successors in
+    slot order, every state property from its flags, and the step witness from its truncation bit."""
+
+    name = "compiled kernel"
+    ordered = True
+
+    def expand(self, config: Config, states: Sequence[State]) -> Iterator[Expansion]:
+        batch = KernelBatch(config)
+        rows = np.stack([batch.pack(state) for state in states])
+        parents, slots, fingerprints, successors, truncated = batch.expand(rows)
+        if not np.array_equal(fingerprints, batch.fingerprints(successors)):
+            raise AssertionError("a successor's fingerprint is not the fingerprint of its packed row")
+        flags = batch.flags(rows)
+        ends = np.searchsorted(parents, np.arange(len(states) + 1))
+        for index, state in enumerate(states):
+            if batch.state(rows[index]) != state:
+                raise AssertionError(f"packing does not round-trip {state}")
+            made = range(ends[index], ends[index + 1])
+            yield Expansion(
+                tuple((int(slots[k]), batch.state(successors[k])) for k in made),
+                {name: bool(flags[index] >> bit & 1) != (KINDS[name] == ALWAYS)
+                 for bit, name in enumerate(PROPERTY_NAMES) if name in KINDS},
+                tuple({STEP_WITNESS: bool(truncated[k])} for k in made))
+
+
+KINDS = {prop.name: prop.kind for prop in PROPERTIES if not prop.on_step}  # the state properties
+STEP_WITNESS = next(prop.name for prop in PROPERTIES if prop.on_step)
