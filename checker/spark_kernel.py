@@ -49,10 +49,9 @@ def kernel_batch(config: Config, symmetry: bool):
     if batch is None:
         import numba
 
-        from .kernel.batch import KernelBatch, warm_up
+        from .kernel.batch import KernelBatch
 
         numba.set_num_threads(1)
-        warm_up()
         batch = _BATCHES[(config, symmetry)] = KernelBatch(config, symmetry)
     return batch
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from .protocols import PROTOCOLS
+from .protocols import HISTORY, PROTOCOLS, Protocol, register_protocol
 from .state import MAX_REPLICAS, MIN_REPLICAS
 
 ACKS = ("all", "1", "0")
@@ -74,12 +74,25 @@ class Config:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def __reduce__(self):
+        """Pickled with its protocol's declaration when that is a user's registered variant, so that
+        worker processes and Spark executors, which have not registered it, run the same variant."""
+        declaration = PROTOCOLS[self.protocol]
+        shipped = None if declaration in HISTORY else declaration
+        return _unpickle_config, (type(self), self.to_dict(), shipped)
+
 
 @dataclass(frozen=True)
 class SimulationConfig(Config):
     """Bounds that only random simulation and Hypothesis can afford (see `Config.for_simulation`)."""
 
     count_limit = SIMULATION_COUNT_LIMIT
+
+
+def _unpickle_config(kind: type, values: dict, protocol: Protocol | None) -> Config:
+    if protocol is not None:
+        register_protocol(protocol)
+    return kind(**values)
 
 
 def check_int(name: str, value: object, low: int, high: int) -> None:

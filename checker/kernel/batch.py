@@ -38,6 +38,7 @@ class KernelBatch:
         self.orders = replica_orders(config.replicas, symmetry)
         self.word_count = self.layout.word_count
         self.property_names = PROPERTY_NAMES  # bit p of a flag is property p
+        warm_up()
 
     def pack(self, state: State) -> np.ndarray:
         """The packed row of a state (of its representative, with symmetry)."""
@@ -103,14 +104,27 @@ class KernelBatch:
         return flags
 
 
+_warm = False
+
+
 def warm_up() -> None:
     """Compile every function a batch uses, or load them from numba's cache, under
-    `compile_lock` (a Spark executor's Python workers start together)."""
-    with compile_lock():
-        batch = KernelBatch(Config("hw", replicas=2, messages=1, crashes=0, elections=0), symmetry=True)
-        rows = batch.pack(batch.model.initial_states()[0])[None, :]
-        batch.flags(batch.expand(rows)[3])
-        batch.fingerprints(rows)
+    `compile_lock`, once per process (every `KernelBatch` calls it): a Spark executor's Python
+    workers start together, and two processes writing one function's cache at once leave an index
+    that crashes the next process to load it."""
+    global _warm
+    if _warm:
+        return
+    _warm = True  # the batch below calls warm_up again
+    try:
+        with compile_lock():
+            batch = KernelBatch(Config("hw", replicas=2, messages=1, crashes=0, elections=0), symmetry=True)
+            rows = batch.pack(batch.model.initial_states()[0])[None, :]
+            batch.flags(batch.expand(rows)[3])
+            batch.fingerprints(rows)
+    except BaseException:
+        _warm = False
+        raise
 
 
 def as_signed(fingerprints: np.ndarray) -> np.ndarray:
