@@ -28,8 +28,9 @@ from pathlib import Path
 
 from kafka_mc.control import MODELS
 from kafka_mc.control.system import ALWAYS, parse_control_action
+from kafka_mc.counterexamples.values import plain_values
 
-from .result import SystemTrace
+from .result import Replay, ReplayStep, SystemTrace
 
 TOP_LEVEL = {"model", "title", "source", "description", "article", "initial", "steps", "config", "checkpoint",
              "expected_violations"}
@@ -100,10 +101,6 @@ def parse_control_scenario(path: Path, data: dict, article: str) -> ControlScena
 def replay_control(scenario: ControlScenario):
     """Run the scenario step by step: each step's broken invariants and checkpoint differences;
     ReplayError names the first step that is not enabled."""
-    from kafka_mc.counterexamples.control import plain_values
-
-    from .scenario import Replay, ReplayStep
-
     system = scenario.trace.system
     result = Replay(scenario)
     before = None

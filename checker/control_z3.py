@@ -24,7 +24,7 @@ import z3
 
 from kafka_mc.control.controller import NONE, ControllerModel, ControllerState
 from kafka_mc.control.partition_fsm import (LEGAL, NEW, NO_LEADER, NON_EXISTENT, OFFLINE, ONLINE, SELF_LOOPS,
-                                            PartitionFsmModel, PartitionFsmState, _edge_name)
+                                            PartitionFsmModel, PartitionFsmState, edge_name)
 from kafka_mc.control.system import ALWAYS, ControlAction
 
 from .bfs import Budget, search_result, stop_reason
@@ -350,7 +350,7 @@ class PartitionFsmEncoding(Encoding):
         if name == "OnlyLegalTransitions":
             return z3.And(*(z3.Implies(a != b, z3.Or(*(z3.And(a == x, b == y) for x, y in LEGAL if x != y)))
                             for a, b in zip(s.states, n.states)))
-        edge = next(e for e in LEGAL if _edge_name(e) == name)
+        edge = next(e for e in LEGAL if edge_name(e) == name)
         taken = z3.Or(*(z3.And(a == edge[0], b == edge[1]) for a, b in zip(s.states, n.states)))
         if edge[0] != edge[1]:
             return taken

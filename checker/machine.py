@@ -140,11 +140,11 @@ def machine_for(config: Config, properties: Iterable[Property] = INVARIANTS) -> 
     if len(set(names)) < len(names):
         raise ValueError(f"two properties have the same name: {sorted(n for n in set(names) if names.count(n) > 1)}")
     for prop in namespace["state_properties"]:
-        method_name = _method_name(prop.name)
+        method_name = identifier_of(prop.name)
         if method_name in namespace or hasattr(ReplicationMachine, method_name):
             method_name = f"invariant_{method_name}"  # a property called, say, `step`
         namespace[method_name] = invariant()(_invariant_method(prop, method_name))
-    name = f"Replication_{_method_name(config.protocol)}_{config.replicas}r"
+    name = f"Replication_{identifier_of(config.protocol)}_{config.replicas}r"
     return type(name, (ReplicationMachine,), namespace)
 
 
@@ -165,7 +165,8 @@ def _invariant_method(prop: Property, method_name: str):
     return check
 
 
-def _method_name(text: str) -> str:
+def identifier_of(text: str) -> str:
+    """A Python identifier for a property's or a protocol's name (for machine and method names)."""
     name = re.sub(r"\W", "_", text)
     return name if name.isidentifier() else f"p_{name}"
 

@@ -1,4 +1,5 @@
-"""What every engine returns: traces, statistics and verdicts, independent of the engine."""
+"""What every engine returns: traces, statistics and verdicts, independent of the engine; and
+what a scenario's replay returns (`Replay`)."""
 
 from __future__ import annotations
 
@@ -129,3 +130,39 @@ class SystemTrace(_Steps):
                 raise ReplayError(number, action, "not enabled in the state before it")
             states.append(following)
         return states
+
+
+@dataclass(frozen=True)
+class ReplayStep:
+    number: int
+    action: str
+    state: State
+    broken: tuple[str, ...]  # invariants that fail in this state
+    mismatches: tuple[str, ...] = ()  # differences from a checkpoint after this step
+
+
+@dataclass
+class Replay:
+    """A scenario's replay (`checker.scenario.replay`): the replayed scenario (a `Scenario`, or a
+    control-plane model's `ControlScenario`) and each of its steps."""
+
+    scenario: Any
+    steps: list[ReplayStep] = field(default_factory=list)
+
+    @property
+    def first_breaks(self) -> dict[str, int]:
+        """Each broken invariant with the first step at which it fails."""
+        first: dict[str, int] = {}
+        for step in self.steps:
+            for name in step.broken:
+                first.setdefault(name, step.number)
+        return first
+
+    @property
+    def mismatches(self) -> list[str]:
+        found = [f"after step {s.number}: {m}" for s in self.steps for m in s.mismatches]
+        expected = set(self.scenario.expected_violations)
+        broken = set(self.first_breaks)
+        found += [f"expected {name} to break, it never does" for name in sorted(expected - broken)]
+        found += [f"{name} breaks, which the scenario does not expect" for name in sorted(broken - expected)]
+        return found

@@ -24,7 +24,7 @@ A file with a `model` key is a control-plane model's scenario (`checker.control_
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -32,7 +32,8 @@ from kafka_mc.model import Config, ConfigError, ReplicationModel, State, parse_a
 from kafka_mc.model.state import ROLE_NAMES, STATUS_NAMES, record_name, replica_index
 from kafka_mc.properties import failing_invariants
 
-from .result import ReplayError, Trace
+from .control_scenario import parse_control_scenario, replay_control
+from .result import Replay, ReplayError, ReplayStep, Trace
 
 REPLICA_FIELDS = {"log", "hw", "leo", "epochs", "role", "status"}
 TOP_LEVEL = {"title", "source", "initial_leader", "steps", "config", "checkpoint",
@@ -70,39 +71,6 @@ class Scenario:
         return self.trace.config
 
 
-@dataclass(frozen=True)
-class ReplayStep:
-    number: int
-    action: str
-    state: State
-    broken: tuple[str, ...]  # invariants that fail in this state
-    mismatches: tuple[str, ...] = ()  # differences from a checkpoint after this step
-
-
-@dataclass
-class Replay:
-    scenario: Scenario
-    steps: list[ReplayStep] = field(default_factory=list)
-
-    @property
-    def first_breaks(self) -> dict[str, int]:
-        """Each broken invariant with the first step at which it fails."""
-        first: dict[str, int] = {}
-        for step in self.steps:
-            for name in step.broken:
-                first.setdefault(name, step.number)
-        return first
-
-    @property
-    def mismatches(self) -> list[str]:
-        found = [f"after step {s.number}: {m}" for s in self.steps for m in s.mismatches]
-        expected = set(self.scenario.expected_violations)
-        broken = set(self.first_breaks)
-        found += [f"expected {name} to break, it never does" for name in sorted(expected - broken)]
-        found += [f"{name} breaks, which the scenario does not expect" for name in sorted(broken - expected)]
-        return found
-
-
 def documented_scenarios(folder: str = "") -> list[Path]:
     """The scenario files shipped with kafka-mc, by name: the documented cases (Case L and Case D
     under each protocol), or those in a subfolder such as `findings`."""
@@ -128,8 +96,6 @@ def load_scenario(path: Path) -> Scenario:
 
 def _parse(path: Path, data: dict) -> Scenario:
     if "model" in data:  # a control-plane model's scenario
-        from .control_scenario import parse_control_scenario
-
         return parse_control_scenario(path, data, _article_case(data))
     unknown = set(data) - TOP_LEVEL
     if unknown:
@@ -226,8 +192,6 @@ def _compare(checkpoint: Checkpoint, state: State) -> tuple[str, ...]:
 def replay(scenario: Scenario) -> Replay:
     """Run the scenario step by step; ReplayError names the first step that is not enabled."""
     if not isinstance(scenario, Scenario):  # a control-plane model's scenario
-        from .control_scenario import replay_control
-
         return replay_control(scenario)
     result = Replay(scenario)
     checkpoints: dict[int, list[Checkpoint]] = {}

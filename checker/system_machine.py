@@ -15,7 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from kafka_mc.control.system import ALWAYS
 
-from .machine import PropertyViolated, _method_name
+from .machine import PropertyViolated, identifier_of
 from .result import SystemTrace
 
 
@@ -56,13 +56,13 @@ def system_machine(system) -> type[SystemMachine]:
                  "start": initialize(initial=st.integers(0, initial_count - 1))(start)}
     for prop in system.properties:
         if prop.kind == ALWAYS and not prop.on_step:
-            namespace[f"check_{_method_name(prop.name)}"] = invariant()(_invariant_method(prop))
-    return type(f"{_method_name(system.name).title().replace('_', '')}Machine", (SystemMachine,), namespace)
+            namespace[f"check_{identifier_of(prop.name)}"] = invariant()(_invariant_method(prop))
+    return type(f"{identifier_of(system.name).title().replace('_', '')}Machine", (SystemMachine,), namespace)
 
 
 def _invariant_method(prop):
     def check(self: SystemMachine) -> None:
         if self.state is not None and not prop.holds(self.state):
             raise PropertyViolated(prop.name, self.trace())
-    check.__name__ = f"check_{_method_name(prop.name)}"
+    check.__name__ = f"check_{identifier_of(prop.name)}"
     return check

@@ -13,7 +13,6 @@ import re
 import textwrap
 from pathlib import Path
 
-from kafka_mc import model
 from kafka_mc.model import PROTOCOLS, protocols
 from kafka_mc.model.protocols import Protocol, require_encoded
 
@@ -48,7 +47,7 @@ OPERATORS: dict[str, dict[object, dict[str, str]]] = {
         False: {"RecordsDivergingFetch": "FALSE"},
     },
 }
-TLA_DIR = Path(model.__file__).resolve().parent / "tla"
+TLA_DIR = Path(protocols.__file__).resolve().parent / "tla"
 PARAMETERS = ("BecomeFollowerReplica", "EpochsAfterAppend", "EpochsAfterTruncate", "EpochsOnBecomeLeader",
               "TruncationPoint", "MayJoinIsr", "FetchDivergence", "TruncateOnFetch", "RecordsDivergingFetch")
 WIDTH = 77

@@ -196,12 +196,13 @@ def _takes(edge: tuple[int, int]):
     return taken
 
 
-def _edge_name(edge: tuple[int, int]) -> str:
+def edge_name(edge: tuple[int, int]) -> str:
+    """The name of a state-machine edge's witness: `NewToOnline`."""
     return f"{STATE_NAMES[edge[0]].removesuffix('Partition')}To{STATE_NAMES[edge[1]].removesuffix('Partition')}"
 
 
 EDGE_WITNESSES = tuple(
-    ControlProperty(_edge_name(edge), SOMETIMES,
+    ControlProperty(edge_name(edge), SOMETIMES,
                     f"Kafka's PartitionStateMachine allows {STATE_NAMES[edge[0]]} -> {STATE_NAMES[edge[1]]}",
                     _takes(edge), on_step=True)
     for edge in sorted(LEGAL))

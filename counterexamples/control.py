@@ -8,6 +8,7 @@ the same trace gives the same bytes.
 from __future__ import annotations
 
 import json
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -17,33 +18,16 @@ from tabulate import tabulate
 from kafka_mc.checker.result import CheckResult, SystemTrace
 
 from .control_sequence import controller_sequence
-from .itf import FORMAT_DESCRIPTION, INIT, SortedSet
+from .html import STYLE, config_list
+from .itf import FORMAT_DESCRIPTION, INIT
 from .reports import write_files
+from .summary import config_text
 from .text import conjunct, tla_value
+from .values import control_values, plain_value
 from .views import result_view
 
 
 SEQUENCES = {"controller": controller_sequence}  # the models whose Markdown opens with a sequence diagram
-
-
-def control_values(trace: SystemTrace, state) -> dict[str, Any]:
-    """A state's variables with every set sorted and every map keyed in order."""
-    return {name: _sorted(value) for name, value in trace.system.state_values(state).items()}
-
-
-def plain_values(trace: SystemTrace, state) -> dict[str, Any]:
-    """A state's variables as JSON values (sets as sorted lists, map keys as strings)."""
-    return _plain(control_values(trace, state))
-
-
-def _sorted(value: Any) -> Any:
-    if isinstance(value, frozenset):
-        return SortedSet(_sorted(v) for v in value)
-    if isinstance(value, dict):
-        return {key: _sorted(value[key]) for key in sorted(value)}
-    if isinstance(value, list):
-        return [_sorted(v) for v in value]
-    return value
 
 
 def _labelled_states(trace: SystemTrace) -> list[tuple[str, dict[str, Any]]]:
@@ -93,8 +77,6 @@ def _verdict(violated: str | None, states: list) -> str:
 def control_markdown(trace: SystemTrace, violated: str | None, title: str) -> str:
     """A table of the steps: each variable's value after each action, changed values in bold; for
     the controller model, a Mermaid sequence diagram of the messages first."""
-    from .summary import config_text
-
     states = _labelled_states(trace)
     names = list(states[0][1])
     rows = []
@@ -120,10 +102,6 @@ td.value { font-family: monospace; white-space: pre-wrap; }
 def control_html(trace: SystemTrace, violated: str | None, title: str) -> str:
     """One self-contained page: the configuration, the verdict, and a table of every step, changed
     values highlighted and the violating step framed (XHTML-compatible, as the replication page)."""
-    from html import escape
-
-    from .html import STYLE, _config_list
-
     states = _labelled_states(trace)
     names = list(states[0][1])
     rows = []
@@ -137,7 +115,7 @@ def control_html(trace: SystemTrace, violated: str | None, title: str) -> str:
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8"/>', f"<title>{escape(title)}</title>",
         f"<style>\n{STYLE}\n{TABLE_STYLE}\n</style>", "</head>", "<body>", f"<h1>{escape(title)}</h1>",
-        f"<p>Model <code>{escape(trace.system.name)}</code>.</p>", _config_list(trace),
+        f"<p>Model <code>{escape(trace.system.name)}</code>.</p>", config_list(trace),
         f'<p class="verdict">{escape(verdict)}</p>',
         f'<table class="steps"><thead><tr>{header}</tr></thead><tbody>', *rows, "</tbody></table>",
         "</body>", "</html>"]) + "\n"
@@ -161,18 +139,5 @@ def write_control_reports(result: CheckResult, model_name: str, out_dir: Path) -
 def control_result_view(result: CheckResult, model_name: str) -> dict:
     """The JSON summary of a control-plane model's check."""
     return {"model": model_name,
-            **result_view(result, lambda trace: [{"action": label, "state": _plain(values)}
+            **result_view(result, lambda trace: [{"action": label, "state": plain_value(values)}
                                                  for label, values in _labelled_states(trace)])}
-
-
-def _plain(value: Any) -> Any:
-    """A value of `control_values` as JSON: sets as sorted lists, named tuples as objects."""
-    if isinstance(value, frozenset):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(key): _plain(v) for key, v in value.items()}
-    if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return {key: _plain(v) for key, v in value._asdict().items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value

@@ -61,7 +61,7 @@ def trace_html(trace: Trace, invariant: str | None, title: str) -> str:
         "</head>",
         "<body>",
         f"<h1>{escape(title)}</h1>",
-        _config_list(trace),
+        config_list(trace),
         f'<p class="verdict">{escape(verdict(steps, invariant))}</p>',
         f"<p>{escape(LEGEND)}</p>",
         _index(steps),
@@ -72,7 +72,8 @@ def trace_html(trace: Trace, invariant: str | None, title: str) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _config_list(trace: Trace) -> str:
+def config_list(trace: Trace) -> str:
+    """The trace's configuration as an HTML definition list (this page's and the control-plane page's)."""
     items = "".join(f"<dt>{escape(key)}</dt><dd>{escape(str(value))}</dd>"
                     for key, value in trace.config.to_dict().items())
     return f'<dl class="config">{items}</dl>'

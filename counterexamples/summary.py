@@ -10,6 +10,7 @@ from kafka_mc.checker.scenario import Replay, Scenario
 from kafka_mc.model import Config
 from kafka_mc.properties import INVARIANTS
 
+from .values import plain_values
 from .views import TABLE_HEADERS, isr_text, leader_name, replica_rows
 
 
@@ -90,8 +91,6 @@ def _replica_table(step) -> list[str]:
 
 def _control_changes(trace):
     """A control-plane step: its action, then every variable that changed (all of them at step 0)."""
-    from .control import plain_values
-
     previous: dict = {}
 
     def describe(step) -> list[str]:

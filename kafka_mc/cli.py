@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
-from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -12,20 +12,55 @@ from typing import Optional
 import typer
 from tabulate import tabulate
 
-from kafka_mc import exitcodes
+from kafka_mc import cli_spark, exitcodes
 from kafka_mc.checker import Budget, CheckResult, ReplayError, check
+from kafka_mc.checker.article import compare as compare_with_article
 from kafka_mc.checker.graph import GraphTooLarge, check_recoverability, state_graph
+from kafka_mc.checker.matrix import Axes, run_matrix, run_matrix_on_spark
 from kafka_mc.checker.scenario import ScenarioError, load_scenario, replay as replay_scenario
-from kafka_mc.model import PROTOCOLS, Config, ConfigError
+from kafka_mc.checker.symbolic.bmc import EncodingMismatch, bounded_check
+from kafka_mc.checker.symbolic.transitions import EncodingError
+from kafka_mc.checker.tlc import spec_files
+from kafka_mc.cli_common import (
+    AcksOption,
+    CrashesOption,
+    DeprecatedNetworkFailuresOption,
+    ElectionsOption,
+    Exit,
+    MessagesOption,
+    MinIsrOption,
+    NetworkFailuresOption,
+    NoFlushOption,
+    OutputFormat,
+    PluginOption,
+    ProtocolOption,
+    ReplicasOption,
+    UncleanOption,
+    config_errors,
+    counts,
+    load_plugins,
+    network_failure_bound,
+    number,
+    out_dir,
+    print_result,
+    verdict_code,
+    write_violation_reports,
+)
+from kafka_mc.cli_control import control_command, run_system
+from kafka_mc.cli_prove import prove_command
+from kafka_mc.cli_simulate import simulate_command
+from kafka_mc.control.failover import FailoverConfig, FailoverModel
+from kafka_mc.counterexamples import catalogue
+from kafka_mc.counterexamples.control import control_reports
+from kafka_mc.counterexamples.dot import write_dot
+from kafka_mc.counterexamples.reports import ReportConflict, write_files, write_reports
+from kafka_mc.counterexamples.summary import replay_text
+from kafka_mc.model import PROTOCOLS, Config
 from kafka_mc.progress import ProgressReporter
+from kafka_mc.reproduce import SUMMARY_HEADERS, reproduce, summary_rows
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
                   help="Model checking for Apache Kafka's replication protocol.")
-
-
-class OutputFormat(str, Enum):
-    text = "text"
-    json = "json"
 
 
 class Engine(str, Enum):
@@ -48,74 +83,21 @@ _EXPLICIT_ONLY = ("--workers", "--symmetry", "--max-states", "--dump-dot", "--re
 DEFAULT_DEPTH = 10
 
 
-class Exit(Exception):
-    """Leave with a message on stderr and an exit code."""
-
-    def __init__(self, code: int, message: str):
-        super().__init__(message)
-        self.code = code
-
-
-def _number(flag: str, text: Optional[str], kind: type = int, positive: bool = False):
-    """The option's value as an int (or float); Exit naming the option and the value otherwise."""
-    if text is None:
-        return None
-    try:
-        value = kind(text)
-    except ValueError:
-        noun = "an integer" if kind is int else "a number"
-        raise Exit(exitcodes.BAD_INPUT, f"{flag} must be {noun}, not {text!r}") from None
-    if positive and value <= 0:
-        raise Exit(exitcodes.BAD_INPUT, f"{flag} must be greater than 0, not {text}")
-    return value
-
-
-def _counts(**options: str) -> dict[str, int]:
-    """Integer options by their Config field name, each parsed with the flag named in errors."""
-    return {name: _number(f"--{name.replace('_', '-')}", value) for name, value in options.items()}
-
-
-@contextmanager
-def _config_errors():
-    """A ConfigError becomes a bad-input exit naming the option and the allowed values."""
-    try:
-        yield
-    except ConfigError as error:
-        raise Exit(exitcodes.BAD_INPUT, f"--{error.field.replace('_', '-')}: {error}") from None
-
-
-def _out_dir(out: Optional[Path]) -> Optional[Path]:
-    if out is not None and out.exists() and not out.is_dir():
-        raise Exit(exitcodes.BAD_INPUT, f"--out {out} exists and is not a directory")
-    return out
-
-
-def _verdict_code(result: CheckResult) -> int:
-    if result.violations:
-        return exitcodes.VIOLATION
-    if result.bounded_to is not None:
-        return exitcodes.OK if result.stats.depth == result.bounded_to else exitcodes.INCOMPLETE
-    if not result.complete:
-        return exitcodes.INCOMPLETE
-    if result.unreached_witnesses:
-        return exitcodes.WITNESS_UNREACHED
-    return exitcodes.OK
-
-
 @app.command("check")
 def check_command(
-    protocol: str = typer.Option("hw", metavar="NAME", help=f"Truncation protocol: {', '.join(PROTOCOLS)}."),
-    replicas: str = typer.Option("2", metavar="N", help="Number of replicas, 2 to 5."),
-    messages: str = typer.Option("2", metavar="N", help="Producer writes, at most."),
-    crashes: str = typer.Option("2", metavar="N", help="Replica crashes, at most."),
-    elections: str = typer.Option("1", metavar="N", help="Leader elections after the initial one, at most."),
-    acks: str = typer.Option("all", metavar="all|1|0", help="Producer acks: all, 1 or 0."),
-    min_isr: str = typer.Option("1", "--min-isr", metavar="N", help="min.insync.replicas (acks=all writes need this many in the ISR)."),
-    unclean: bool = typer.Option(False, "--unclean", help="Enable unclean leader election."),
-    no_flush: bool = typer.Option(False, "--no-flush",
-                                  help="Acknowledge from the page cache: a crash loses what was not flushed."),
-    partitions: str = typer.Option("0", metavar="N",
-                                   help="Network failures, at most (a broker cut off from ZooKeeper or the brokers)."),
+    ctx: typer.Context,
+    protocol: ProtocolOption = "hw",
+    plugin: PluginOption = None,
+    replicas: ReplicasOption = "2",
+    messages: MessagesOption = "2",
+    crashes: CrashesOption = "2",
+    elections: ElectionsOption = "1",
+    acks: AcksOption = "all",
+    min_isr: MinIsrOption = "1",
+    unclean: UncleanOption = False,
+    no_flush: NoFlushOption = False,
+    network_failures: NetworkFailuresOption = "0",
+    partitions: DeprecatedNetworkFailuresOption = None,
     controller_failures: str = typer.Option("0", "--controller-failures", metavar="N",
                                             help="Failures of the controller itself, at most (another broker takes "
                                                  "over; the python and spark engines only)."),
@@ -152,21 +134,22 @@ def check_command(
 ) -> None:
     """Explore every reachable state of one configuration (or, with --engine z3, every behaviour up
     to a depth) and check the properties."""
-    budget = Budget(_number("--max-states", max_states, positive=True),
-                    _number("--max-seconds", max_seconds, float, positive=True))
-    worker_count = _number("--workers", workers, positive=True)
-    out = _out_dir(out)
-    counts = _counts(replicas=replicas, messages=messages, crashes=crashes, elections=elections,
-                     min_isr=min_isr, partitions=partitions)
-    with _config_errors():
-        config = Config(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **counts)
-    failures = _number("--controller-failures", controller_failures)
+    load_plugins(plugin)
+    failures_flag, failures_text = network_failure_bound(ctx, network_failures, partitions)
+    flags = {"partitions": failures_flag}
+    budget = Budget(number("--max-states", max_states, positive=True),
+                    number("--max-seconds", max_seconds, float, positive=True))
+    worker_count = number("--workers", workers, positive=True)
+    out = out_dir(out)
+    bounds = counts(flags, replicas=replicas, messages=messages, crashes=crashes, elections=elections,
+                    min_isr=min_isr, partitions=failures_text)
+    with config_errors(flags):
+        config = Config(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **bounds)
+    failures = number("--controller-failures", controller_failures)
     if failures:
-        from kafka_mc.cli_spark import spark_system_search
-
-        search = spark_system_search(spark_master, spark_partitions) if engine is Engine.spark else None
+        search = cli_spark.spark_system_search(spark_master, spark_partitions) if engine is Engine.spark else None
         _check_with_controller_failures(
-            config, failures, keep_going=keep_going, budget=budget, quiet=quiet, output_format=output_format,
+            config, failures, flags, keep_going=keep_going, budget=budget, quiet=quiet, output_format=output_format,
             out=out, recoverability=recoverability, search=search,
             unusable={"--engine z3": engine is Engine.z3, "--workers": worker_count != 1, "--symmetry": symmetry,
                       "--dump-dot": dump_dot is not None, "--write-tla": write_tla is not None,
@@ -174,8 +157,6 @@ def check_command(
                       "--checkpoint-dir": checkpoint_dir is not None,
                       "--spark-master": spark_master is not None and engine is not Engine.spark,
                       "--spark-partitions": spark_partitions is not None and engine is not Engine.spark})
-    from kafka_mc import cli_spark
-
     spark_given = cli_spark.spark_options_given(spark_master, spark_partitions, checkpoint_dir, resume)
     if engine is not Engine.spark:
         cli_spark.refuse_spark_options(engine.value, spark_given)
@@ -184,9 +165,9 @@ def check_command(
                                                  dump_dot is not None, recoverability)))
         result = _bounded_check(config, depth, keep_going, budget.max_seconds, quiet,
                                 [flag for flag, given in explicit_only.items() if given])
-        written = _write_violation_reports(result, out) if out else []
-        _print_result(result, None, output_format, written)
-        raise typer.Exit(_verdict_code(result))
+        written = write_violation_reports(result, out) if out else []
+        print_result(result, None, output_format, written)
+        raise typer.Exit(verdict_code(result))
     if engine is Engine.spark:
         cli_spark.run_spark(config, keep_going=keep_going, symmetry=symmetry, budget=budget, quiet=quiet,
                             spark_master=spark_master, spark_partitions=spark_partitions,
@@ -197,10 +178,10 @@ def check_command(
     if depth is not None:
         raise Exit(exitcodes.BAD_INPUT, "--depth applies to --engine z3 only; the explicit engines explore every depth")
     if write_tla is not None:
-        _write_tla(config, _out_dir(write_tla))
+        _write_tla(config, out_dir(write_tla))
     explore = check
     if engine is Engine.kernel:
-        from kafka_mc.checker.kernel import kernel_check as explore
+        from kafka_mc.checker.kernel import kernel_check as explore  # deferred: numba (~0.5 s), for the kernel only
     reporter = ProgressReporter(enabled=not quiet)
     try:
         result = explore(config, keep_going=keep_going, symmetry=symmetry, workers=worker_count, budget=budget,
@@ -214,14 +195,12 @@ def check_command(
         except GraphTooLarge as error:
             raise Exit(exitcodes.BAD_INPUT, f"--dump-dot/--recoverability: {error}") from None
         if dump_dot is not None:
-            from kafka_mc.counterexamples.dot import write_dot
-
             write_dot(graph, dump_dot)
         if recoverability:
             recovery = check_recoverability(config, graph)
-    written = _write_violation_reports(result, out) if out else []
-    _print_result(result, recovery, output_format, written)
-    code = _verdict_code(result)
+    written = write_violation_reports(result, out) if out else []
+    print_result(result, recovery, output_format, written)
+    code = verdict_code(result)
     if code == exitcodes.OK and recovery is not None and not recovery.holds:
         code = exitcodes.VIOLATION
     raise typer.Exit(code)
@@ -230,13 +209,10 @@ def check_command(
 def _bounded_check(config: Config, depth: Optional[str], keep_going: bool, max_seconds: Optional[float],
                    quiet: bool, unusable: list[str]) -> CheckResult:
     """Bounded model checking with Z3 to `--depth`, progress per depth on stderr."""
-    from kafka_mc.checker.symbolic.bmc import EncodingMismatch, bounded_check
-    from kafka_mc.checker.symbolic.transitions import EncodingError
-
     if unusable:
         raise Exit(exitcodes.BAD_INPUT, f"{', '.join(unusable)}: not available with --engine z3 "
                                         "(it searches behaviours symbolically; use --engine kernel or python)")
-    bound = DEFAULT_DEPTH if depth is None else _number("--depth", depth)
+    bound = DEFAULT_DEPTH if depth is None else number("--depth", depth)
     if bound < 0:
         raise Exit(exitcodes.BAD_INPUT, f"--depth must be 0 or more, not {depth}")
     reporter = ProgressReporter(enabled=not quiet)
@@ -251,31 +227,23 @@ def _bounded_check(config: Config, depth: Optional[str], keep_going: bool, max_s
         reporter.close()
 
 
-def _check_with_controller_failures(config: Config, failures: int, *, keep_going: bool, budget: Budget, quiet: bool,
-                                    output_format: OutputFormat, out: Optional[Path], recoverability: bool,
-                                    search, unusable: dict[str, bool]) -> None:
+def _check_with_controller_failures(config: Config, failures: int, flags: dict[str, str], *, keep_going: bool,
+                                    budget: Budget, quiet: bool, output_format: OutputFormat, out: Optional[Path],
+                                    recoverability: bool, search, unusable: dict[str, bool]) -> None:
     """`check` of the replication model with the controller's own failure (`control.failover`):
     the control-plane models' search over that model (on Spark with `--engine spark`), reported as
-    `kafka-mc control` reports."""
-    import dataclasses
-
-    from kafka_mc.cli_control import run_system
-    from kafka_mc.control.failover import FailoverConfig, FailoverModel
-
+    `kafka-mc control` reports. `flags`: the flags of configuration fields, for errors."""
     refused = [flag for flag, given in unusable.items() if given]
     if refused:
         raise Exit(exitcodes.BAD_INPUT, f"{', '.join(refused)}: not with --controller-failures (the kernel, Z3, "
                                         "the TLA+ twin and Spark's checkpoints do not model the controller's failure)")
-    with _config_errors():
+    with config_errors(flags):
         system = FailoverModel(FailoverConfig(**dataclasses.asdict(config), controller_failures=failures))
     run_system(system, keep_going=keep_going, budget=budget, goal=recoverability, quiet=quiet,
                as_json=output_format is OutputFormat.json, out=out, search=search)
 
 
 def _write_tla(config: Config, out: Path) -> None:
-    from kafka_mc.checker.tlc import spec_files
-    from kafka_mc.counterexamples.reports import write_files
-
     try:
         files = spec_files(config)
     except ValueError as error:
@@ -284,50 +252,13 @@ def _write_tla(config: Config, out: Path) -> None:
         print(f"wrote {path}", file=sys.stderr)
 
 
-def _write_violation_reports(result: CheckResult, out: Path) -> list[Path]:
-    from kafka_mc.counterexamples.reports import write_reports
-
-    written: list[Path] = []
-    for violation in result.violations:
-        stem = f"{result.config.protocol}-{violation.invariant}"
-        written += write_reports(violation.trace, violation.invariant, out, stem,
-                                 f"{violation.invariant} violated under {result.config.protocol}")
-    return written
-
-
-def _print_result(result: CheckResult, recovery, output_format: OutputFormat, written: list[Path]) -> None:
-    from kafka_mc.counterexamples.summary import result_text
-    from kafka_mc.counterexamples.text import trace_text
-    from kafka_mc.counterexamples.views import result_view
-
-    if output_format is OutputFormat.json:
-        view = result_view(result)
-        if recovery is not None:
-            view["recoverability"] = {"property": recovery.property, "holds": recovery.holds,
-                                      "unrecoverable_states": recovery.unrecoverable,
-                                      "example_length": len(recovery.example) if recovery.example else None}
-        view["reports"] = [str(path) for path in written]
-        print(json.dumps(view, indent=2))
-        return
-    for violation in result.violations:
-        print(trace_text(violation.trace, violation.invariant))
-        print()
-    if recovery is not None and recovery.example is not None:
-        print(f"{recovery.property} cannot be reached again from the last state of this trace:")
-        print(trace_text(recovery.example, None))
-        print()
-    print(result_text(result, recovery))
-    for path in written:
-        print(f"wrote {path}")
-
-
 @app.command("replay")
 def replay_command(
     file: Path = typer.Argument(..., help="A scenario file (TOML) with a configuration and steps."),
     out: Optional[Path] = typer.Option(None, help="Also write the report set for the replayed trace here."),
 ) -> None:
     """Run a documented step sequence, printing a table per step and where invariants break."""
-    out = _out_dir(out)
+    out = out_dir(out)
     try:
         scenario = load_scenario(file)
         replayed = replay_scenario(scenario)
@@ -335,13 +266,8 @@ def replay_command(
         raise Exit(exitcodes.BAD_SPEC, str(error)) from None
     except ReplayError as error:
         raise Exit(exitcodes.BAD_SPEC, f"{file}: {error}") from None
-    from kafka_mc.counterexamples.summary import replay_text
-
     print(replay_text(replayed))
     if out:
-        from kafka_mc.counterexamples.control import control_reports
-        from kafka_mc.counterexamples.reports import write_files, write_reports
-
         broken = next(iter(replayed.first_breaks), None)
         written = (write_files(out, control_reports(scenario.trace, broken, file.stem, scenario.title))
                    if hasattr(scenario.trace, "system") else
@@ -366,16 +292,18 @@ _YES_NO = {"no": False, "yes": True}
 
 @app.command("matrix")
 def matrix_command(
+    ctx: typer.Context,
     protocols: str = typer.Option(",".join(PROTOCOLS), metavar="LIST", help="Protocols, comma-separated."),
     acks: str = typer.Option("all,1,0", metavar="LIST", help="Producer acks values, comma-separated."),
     min_isr: str = typer.Option("1,2", "--min-isr", metavar="LIST", help="min.insync.replicas values."),
     unclean: str = typer.Option("no,yes", metavar="LIST", help="Unclean leader election: no, yes or both."),
     flush: str = typer.Option("yes,no", metavar="LIST", help="Flush every write: yes, no or both."),
-    replicas: str = typer.Option("2", metavar="N", help="Number of replicas in every cell."),
-    messages: str = typer.Option("2", metavar="N", help="Producer writes, at most."),
-    crashes: str = typer.Option("2", metavar="N", help="Replica crashes, at most."),
-    elections: str = typer.Option("1", metavar="N", help="Leader elections after the initial one, at most."),
-    partitions: str = typer.Option("1", metavar="N", help="Network failures, at most."),
+    replicas: ReplicasOption = "2",
+    messages: MessagesOption = "2",
+    crashes: CrashesOption = "2",
+    elections: ElectionsOption = "1",
+    network_failures: NetworkFailuresOption = "1",
+    partitions: DeprecatedNetworkFailuresOption = None,
     workers: Optional[str] = typer.Option(None, metavar="N",
                                           help="Cells checked at once, one process each (default 1; not with --engine spark)."),
     engine: MatrixEngine = typer.Option(MatrixEngine.kernel, "--engine",
@@ -393,10 +321,9 @@ def matrix_command(
 ) -> None:
     """Which data properties each configuration can violate (protocol x acks x min.insync.replicas x
     unclean x flush), with the shortest counterexample behind every cell."""
-    from kafka_mc.checker.matrix import Axes, run_matrix
-    from kafka_mc.counterexamples import catalogue
-
-    out = _out_dir(out)
+    failures_flag, failures_text = network_failure_bound(ctx, network_failures, partitions)
+    flags = {"partitions": failures_flag}
+    out = out_dir(out)
     axes = Axes(
         protocols=_choices("--protocols", protocols, {name: name for name in PROTOCOLS}),
         acks=_choices("--acks", acks, {"all": "all", "1": "1", "0": "0"}),
@@ -404,23 +331,21 @@ def matrix_command(
         unclean=_choices("--unclean", unclean, _YES_NO),
         flush=_choices("--flush", flush, _YES_NO),
     )
-    counts = _counts(replicas=replicas, messages=messages, crashes=crashes, elections=elections,
-                     partitions=partitions)
-    with _config_errors():
-        bounds = Config(**counts)
+    numbers = counts(flags, replicas=replicas, messages=messages, crashes=crashes, elections=elections,
+                     partitions=failures_text)
+    with config_errors(flags):
+        bounds = Config(**numbers)
         configs = list(axes.configs(bounds))
-    budget = Budget(_number("--max-states", max_states, positive=True))
+    budget = Budget(number("--max-states", max_states, positive=True))
     if engine is MatrixEngine.spark:
-        from kafka_mc.cli_spark import spark_master_url
-
         if workers is not None:
             raise Exit(exitcodes.BAD_INPUT, "--workers: not with --engine spark (Spark runs as many cells at once "
                                             "as the cluster has cores)")
-        master = spark_master_url(spark_master)
+        master = cli_spark.spark_master_url(spark_master)
     elif spark_master is not None:
         raise Exit(exitcodes.BAD_INPUT, f"--spark-master: only with --engine spark (not --engine {engine.value})")
     else:
-        worker_count = _number("--workers", workers or "1", positive=True)
+        worker_count = number("--workers", workers or "1", positive=True)
     reporter = ProgressReporter(enabled=not quiet)
     done = iter(range(1, len(configs) + 1))
 
@@ -429,16 +354,12 @@ def matrix_command(
 
     try:
         if engine is MatrixEngine.spark:
-            from kafka_mc.checker.matrix import run_matrix_on_spark
-
             cells = run_matrix_on_spark(axes, bounds, master=master, budget=budget, progress=noted)
         else:
             cells = run_matrix(axes, bounds, workers=worker_count, budget=budget, progress=noted,
                                kernel=engine is MatrixEngine.kernel)
         comparisons = []
         if compare:
-            from kafka_mc.checker.article import compare as compare_with_article
-
             reporter.note("comparing with the article")
             comparisons = compare_with_article()
     finally:
@@ -459,14 +380,11 @@ def matrix_command(
 
 
 def _write_catalogue(out: Path, cells, comparisons, described: str) -> None:
-    from kafka_mc.counterexamples.catalogue import catalogue_markdown
-    from kafka_mc.counterexamples.reports import write_files, write_reports
-
     for cell in cells:
         for violation in cell.result.violations:
             write_reports(violation.trace, violation.invariant, out / "cells" / cell.name, violation.invariant,
                           f"{violation.invariant} violated: {cell.name}")
-    for path in write_files(out, {"catalogue.md": catalogue_markdown(cells, comparisons, described)}):
+    for path in write_files(out, {"catalogue.md": catalogue.catalogue_markdown(cells, comparisons, described)}):
         print(f"wrote {path}", file=sys.stderr)
 
 
@@ -476,9 +394,7 @@ def reproduce_command(
     quiet: bool = typer.Option(False, "--quiet", help="No progress on stderr."),
 ) -> None:
     """Replay and check the documented cases (Case L, Case D) under both protocols; write the reports."""
-    from kafka_mc.reproduce import SUMMARY_HEADERS, reproduce, summary_rows
-
-    out = _out_dir(out)
+    out = out_dir(out)
     reporter = ProgressReporter(enabled=not quiet)
     cases, findings = reproduce(out, on_case=lambda o: reporter.note(f"{o.scenario.path.stem}: done"))
     print(tabulate(summary_rows(cases), headers=SUMMARY_HEADERS))
@@ -491,8 +407,6 @@ def reproduce_command(
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the CLI; errors become a message and an exit code, never a traceback."""
-    from kafka_mc.counterexamples.reports import ReportConflict
-
     try:
         app(args=argv, prog_name="kafka-mc")  # standalone: usage errors print and exit 2
     except SystemExit as done:
@@ -511,15 +425,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         return exitcodes.INTERNAL
 
 
-# Commands defined in modules of their own, registered last (they use the helpers above).
-from kafka_mc.cli_simulate import simulate_command  # noqa: E402
-
+# Commands defined in modules of their own, registered last (the order `kafka-mc --help` lists them in).
 app.command("simulate")(simulate_command)
-
-from kafka_mc.cli_prove import prove_command  # noqa: E402
-
 app.command("prove")(prove_command)
-
-from kafka_mc.cli_control import control_command  # noqa: E402
-
 app.command("control")(control_command)

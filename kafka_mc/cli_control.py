@@ -19,7 +19,19 @@ from typing import Optional
 import typer
 
 from kafka_mc import exitcodes
+from kafka_mc.checker import Budget
+from kafka_mc.checker.control_z3 import ENCODINGS, bounded_check
+from kafka_mc.checker.explore import explore
+from kafka_mc.checker.graph import GraphTooLarge, check_goal, system_graph
+from kafka_mc.checker.simulate import simulate_system
+from kafka_mc.cli_common import Exit, OutputFormat, config_errors, flag_of, number, out_dir, verdict_code
+from kafka_mc.cli_simulate import chosen_seed, simulation_code, simulation_text, simulation_view, with_progress
+from kafka_mc.cli_spark import spark_system_search
 from kafka_mc.control import MODELS
+from kafka_mc.control.system import ALWAYS
+from kafka_mc.counterexamples.control import control_result_view, control_text, write_control_reports
+from kafka_mc.counterexamples.summary import result_text
+from kafka_mc.progress import ProgressReporter
 
 DEFAULT_MODEL_HELP = ", ".join(MODELS)
 
@@ -81,9 +93,6 @@ def control_command(
     quiet: bool = typer.Option(False, "--quiet", help="No progress on stderr."),
 ) -> None:
     """Check a control-plane model: every reachable state, its properties and its goal."""
-    from kafka_mc.checker import Budget
-    from kafka_mc.cli import Exit, OutputFormat, _config_errors, _number, _out_dir
-
     if model not in MODELS:
         raise Exit(exitcodes.BAD_INPUT, f"model {model!r} is unknown; allowed: {DEFAULT_MODEL_HELP}")
     if output_format not in {f.value for f in OutputFormat}:
@@ -101,7 +110,7 @@ def control_command(
     numbers = {"brokers": brokers, "expirations": expirations, "partitions": partitions,
              "replication_factor": replication_factor, "failures": failures, "creations": creations,
              "imbalance_percentage": imbalance_percentage}
-    settings = {name: _number(_flag(name), text) for name, text in numbers.items() if text is not None}
+    settings = {name: number(flag_of(name), text) for name, text in numbers.items() if text is not None}
     switches = {"fence_epochs": (no_fencing, False), "atomic_epoch": (non_atomic_epoch, False),
                 "unclean": (unclean, True), "delete_online": (delete_online, True)}
     settings |= {name: value for name, (flag_given, value) in switches.items() if flag_given}
@@ -110,10 +119,10 @@ def control_command(
         if name not in fields:
             raise Exit(exitcodes.BAD_INPUT, f"{_switch_flag(name)}: not an option of the {model} model; its options: "
                                             + ", ".join(_switch_flag(field) for field in fields))
-    budget = Budget(_number("--max-states", max_states, positive=True),
-                    _number("--max-seconds", max_seconds, float, positive=True))
-    out = _out_dir(out)
-    with _config_errors():
+    budget = Budget(number("--max-states", max_states, positive=True),
+                    number("--max-seconds", max_seconds, float, positive=True))
+    out = out_dir(out)
+    with config_errors():
         system = system_class(config_class(**settings))
     if engine == "z3":
         _bounded(system, model, depth, keep_going, budget.max_seconds, output_format == "json", out)
@@ -121,8 +130,6 @@ def control_command(
         _simulate(system, runs, depth, seed, keep_going, budget.max_seconds, quiet, output_format == "json", out)
     search = None
     if engine == "spark":
-        from kafka_mc.cli_spark import spark_system_search
-
         search = spark_system_search(spark_master, spark_partitions)
     run_system(system, keep_going=keep_going, budget=budget, goal=not no_goal, quiet=quiet,
                as_json=output_format == "json", out=out, search=search)
@@ -132,19 +139,15 @@ def run_system(system, *, keep_going: bool, budget, goal: bool, quiet: bool, as_
                out: Optional[Path], search=None) -> None:
     """Explore every state of `system` (with `search`, by default `checker.explore.explore`), check
     its goal if asked, print and write the reports as `check` does, and exit with `check`'s code."""
-    from kafka_mc.checker.explore import explore
-    from kafka_mc.cli import Exit, _verdict_code
-    from kafka_mc.progress import ProgressReporter
-
     reporter = ProgressReporter(enabled=not quiet)
     try:
         result = (search or explore)(system, keep_going=keep_going, budget=budget, progress=reporter)
     finally:
         reporter.close()
-    recovery = _check_goal(system, Exit) if goal else None
+    recovery = _check_goal(system) if goal else None
     written = _write_reports(result, system.name, out)
     _print(system, result, recovery, as_json, written)
-    code = _verdict_code(result)
+    code = verdict_code(result)
     if code == exitcodes.OK and recovery is not None and not recovery.holds:
         code = exitcodes.VIOLATION
     raise typer.Exit(code)
@@ -152,13 +155,8 @@ def run_system(system, *, keep_going: bool, budget, goal: bool, quiet: bool, as_
 
 def _simulate(system, runs, depth, seed, keep_going, max_seconds, quiet, as_json, out) -> None:
     """Random walks through the model, reported as `kafka-mc simulate` reports them; exits."""
-    from kafka_mc.checker.simulate import simulate_system
-    from kafka_mc.cli import _number
-    from kafka_mc.cli_simulate import chosen_seed, simulation_code, simulation_text, simulation_view, with_progress
-    from kafka_mc.counterexamples.control import control_result_view
-
-    run_count = _number("--runs", runs or str(DEFAULT_RUNS), positive=True)
-    depth_bound = _number("--depth", depth or str(DEFAULT_DEPTH), positive=True)
+    run_count = number("--runs", runs or str(DEFAULT_RUNS), positive=True)
+    depth_bound = number("--depth", depth or str(DEFAULT_DEPTH), positive=True)
     seed_value = chosen_seed(seed)
     result = with_progress(lambda reporter: simulate_system(system, runs=run_count, depth=depth_bound, seed=seed_value,
                                                             keep_going=keep_going, max_seconds=max_seconds,
@@ -176,52 +174,37 @@ def _simulate(system, runs, depth, seed, keep_going, max_seconds, quiet, as_json
 def _bounded(system, model: str, depth: Optional[str], keep_going: bool, max_seconds: Optional[float],
              as_json: bool, out: Optional[Path]) -> None:
     """Bounded model checking with Z3 to `depth`, reported as `check --engine z3` reports; exits."""
-    from kafka_mc.checker.control_z3 import ENCODINGS, bounded_check
-    from kafka_mc.cli import Exit, _number, _verdict_code
-
     if model not in ENCODINGS:
         raise Exit(exitcodes.BAD_INPUT, f"--engine z3: the {model} model has no Z3 encoding; models with one: "
                                         + ", ".join(ENCODINGS))
-    bound = _number("--depth", depth if depth is not None else str(DEFAULT_Z3_DEPTH))
+    bound = number("--depth", depth if depth is not None else str(DEFAULT_Z3_DEPTH))
     if bound < 0:
         raise Exit(exitcodes.BAD_INPUT, f"--depth must be 0 or more, not {depth}")
     result = bounded_check(system, bound, keep_going=keep_going, max_seconds=max_seconds)
     _print(system, result, None, as_json, _write_reports(result, model, out))
-    raise typer.Exit(_verdict_code(result))
+    raise typer.Exit(verdict_code(result))
 
 
 def _write_reports(result, model: str, out: Optional[Path]) -> list[Path]:
     if out is None:
         return []
-    from kafka_mc.counterexamples.control import write_control_reports
-
     return write_control_reports(result, model, out)
-
-
-def _flag(field: str) -> str:
-    return "--" + field.replace("_", "-")
 
 
 def _switch_flag(field: str) -> str:
     """The flag that sets a configuration field."""
-    return {"fence_epochs": "--no-fencing", "atomic_epoch": "--non-atomic-epoch"}.get(field, _flag(field))
+    return {"fence_epochs": "--no-fencing", "atomic_epoch": "--non-atomic-epoch"}.get(field, flag_of(field))
 
 
-def _check_goal(system, exit_error):
-    from kafka_mc.checker.graph import GraphTooLarge, check_goal, system_graph
-
+def _check_goal(system):
     try:
         return check_goal(system, system_graph(system))
     except GraphTooLarge as error:
-        raise exit_error(exitcodes.BAD_INPUT, f"the goal check needs the state graph: {error}; or pass --no-goal") \
+        raise Exit(exitcodes.BAD_INPUT, f"the goal check needs the state graph: {error}; or pass --no-goal") \
             from None
 
 
 def _print(system, result, goal, as_json: bool, written: list[Path]) -> None:
-    from kafka_mc.control.system import ALWAYS
-    from kafka_mc.counterexamples.control import control_result_view, control_text
-    from kafka_mc.counterexamples.summary import result_text
-
     if as_json:
         view = control_result_view(result, system.name)
         if goal is not None:

@@ -1,7 +1,7 @@
 """`kafka-mc prove`: inductive proofs with Z3 (strengthening lemmas, or Spacer with none).
 
-Registered on the app by `kafka_mc.cli` (`app.command("prove")(prove_command)`); the helpers it
-shares with `check` are imported from there when the command runs.
+Registered on the app by `kafka_mc.cli` (`app.command("prove")(prove_command)`); the options and
+helpers it shares with `check` are `kafka_mc.cli_common`'s.
 
 Exit codes: 0 proved; 12 a property is violated (bounded model checking after a failed proof, or
 Spacer, found a reachable violation); 1 not proved (a counterexample to induction whose
@@ -21,8 +21,38 @@ import z3
 from tabulate import tabulate
 
 from kafka_mc import exitcodes
-from kafka_mc.model import PROTOCOLS, Config
+from kafka_mc.checker.symbolic.bmc import EncodingMismatch
+from kafka_mc.checker.symbolic.induction import DEFAULT_CACHE, DEFAULT_PROPERTIES, Lemma, prove, reachability
+from kafka_mc.checker.symbolic.lemmas import LEMMAS
+from kafka_mc.checker.symbolic.properties import SYMBOLIC_INVARIANTS
+from kafka_mc.checker.symbolic.spacer import spacer_prove
+from kafka_mc.checker.symbolic.transitions import EncodingError
+from kafka_mc.cli_common import (
+    AcksOption,
+    DeprecatedNetworkFailuresOption,
+    Exit,
+    MessagesOption,
+    MinIsrOption,
+    NetworkFailuresOption,
+    NoFlushOption,
+    OutputFormat,
+    PluginOption,
+    ProtocolOption,
+    ReplicasOption,
+    UncleanOption,
+    config_errors,
+    counts,
+    load_plugins,
+    network_failure_bound,
+    number,
+    out_dir,
+)
+from kafka_mc.counterexamples.reports import write_reports
+from kafka_mc.counterexamples.text import trace_text
+from kafka_mc.counterexamples.views import TABLE_HEADERS, isr_text, leader_name, replica_rows, state_view, trace_view
+from kafka_mc.model import Config
 from kafka_mc.model.config import SIMULATION_COUNT_LIMIT
+from kafka_mc.progress import ProgressReporter
 
 ANY = "any"
 METHODS = ("lemmas", "spacer")
@@ -32,18 +62,21 @@ DEFAULT_SEARCH_SECONDS = 300.0  # the search after a failed proof, when --max-se
 
 
 def prove_command(
-    protocol: str = typer.Option("hw", metavar="NAME", help=f"Truncation protocol: {', '.join(PROTOCOLS)}."),
-    replicas: str = typer.Option("2", metavar="N", help="Number of replicas, 2 to 5."),
-    messages: str = typer.Option("2", metavar="N", help="Producer writes, at most."),
+    ctx: typer.Context,
+    protocol: ProtocolOption = "hw",
+    plugin: PluginOption = None,
+    replicas: ReplicasOption = "2",
+    messages: MessagesOption = "2",
+    # prove's own --crashes and --elections: they also take `any`, no bound, their default
     crashes: str = typer.Option(ANY, metavar="N|any", help="Replica crashes, at most; any: no bound (default)."),
     elections: str = typer.Option(ANY, metavar="N|any",
                                   help="Leader elections after the initial one, at most; any: no bound (default)."),
-    acks: str = typer.Option("all", metavar="all|1|0", help="Producer acks: all, 1 or 0."),
-    min_isr: str = typer.Option("1", "--min-isr", metavar="N", help="min.insync.replicas."),
-    unclean: bool = typer.Option(False, "--unclean", help="Enable unclean leader election."),
-    no_flush: bool = typer.Option(False, "--no-flush",
-                                  help="Acknowledge from the page cache: a crash loses what was not flushed."),
-    partitions: str = typer.Option("0", metavar="N", help="Network failures, at most."),
+    acks: AcksOption = "all",
+    min_isr: MinIsrOption = "1",
+    unclean: UncleanOption = False,
+    no_flush: NoFlushOption = False,
+    network_failures: NetworkFailuresOption = "0",
+    partitions: DeprecatedNetworkFailuresOption = None,
     properties: Optional[list[str]] = typer.Option(None, "--property", metavar="NAME",
                                                    help="A property to prove (repeatable; default "
                                                         "NoCommittedDataLoss and NoLogDivergence)."),
@@ -72,13 +105,9 @@ def prove_command(
 ) -> None:
     """Prove properties for any number of crashes and elections (replicas and messages bounded),
     with strengthening lemmas checked for initiation, consecution and safety, or with Spacer."""
-    from kafka_mc.cli import Exit, OutputFormat, _config_errors, _number, _out_dir
-    from kafka_mc.checker.symbolic.bmc import EncodingMismatch
-    from kafka_mc.checker.symbolic.induction import DEFAULT_CACHE, DEFAULT_PROPERTIES, prove
-    from kafka_mc.checker.symbolic.properties import SYMBOLIC_INVARIANTS
-    from kafka_mc.checker.symbolic.transitions import EncodingError
-    from kafka_mc.progress import ProgressReporter
-
+    load_plugins(plugin)
+    failures_flag, failures_text = network_failure_bound(ctx, network_failures, partitions)
+    flags = {"partitions": failures_flag}
     formats = {f.value: f for f in OutputFormat}
     if output_format not in formats:
         raise Exit(exitcodes.BAD_INPUT, f"--format must be one of {', '.join(formats)}, not {output_format!r}")
@@ -89,39 +118,35 @@ def prove_command(
         if name not in SYMBOLIC_INVARIANTS:
             raise Exit(exitcodes.BAD_INPUT,
                        f"--property {name!r} is unknown; allowed: {', '.join(SYMBOLIC_INVARIANTS)}")
-    depth = _number("--k", k, positive=True)
-    search_depth = _number("--bmc-depth", bmc_depth)
+    depth = number("--k", k, positive=True)
+    search_depth = number("--bmc-depth", bmc_depth)
     if search_depth < 0:
         raise Exit(exitcodes.BAD_INPUT, f"--bmc-depth must be 0 or more, not {bmc_depth}")
-    budget = _number("--max-seconds", max_seconds, float, positive=True)
-    cache = _number("--epoch-cache", epoch_cache, positive=True)
-    out = _out_dir(out)
-    unbounded, counts = set(), {}
+    budget = number("--max-seconds", max_seconds, float, positive=True)
+    cache = number("--epoch-cache", epoch_cache, positive=True)
+    out = out_dir(out)
+    unbounded, bounds = set(), {}
     for flag, text in (("crashes", crashes), ("elections", elections)):
         if text.strip().lower() == ANY:
             unbounded.add(flag)
-            counts[flag] = 0  # a placeholder: the bound is lifted
+            bounds[flag] = 0  # a placeholder: the bound is lifted
         else:
             try:
-                counts[flag] = int(text)
+                bounds[flag] = int(text)
             except ValueError:
                 raise Exit(exitcodes.BAD_INPUT, f"--{flag} must be a number from 0 to {SIMULATION_COUNT_LIMIT} or "
                                                 f"'{ANY}', not {text!r}") from None
-    for flag, text in (("replicas", replicas), ("messages", messages), ("min_isr", min_isr),
-                       ("partitions", partitions)):
-        counts[flag] = _number(f"--{flag.replace('_', '-')}", text)
-    with _config_errors():
-        config = Config.for_simulation(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **counts)
+    bounds |= counts(flags, replicas=replicas, messages=messages, min_isr=min_isr, partitions=failures_text)
+    with config_errors(flags):
+        config = Config.for_simulation(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **bounds)
     unbounded = frozenset(unbounded)
     if cache is None and "elections" in unbounded:
         cache = DEFAULT_CACHE
-    lemmas = _lemmas(lemma_file, no_shipped, Exit)
+    lemmas = _lemmas(lemma_file, no_shipped)
     fmt = formats[output_format]
     reporter = ProgressReporter(enabled=not quiet)
     try:
         if method == "spacer":
-            from kafka_mc.checker.symbolic.spacer import spacer_prove
-
             limit = budget or DEFAULT_SPACER_SECONDS
             reporter.note(f"Spacer: looking for an inductive invariant (at most {limit:g} s)")
             result = spacer_prove(config, chosen, unbounded=unbounded, cache=cache,
@@ -162,10 +187,7 @@ class _Progress:
             self.reporter.note(f"{query.kind}{where}")
 
 
-def _lemmas(path: Optional[Path], no_shipped: bool, Exit) -> list:
-    from kafka_mc.checker.symbolic.induction import Lemma
-    from kafka_mc.checker.symbolic.lemmas import LEMMAS
-
+def _lemmas(path: Optional[Path], no_shipped: bool) -> list:
     extra = []
     if path is not None:
         if not path.is_file():
@@ -185,8 +207,6 @@ def _lemmas(path: Optional[Path], no_shipped: bool, Exit) -> list:
 
 
 def _search(config, unbounded, properties, depth, counterexample, max_seconds, reporter):
-    from kafka_mc.checker.symbolic.induction import reachability
-
     reporter.note(f"bounded model checking up to {depth} steps for a reachable violation")
     target = counterexample.states[0] if counterexample and counterexample.kind == "consecution" else None
     return reachability(config, unbounded, properties, depth, target, max_seconds)
@@ -200,8 +220,6 @@ def _config_view(config: Config, unbounded: frozenset[str]) -> dict:
 
 
 def _counterexample_view(counterexample) -> dict:
-    from kafka_mc.counterexamples.views import state_view
-
     return {
         "kind": counterexample.kind,
         "lemma": counterexample.lemma,
@@ -216,8 +234,6 @@ def _counterexample_view(counterexample) -> dict:
 def _found_view(found) -> dict | None:
     if found is None:
         return None
-    from kafka_mc.counterexamples.views import trace_view
-
     return {
         "bound": found.bound,
         "depth_searched": found.depth,
@@ -240,8 +256,6 @@ def _exit_code(status: str, found) -> int:
 
 
 def _write(result, found, out: Path) -> list[Path]:
-    from kafka_mc.counterexamples.reports import write_reports
-
     written = []
     counterexample = result.counterexample
     protocol = result.config.protocol
@@ -262,8 +276,6 @@ def _write(result, found, out: Path) -> list[Path]:
 
 
 def _finish_proof(result, found, fmt, out: Optional[Path]) -> None:
-    from kafka_mc.cli import OutputFormat
-
     written = _write(result, found, out) if out else []
     code = _exit_code(result.status, found)
     if fmt is OutputFormat.json:
@@ -333,8 +345,6 @@ def _proof_text(result, found) -> str:
 
 
 def _state_table(state) -> list[str]:
-    from kafka_mc.counterexamples.views import TABLE_HEADERS, isr_text, leader_name, replica_rows
-
     c = state.controller
     return [f"controller: leader {leader_name(state)}, epoch {c.epoch}, ISR {isr_text(state)}; written "
             f"{state.written}, crashes {state.crashes}, committed "
@@ -370,8 +380,6 @@ def _found_text(found, counterexample) -> list[str]:
         return ["Whether a property is violated was not searched (--bmc-depth 0): the lemmas are not "
                 "inductive, which says nothing yet about the properties."]
     if found.violation is not None:
-        from kafka_mc.counterexamples.text import trace_text
-
         return [f"Bounded model checking: {found.violated} is VIOLATED in {len(found.violation)} steps "
                 f"({found.seconds:.1f} s); the behaviour, replayed by the explicit model:", "",
                 trace_text(found.violation, found.violated)]
@@ -387,9 +395,6 @@ def _found_text(found, counterexample) -> list[str]:
 
 
 def _finish_spacer(result, found, unbounded, fmt, out: Optional[Path]) -> None:
-    from kafka_mc.cli import OutputFormat
-    from kafka_mc.counterexamples.reports import write_reports
-
     written = []
     if out and found is not None and found.violation is not None:
         written = write_reports(found.violation, found.violated, out, f"{result.config.protocol}-{found.violated}",

@@ -1,7 +1,7 @@
 """`kafka-mc simulate`: random walks through the model, reported as `check` reports.
 
 Registered on the app by `kafka_mc.cli` (`app.command("simulate")(simulate_command)`); the
-helpers it shares with `check` are imported from there when the command runs.
+options and helpers it shares with `check` are `kafka_mc.cli_common`'s.
 """
 
 from __future__ import annotations
@@ -14,11 +14,36 @@ from typing import Callable, Optional
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from kafka_mc import exitcodes
 from kafka_mc.checker.simulate import SimulationProgress, SimulationResult, simulate
-from kafka_mc.model import PROTOCOLS, Config
-from kafka_mc.model.config import SIMULATION_COUNT_LIMIT
+from kafka_mc.cli_common import (
+    AcksOption,
+    CrashesOption,
+    DeprecatedNetworkFailuresOption,
+    ElectionsOption,
+    Exit,
+    MessagesOption,
+    MinIsrOption,
+    NetworkFailuresOption,
+    NoFlushOption,
+    OutputFormat,
+    PluginOption,
+    ProtocolOption,
+    ReplicasOption,
+    UncleanOption,
+    config_errors,
+    counts,
+    load_plugins,
+    network_failure_bound,
+    number,
+    out_dir,
+    print_result,
+    write_violation_reports,
+)
+from kafka_mc.counterexamples.views import result_view
+from kafka_mc.model import Config
 
 DEFAULT_RUNS, DEFAULT_DEPTH = 10_000, 100
 
@@ -43,8 +68,6 @@ class SimulationReporter:
             return
         if self.console.is_terminal:
             if self._bar is None:
-                from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
                 self._bar = Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(),
                                      TextColumn("{task.description}"), TimeRemainingColumn(),
                                      console=self.console, transient=True)
@@ -78,8 +101,6 @@ def simulation_code(result: SimulationResult) -> int:
 
 def simulation_view(result: SimulationResult, written: list[Path], view: dict | None = None) -> dict:
     """`check`'s JSON summary (or the given `view` of the result) with what a simulation adds."""
-    from kafka_mc.counterexamples.views import result_view
-
     view = result_view(result) if view is None else view
     view.update({
         "seed": result.seed,
@@ -96,17 +117,19 @@ def simulation_view(result: SimulationResult, written: list[Path], view: dict | 
 
 
 def simulate_command(
-    protocol: str = typer.Option("hw", metavar="NAME", help=f"Truncation protocol: {', '.join(PROTOCOLS)}."),
-    replicas: str = typer.Option("2", metavar="N", help="Number of replicas, 2 to 5."),
-    messages: str = typer.Option("2", metavar="N", help=f"Producer writes, at most (up to {SIMULATION_COUNT_LIMIT})."),
-    crashes: str = typer.Option("2", metavar="N", help=f"Replica crashes, at most (up to {SIMULATION_COUNT_LIMIT})."),
-    elections: str = typer.Option("1", metavar="N", help="Leader elections after the initial one, at most."),
-    acks: str = typer.Option("all", metavar="all|1|0", help="Producer acks: all, 1 or 0."),
-    min_isr: str = typer.Option("1", "--min-isr", metavar="N", help="min.insync.replicas."),
-    unclean: bool = typer.Option(False, "--unclean", help="Enable unclean leader election."),
-    no_flush: bool = typer.Option(False, "--no-flush",
-                                  help="Acknowledge from the page cache: a crash loses what was not flushed."),
-    partitions: str = typer.Option("0", metavar="N", help="Network failures, at most."),
+    ctx: typer.Context,
+    protocol: ProtocolOption = "hw",
+    plugin: PluginOption = None,
+    replicas: ReplicasOption = "2",
+    messages: MessagesOption = "2",
+    crashes: CrashesOption = "2",
+    elections: ElectionsOption = "1",
+    acks: AcksOption = "all",
+    min_isr: MinIsrOption = "1",
+    unclean: UncleanOption = False,
+    no_flush: NoFlushOption = False,
+    network_failures: NetworkFailuresOption = "0",
+    partitions: DeprecatedNetworkFailuresOption = None,
     runs: str = typer.Option(str(DEFAULT_RUNS), metavar="N", help="Random runs to make."),
     depth: str = typer.Option(str(DEFAULT_DEPTH), metavar="K", help="Steps per run, at most."),
     seed: Optional[str] = typer.Option(None, metavar="S",
@@ -122,37 +145,29 @@ def simulate_command(
 ) -> None:
     """Random walks through the model (as TLC's -simulate): far beyond what `check` can explore,
     never a proof. A violation is reported as `check` reports one; the same seed gives the same runs."""
-    from kafka_mc.cli import (
-        Exit,
-        OutputFormat,
-        _config_errors,
-        _counts,
-        _number,
-        _out_dir,
-        _print_result,
-        _write_violation_reports,
-    )
-
+    load_plugins(plugin)
+    failures_flag, failures_text = network_failure_bound(ctx, network_failures, partitions)
+    flags = {"partitions": failures_flag}
     formats = {f.value: f for f in OutputFormat}
     if output_format not in formats:
         raise Exit(exitcodes.BAD_INPUT, f"--format must be one of {', '.join(formats)}, not {output_format!r}")
-    run_count = _number("--runs", runs, positive=True)
-    depth_bound = _number("--depth", depth, positive=True)
-    budget = _number("--max-seconds", max_seconds, float, positive=True)
+    run_count = number("--runs", runs, positive=True)
+    depth_bound = number("--depth", depth, positive=True)
+    budget = number("--max-seconds", max_seconds, float, positive=True)
     seed_value = chosen_seed(seed)
-    out = _out_dir(out)
-    counts = _counts(replicas=replicas, messages=messages, crashes=crashes, elections=elections,
-                     min_isr=min_isr, partitions=partitions)
-    with _config_errors():
-        config = Config.for_simulation(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **counts)
+    out = out_dir(out)
+    bounds = counts(flags, replicas=replicas, messages=messages, crashes=crashes, elections=elections,
+                    min_isr=min_isr, partitions=failures_text)
+    with config_errors(flags):
+        config = Config.for_simulation(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **bounds)
     result = with_progress(lambda reporter: simulate(config, runs=run_count, depth=depth_bound, seed=seed_value,
                                                      keep_going=keep_going, max_seconds=budget, progress=reporter),
                            run_count, depth_bound, seed_value, quiet)
-    written = _write_violation_reports(result, out) if out else []
+    written = write_violation_reports(result, out) if out else []
     if formats[output_format] is OutputFormat.json:
         print(json.dumps(simulation_view(result, written), indent=2))
     else:
-        _print_result(result, None, OutputFormat.text, written)
+        print_result(result, None, OutputFormat.text, written)
         print(simulation_text(result))
     raise typer.Exit(simulation_code(result))
 
@@ -179,9 +194,7 @@ def simulation_text(result: SimulationResult) -> str:
 
 def chosen_seed(seed: Optional[str]) -> int:
     """The --seed given, or a random one; Exit naming a bad value."""
-    from kafka_mc.cli import Exit, _number
-
-    chosen = _number("--seed", seed)
+    chosen = number("--seed", seed)
     if chosen is None:
         return random.SystemRandom().randrange(2**32)
     if chosen < 0:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 from pathlib import Path
 from typing import Optional
 
@@ -11,6 +12,9 @@ import typer
 
 from kafka_mc import exitcodes
 from kafka_mc.checker import Budget
+from kafka_mc.checker.spark_systems import spark_explore
+from kafka_mc.cli_common import Exit, OutputFormat, number, print_result, verdict_code, write_violation_reports
+from kafka_mc.counterexamples.views import result_view
 from kafka_mc.model import Config
 from kafka_mc.progress import ProgressReporter
 
@@ -28,16 +32,12 @@ def spark_options_given(spark_master: Optional[str], spark_partitions: Optional[
 
 
 def refuse_spark_options(engine: str, given: list[str]) -> None:
-    from kafka_mc.cli import Exit
-
     if given:
         raise Exit(exitcodes.BAD_INPUT, f"{', '.join(given)}: only with --engine spark (not --engine {engine})")
 
 
 def spark_master_url(spark_master: Optional[str]) -> str:
     """The --spark-master value, local[*] when not given; a clear error when it is not a master URL."""
-    from kafka_mc.cli import Exit
-
     master = spark_master if spark_master is not None else "local[*]"
     if not MASTER_URL.fullmatch(master):
         raise Exit(exitcodes.BAD_INPUT, f"--spark-master: {master!r} is not a Spark master URL; give local, "
@@ -47,22 +47,18 @@ def spark_master_url(spark_master: Optional[str]) -> str:
 
 def spark_system_search(spark_master: Optional[str], spark_partitions: Optional[str]):
     """The control-plane models' search on the Spark master the options name (`checker.spark_systems`)."""
-    from functools import partial
-
-    from kafka_mc.checker.spark_systems import spark_explore
-    from kafka_mc.cli import _number
-
     return partial(spark_explore, master=spark_master_url(spark_master),
-                   partitions=_number("--spark-partitions", spark_partitions, positive=True))
+                   partitions=number("--spark-partitions", spark_partitions, positive=True))
 
 
 def run_spark(config: Config, *, keep_going: bool, symmetry: bool, budget: Budget, quiet: bool,
               spark_master: Optional[str], spark_partitions: Optional[str], checkpoint_dir: Optional[Path],
-              resume: Optional[Path], unusable: dict[str, bool], output_format, out: Optional[Path]) -> None:
+              resume: Optional[Path], unusable: dict[str, bool], output_format: OutputFormat,
+              out: Optional[Path]) -> None:
     """Check `config` on Spark, print the result as `check` does (JSON adds master, executors,
     partitions), and leave with the verdict's exit code."""
+    # deferred: the Spark engine (numpy, ~80 ms; pyspark when the job starts) loads for --engine spark only
     from kafka_mc.checker.spark import CheckpointError, checkpoint_config, run_spark_check
-    from kafka_mc.cli import Exit, _print_result, _verdict_code, _write_violation_reports
 
     given = [flag for flag, is_given in unusable.items() if is_given]
     if given:
@@ -100,15 +96,13 @@ def run_spark(config: Config, *, keep_going: bool, symmetry: bool, budget: Budge
         raise Exit(exitcodes.BAD_INPUT, f"--resume/--checkpoint-dir: {error}") from None
     finally:
         reporter.close()
-    written = _write_violation_reports(result, out) if out else []
+    written = write_violation_reports(result, out) if out else []
     if output_format.value == "json":
-        from kafka_mc.counterexamples.views import result_view
-
         view = result_view(result)
         view.update(master=run.master, executors=run.executors, partitions=run.partitions,
                     checkpoint_dir=str(checkpoint_dir or resume) if (checkpoint_dir or resume) else None,
                     resumed_from_depth=run.resumed_from_depth, reports=[str(path) for path in written])
         print(json.dumps(view, indent=2))
     else:
-        _print_result(result, None, output_format, written)
-    raise typer.Exit(_verdict_code(result))
+        print_result(result, None, output_format, written)
+    raise typer.Exit(verdict_code(result))

@@ -109,7 +109,7 @@ def test_matrix_axes_make_every_combination():
 def test_matrix_command_prints_a_table_and_writes_reports(tmp_path, capsys):
     out = tmp_path / "catalogue"
     code = main(["matrix", "--protocols", "leader-epoch", "--acks", "1,all", "--min-isr", "1", "--unclean", "no",
-                 "--flush", "yes", "--partitions", "0", "--crashes", "1", "--no-compare", "--quiet",
+                 "--flush", "yes", "--network-failures", "0", "--crashes", "1", "--no-compare", "--quiet",
                  "--format", "json", "--out", str(out)])
     assert code == exitcodes.OK
     cells = json.loads(capsys.readouterr().out)["cells"]

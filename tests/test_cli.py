@@ -123,8 +123,9 @@ def test_reproduce_writes_every_case(capsys, tmp_path):
     (["check", "--crashes", "12"], exitcodes.BAD_INPUT, "crashes must be an integer from 0 to 9, not 12"),
     (["check", "--elections", "-3"], exitcodes.BAD_INPUT, "elections must be an integer from 0 to 9, not -3"),
     (["check", "--acks", "2"], exitcodes.BAD_INPUT, "acks '2' is not supported; allowed: all, 1, 0"),
-    (["check", "--partitions", "10"], exitcodes.BAD_INPUT, "partitions must be an integer from 0 to 9, not 10"),
-    (["check", "--partitions", "x"], exitcodes.BAD_INPUT, "--partitions must be an integer, not 'x'"),
+    (["check", "--network-failures", "10"], exitcodes.BAD_INPUT,
+     "--network-failures must be an integer from 0 to 9, not 10"),
+    (["check", "--network-failures", "x"], exitcodes.BAD_INPUT, "--network-failures must be an integer, not 'x'"),
     (["check", "--min-isr", "3"], exitcodes.BAD_INPUT, "min_isr must be an integer from 1 to 2, not 3"),
     (["check", "--min-isr", "0"], exitcodes.BAD_INPUT, "min_isr must be an integer from 1 to 2, not 0"),
     (["check", "--format", "xml"], exitcodes.USAGE, "'xml' is not one of"),
@@ -142,6 +143,24 @@ def test_bad_input_names_the_value_and_exits_non_zero(capsys, argv, code, messag
     got, out, err = run(capsys, *argv)
     assert got == code
     assert message in out + err
+
+
+def test_partitions_still_works_as_the_deprecated_name_of_network_failures(capsys):
+    argv = ("check", "--engine", "python", "--messages", "1", "--crashes", "1", "--max-states", "10", "--quiet",
+            "--format", "json")
+    code, out, err = run(capsys, *argv, "--network-failures", "1")
+    assert "deprecated" not in err
+    expected = code, json.loads(out)["config"]
+    code, out, err = run(capsys, *argv, "--partitions", "1")
+    assert (code, json.loads(out)["config"]) == expected and expected[1]["partitions"] == 1
+    assert err.count("warning: --partitions is deprecated; use --network-failures") == 1
+    code, _, err = run(capsys, "check", "--partitions", "10")  # errors name the flag given
+    assert code == exitcodes.BAD_INPUT and "kafka-mc: --partitions must be an integer from 0 to 9, not 10" in err
+    code, _, err = run(capsys, "check", "--partitions", "1", "--network-failures", "1")
+    assert code == exitcodes.BAD_INPUT and "give only --network-failures" in err
+    code, _, err = run(capsys, "simulate", "--partitions", "200")
+    assert code == exitcodes.BAD_INPUT and "--partitions must be an integer from 0 to 99, not 200" in err
+    assert err.count("deprecated") == 1
 
 
 def test_out_must_be_a_directory(capsys, tmp_path):

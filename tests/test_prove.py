@@ -12,7 +12,6 @@ import pytest
 import z3
 
 from kafka_mc import cli, exitcodes
-from kafka_mc.checker.symbolic.agreement import reachable_states
 from kafka_mc.checker.symbolic.bmc import EncodingMismatch
 from kafka_mc.checker.symbolic.induction import (
     UNBOUNDED,
@@ -27,6 +26,7 @@ from kafka_mc.checker.symbolic.lemmas import LEMMAS
 from kafka_mc.cli_prove import prove_command
 from kafka_mc.model import Config, ReplicationModel
 from kafka_mc.properties import INVARIANTS
+from kafka_mc.testing import reachable_states
 
 PROPERTIES = {p.name: p for p in INVARIANTS}
 

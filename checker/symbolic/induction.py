@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, NamedTuple, Sequence
+from typing import Callable, Iterable, Sequence
 
 import z3
 
@@ -34,6 +34,8 @@ from kafka_mc.model.config import SIMULATION_COUNT_LIMIT, ConfigError
 
 from .bmc import EncodingMismatch, Unrolling
 from .layout import Shape, SymState, decode, leaves
+from .lemma import Lemma
+from .lemmas import LEMMAS
 from .properties import SYMBOLIC_INVARIANTS, well_formed
 from .transitions import SymbolicModel
 
@@ -42,24 +44,6 @@ UNBOUNDED = frozenset({"crashes", "elections"})
 DEFAULT_PROPERTIES = ("NoCommittedDataLoss", "NoLogDivergence")
 DEFAULT_CACHE = 4
 SMALL_VALUES = (4, 8, 16, 32)  # bounds tried, in turn, for a readable counterexample
-
-
-class Lemma(NamedTuple):
-    """A named formula over one symbolic state; `doc` says what it claims."""
-
-    name: str
-    formula: Callable[[SymState], z3.BoolRef]
-    doc: str = ""
-
-    @classmethod
-    def of(cls, function: Callable[[SymState], z3.BoolRef] | "Lemma") -> "Lemma":
-        """A Lemma from a plain function: its name and the first paragraph of its docstring."""
-        if isinstance(function, Lemma):
-            return function
-        if not callable(function):
-            raise TypeError(f"a lemma must be a function of a SymState, not {function!r}")
-        doc = (function.__doc__ or "").strip().split("\n\n")[0]
-        return cls(function.__name__, function, " ".join(doc.split()))
 
 
 @dataclass(frozen=True)
@@ -177,8 +161,6 @@ def prove(
     DEFAULT_CACHE when elections are unbounded, else the exact `elections + 1`); `timeout`: per
     query, `max_seconds`: in all (seconds); either ends the proof as `unknown`."""
     if lemmas is None:
-        from .lemmas import LEMMAS
-
         lemmas = LEMMAS
     chosen = [Lemma.of(item) for item in lemmas]
     names = [item.name for item in chosen]

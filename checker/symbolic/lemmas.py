@@ -21,8 +21,8 @@ import z3
 
 from kafka_mc.model.state import CRASHED, EXPIRED, FENCED, FOLLOWER, LEADER, NO_LEADER, NO_ROLE, UNKNOWN, UP
 
-from .induction import Lemma
 from .layout import SymReplica, SymState
+from .lemma import Lemma
 from .properties import leader_in_isr
 from .terms import alive, latest_epoch, pick
 from .truncation import kip_101_truncation_point

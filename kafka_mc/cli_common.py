@@ -1,0 +1,209 @@
+"""What the `kafka-mc` commands share: leaving with a message and an exit code, parsing option
+values, the replication model's options (declared once, used by check, matrix, simulate and
+prove), and how a replication run's verdict is printed, written and turned into an exit code.
+
+The command modules (`cli`, `cli_control`, `cli_prove`, `cli_simulate`, `cli_spark`) import from
+here; this module imports none of them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import sys
+from contextlib import contextmanager
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Iterator, Mapping, Optional
+
+import typer
+
+from kafka_mc import exitcodes
+from kafka_mc.checker import CheckResult
+from kafka_mc.counterexamples.reports import write_reports
+from kafka_mc.counterexamples.summary import result_text
+from kafka_mc.counterexamples.text import trace_text
+from kafka_mc.counterexamples.views import result_view
+from kafka_mc.model import PROTOCOLS, ConfigError
+
+
+class OutputFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+class Exit(Exception):
+    """Leave with a message on stderr and an exit code."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def flag_of(field: str) -> str:
+    """The flag of a configuration field: `min_isr` -> `--min-isr`."""
+    return "--" + field.replace("_", "-")
+
+
+def number(flag: str, text: Optional[str], kind: type = int, positive: bool = False):
+    """The option's value as an int (or float); Exit naming the option and the value otherwise."""
+    if text is None:
+        return None
+    try:
+        value = kind(text)
+    except ValueError:
+        noun = "an integer" if kind is int else "a number"
+        raise Exit(exitcodes.BAD_INPUT, f"{flag} must be {noun}, not {text!r}") from None
+    if positive and value <= 0:
+        raise Exit(exitcodes.BAD_INPUT, f"{flag} must be greater than 0, not {text}")
+    return value
+
+
+def counts(flags: Mapping[str, str] | None = None, /, **options: str) -> dict[str, int]:
+    """Integer options by their Config field name, each parsed with its flag named in errors:
+    `--field-name`, or the flag `flags` gives for the field."""
+    flags = flags or {}
+    return {name: number(flags.get(name) or flag_of(name), value) for name, value in options.items()}
+
+
+@contextmanager
+def config_errors(flags: Mapping[str, str] | None = None) -> Iterator[None]:
+    """A ConfigError becomes a bad-input exit naming the option and the allowed values. `flags`
+    gives the flag of a field whose flag is not `--field-name` (the message then opens with it)."""
+    try:
+        yield
+    except ConfigError as error:
+        flag = (flags or {}).get(error.field)
+        message = str(error)
+        if flag is None:
+            raise Exit(exitcodes.BAD_INPUT, f"{flag_of(error.field)}: {message}") from None
+        if message.startswith(f"{error.field} "):
+            message = message[len(error.field) + 1:]
+            raise Exit(exitcodes.BAD_INPUT, f"{flag} {message}") from None
+        raise Exit(exitcodes.BAD_INPUT, f"{flag}: {message}") from None
+
+
+def out_dir(out: Optional[Path]) -> Optional[Path]:
+    """The --out directory, if given; Exit when it exists and is not a directory."""
+    if out is not None and out.exists() and not out.is_dir():
+        raise Exit(exitcodes.BAD_INPUT, f"--out {out} exists and is not a directory")
+    return out
+
+
+def verdict_code(result: CheckResult) -> int:
+    """`check`'s exit code for a result: a violation, an incomplete run, an unreached witness, or OK."""
+    if result.violations:
+        return exitcodes.VIOLATION
+    if result.bounded_to is not None:
+        return exitcodes.OK if result.stats.depth == result.bounded_to else exitcodes.INCOMPLETE
+    if not result.complete:
+        return exitcodes.INCOMPLETE
+    if result.unreached_witnesses:
+        return exitcodes.WITNESS_UNREACHED
+    return exitcodes.OK
+
+
+def write_violation_reports(result: CheckResult, out: Path) -> list[Path]:
+    """A report set in `out` for every violation of a replication run."""
+    written: list[Path] = []
+    for violation in result.violations:
+        stem = f"{result.config.protocol}-{violation.invariant}"
+        written += write_reports(violation.trace, violation.invariant, out, stem,
+                                 f"{violation.invariant} violated under {result.config.protocol}")
+    return written
+
+
+def print_result(result: CheckResult, recovery, output_format: OutputFormat, written: list[Path]) -> None:
+    """A replication run on stdout: TLC-style traces and the summary, or one JSON object."""
+    if output_format is OutputFormat.json:
+        view = result_view(result)
+        if recovery is not None:
+            view["recoverability"] = {"property": recovery.property, "holds": recovery.holds,
+                                      "unrecoverable_states": recovery.unrecoverable,
+                                      "example_length": len(recovery.example) if recovery.example else None}
+        view["reports"] = [str(path) for path in written]
+        print(json.dumps(view, indent=2))
+        return
+    for violation in result.violations:
+        print(trace_text(violation.trace, violation.invariant))
+        print()
+    if recovery is not None and recovery.example is not None:
+        print(f"{recovery.property} cannot be reached again from the last state of this trace:")
+        print(trace_text(recovery.example, None))
+        print()
+    print(result_text(result, recovery))
+    for path in written:
+        print(f"wrote {path}")
+
+
+# ---------------------------------------------------------------- the replication model's options
+# Each command gives its own default (`replicas: ReplicasOption = "2"`); `prove` declares its own
+# --crashes and --elections, which also take `any`, and `matrix` its own --acks, --min-isr and
+# --unclean, which take lists.
+
+ProtocolOption = Annotated[str, typer.Option("--protocol", metavar="NAME",
+                                             help=f"Truncation protocol: {', '.join(PROTOCOLS)}.")]
+ReplicasOption = Annotated[str, typer.Option("--replicas", metavar="N", help="Number of replicas, 2 to 5.")]
+MessagesOption = Annotated[str, typer.Option("--messages", metavar="N", help="Producer writes, at most.")]
+CrashesOption = Annotated[str, typer.Option("--crashes", metavar="N", help="Replica crashes, at most.")]
+ElectionsOption = Annotated[str, typer.Option("--elections", metavar="N",
+                                              help="Leader elections after the initial one, at most.")]
+AcksOption = Annotated[str, typer.Option("--acks", metavar="all|1|0", help="Producer acks: all, 1 or 0.")]
+MinIsrOption = Annotated[str, typer.Option("--min-isr", metavar="N",
+                                           help="min.insync.replicas (acks=all writes need this many in the ISR).")]
+UncleanOption = Annotated[bool, typer.Option("--unclean", help="Enable unclean leader election.")]
+NoFlushOption = Annotated[bool, typer.Option("--no-flush",
+                                             help="Acknowledge from the page cache: a crash loses what was not "
+                                                  "flushed.")]
+NETWORK_FAILURES = "--network-failures"
+DEPRECATED_NETWORK_FAILURES = "--partitions"  # the flag's name before it became --network-failures
+NetworkFailuresOption = Annotated[str, typer.Option(NETWORK_FAILURES, metavar="N",
+                                                    help="Network failures, at most (a broker cut off from "
+                                                         "ZooKeeper or the brokers).")]
+DeprecatedNetworkFailuresOption = Annotated[Optional[str], typer.Option(DEPRECATED_NETWORK_FAILURES, metavar="N",
+                                                                        hidden=True)]
+
+
+PluginOption = Annotated[Optional[list[str]], typer.Option(
+    "--plugin", metavar="MODULE",
+    help="Import this module first (a module name, or a .py file): e.g. one that registers a protocol "
+         "variant with kafka_mc.model.register_protocol. Repeatable.")]
+
+
+def load_plugins(plugins: Optional[list[str]]) -> None:
+    """Import each `--plugin` (a module name, found from the working directory too, or a .py file);
+    a bad-spec exit naming the plugin when one cannot be imported."""
+    for plugin in plugins or ():
+        try:
+            if plugin.endswith(".py"):
+                path = Path(plugin)
+                if not path.is_file():
+                    raise FileNotFoundError(f"no such file: {path}")
+                spec = importlib.util.spec_from_file_location(path.stem, path)
+                assert spec is not None and spec.loader is not None
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[path.stem] = module
+                spec.loader.exec_module(module)
+            else:
+                if os.getcwd() not in sys.path:
+                    sys.path.insert(0, os.getcwd())
+                importlib.import_module(plugin)
+        except (Exception, SystemExit) as error:
+            raise Exit(exitcodes.BAD_SPEC, f"--plugin {plugin}: it cannot be imported: "
+                                           f"{type(error).__name__}: {error}") from None
+
+
+def network_failure_bound(ctx: typer.Context, value: str, deprecated: Optional[str]) -> tuple[str, str]:
+    """The flag and the text of the network-failure bound: --network-failures, or --partitions,
+    its deprecated name, which still works and warns once on stderr. Giving both is refused."""
+    if deprecated is None:
+        return NETWORK_FAILURES, value
+    current = next(param.name for param in ctx.command.params if NETWORK_FAILURES in param.opts)
+    source = ctx.get_parameter_source(current)  # typer's own click's ParameterSource: compared by name
+    if source is not None and source.name == "COMMANDLINE":
+        raise Exit(exitcodes.BAD_INPUT, f"{DEPRECATED_NETWORK_FAILURES} is the deprecated name of "
+                                        f"{NETWORK_FAILURES}: give only {NETWORK_FAILURES}")
+    print(f"warning: {DEPRECATED_NETWORK_FAILURES} is deprecated; use {NETWORK_FAILURES}", file=sys.stderr)
+    return DEPRECATED_NETWORK_FAILURES, deprecated
