@@ -39,6 +39,7 @@ from kafka_mc.cli_common import (
     config_errors,
     counts,
     load_plugins,
+    refuse_unusable,
     network_failure_bound,
     number,
     out_dir,
@@ -78,8 +79,18 @@ class MatrixEngine(str, Enum):
     spark = "spark"
 
 
-# check options the Z3 engine has no use for, by flag, with whether the user set each
-_EXPLICIT_ONLY = ("--workers", "--symmetry", "--max-states", "--dump-dot", "--recoverability")
+# The options of `check` that only some engines take, by engine (every engine takes the model's options,
+# --format, --out, --keep-going, --max-seconds and --quiet); any other option given is refused by name.
+_EXPLICIT = frozenset({"--workers", "--symmetry", "--max-states", "--dump-dot", "--recoverability", "--write-tla"})
+CHECK_ENGINE_FLAGS: dict[Engine, frozenset[str]] = {
+    Engine.kernel: _EXPLICIT,
+    Engine.python: _EXPLICIT,  # and its former name, bfs
+    Engine.z3: frozenset({"--depth", "--write-tla"}),
+    Engine.spark: frozenset({"--symmetry", "--max-states", "--write-tla", *cli_spark.SPARK_FLAGS}),
+}
+# with --controller-failures: the control-plane search over the replication model with failover
+FAILOVER_FLAGS = frozenset({"--max-states", "--recoverability"})
+SPARK_SEARCH_FLAGS = frozenset({"--spark-master", "--spark-partitions"})  # with --engine spark too
 DEFAULT_DEPTH = 10
 
 
@@ -146,39 +157,33 @@ def check_command(
     with config_errors(flags):
         config = Config(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **bounds)
     failures = number("--controller-failures", controller_failures)
+    given = {"--workers": worker_count != 1, "--symmetry": symmetry, "--max-states": budget.max_states is not None,
+             "--dump-dot": dump_dot is not None, "--recoverability": recoverability,
+             "--write-tla": write_tla is not None, "--depth": depth is not None,
+             **dict.fromkeys(cli_spark.SPARK_FLAGS, False),
+             **dict.fromkeys(cli_spark.spark_options_given(spark_master, spark_partitions, checkpoint_dir, resume), True)}
     if failures:
+        takes = FAILOVER_FLAGS | (SPARK_SEARCH_FLAGS if engine is Engine.spark else set())
+        refuse_unusable("--controller-failures", takes, {"--engine z3": engine is Engine.z3, **given},
+                        why=" (the kernel, Z3, the TLA+ twin and Spark's checkpoints do not model the "
+                            "controller's failure)")
         search = cli_spark.spark_system_search(spark_master, spark_partitions) if engine is Engine.spark else None
         _check_with_controller_failures(
             config, failures, flags, keep_going=keep_going, budget=budget, quiet=quiet, output_format=output_format,
-            out=out, recoverability=recoverability, search=search,
-            unusable={"--engine z3": engine is Engine.z3, "--workers": worker_count != 1, "--symmetry": symmetry,
-                      "--dump-dot": dump_dot is not None, "--write-tla": write_tla is not None,
-                      "--depth": depth is not None, "--resume": resume is not None,
-                      "--checkpoint-dir": checkpoint_dir is not None,
-                      "--spark-master": spark_master is not None and engine is not Engine.spark,
-                      "--spark-partitions": spark_partitions is not None and engine is not Engine.spark})
-    spark_given = cli_spark.spark_options_given(spark_master, spark_partitions, checkpoint_dir, resume)
-    if engine is not Engine.spark:
-        cli_spark.refuse_spark_options(engine.value, spark_given)
+            out=out, recoverability=recoverability, search=search)
+    takes = CHECK_ENGINE_FLAGS[Engine.python if engine is Engine.bfs else engine]
+    refuse_unusable(f"--engine {engine.value}", takes, given, {e.value: flags for e, flags in CHECK_ENGINE_FLAGS.items()})
+    if write_tla is not None:
+        _write_tla(config, out_dir(write_tla))
     if engine is Engine.z3:
-        explicit_only = dict(zip(_EXPLICIT_ONLY, (worker_count != 1, symmetry, budget.max_states is not None,
-                                                 dump_dot is not None, recoverability)))
-        result = _bounded_check(config, depth, keep_going, budget.max_seconds, quiet,
-                                [flag for flag, given in explicit_only.items() if given])
+        result = _bounded_check(config, depth, keep_going, budget.max_seconds, quiet)
         written = write_violation_reports(result, out) if out else []
         print_result(result, None, output_format, written)
         raise typer.Exit(verdict_code(result))
     if engine is Engine.spark:
         cli_spark.run_spark(config, keep_going=keep_going, symmetry=symmetry, budget=budget, quiet=quiet,
                             spark_master=spark_master, spark_partitions=spark_partitions,
-                            checkpoint_dir=checkpoint_dir, resume=resume, output_format=output_format, out=out,
-                            unusable={"--workers": worker_count != 1, "--depth": depth is not None,
-                                      "--dump-dot": dump_dot is not None, "--recoverability": recoverability,
-                                      "--write-tla": write_tla is not None})
-    if depth is not None:
-        raise Exit(exitcodes.BAD_INPUT, "--depth applies to --engine z3 only; the explicit engines explore every depth")
-    if write_tla is not None:
-        _write_tla(config, out_dir(write_tla))
+                            checkpoint_dir=checkpoint_dir, resume=resume, output_format=output_format, out=out)
     explore = check
     if engine is Engine.kernel:
         from kafka_mc.checker.kernel import kernel_check as explore  # deferred: numba (~0.5 s), for the kernel only
@@ -207,11 +212,8 @@ def check_command(
 
 
 def _bounded_check(config: Config, depth: Optional[str], keep_going: bool, max_seconds: Optional[float],
-                   quiet: bool, unusable: list[str]) -> CheckResult:
+                   quiet: bool) -> CheckResult:
     """Bounded model checking with Z3 to `--depth`, progress per depth on stderr."""
-    if unusable:
-        raise Exit(exitcodes.BAD_INPUT, f"{', '.join(unusable)}: not available with --engine z3 "
-                                        "(it searches behaviours symbolically; use --engine kernel or python)")
     bound = DEFAULT_DEPTH if depth is None else number("--depth", depth)
     if bound < 0:
         raise Exit(exitcodes.BAD_INPUT, f"--depth must be 0 or more, not {depth}")
@@ -229,14 +231,10 @@ def _bounded_check(config: Config, depth: Optional[str], keep_going: bool, max_s
 
 def _check_with_controller_failures(config: Config, failures: int, flags: dict[str, str], *, keep_going: bool,
                                     budget: Budget, quiet: bool, output_format: OutputFormat, out: Optional[Path],
-                                    recoverability: bool, search, unusable: dict[str, bool]) -> None:
+                                    recoverability: bool, search) -> None:
     """`check` of the replication model with the controller's own failure (`control.failover`):
     the control-plane models' search over that model (on Spark with `--engine spark`), reported as
     `kafka-mc control` reports. `flags`: the flags of configuration fields, for errors."""
-    refused = [flag for flag, given in unusable.items() if given]
-    if refused:
-        raise Exit(exitcodes.BAD_INPUT, f"{', '.join(refused)}: not with --controller-failures (the kernel, Z3, "
-                                        "the TLA+ twin and Spark's checkpoints do not model the controller's failure)")
     with config_errors(flags):
         system = FailoverModel(FailoverConfig(**dataclasses.asdict(config), controller_failures=failures))
     run_system(system, keep_going=keep_going, budget=budget, goal=recoverability, quiet=quiet,

@@ -16,7 +16,7 @@ import sys
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Iterator, Mapping, Optional
+from typing import Annotated, Collection, Iterator, Mapping, Optional
 
 import typer
 
@@ -164,6 +164,19 @@ NetworkFailuresOption = Annotated[str, typer.Option(NETWORK_FAILURES, metavar="N
                                                          "ZooKeeper or the brokers).")]
 DeprecatedNetworkFailuresOption = Annotated[Optional[str], typer.Option(DEPRECATED_NETWORK_FAILURES, metavar="N",
                                                                         hidden=True)]
+
+
+def refuse_unusable(context: str, takes: Collection[str], given: Mapping[str, bool],
+                    takers: Mapping[str, Collection[str]] | None = None, why: str = "") -> None:
+    """Leave with a bad-input exit naming every option given (`given[flag]` true) that `context`
+    (an engine, or a mode such as --controller-failures) does not take, and the engines of
+    `takers` (engine -> the options it takes) that take them all."""
+    refused = [flag for flag, is_given in given.items() if is_given and flag not in takes]
+    if not refused:
+        return
+    others = [engine for engine, flags in (takers or {}).items() if set(refused) <= set(flags)]
+    where = f" (only with --engine {' or '.join(others)})" if others else ""
+    raise Exit(exitcodes.BAD_INPUT, f"{', '.join(refused)}: not with {context}{where}{why}")
 
 
 PluginOption = Annotated[Optional[list[str]], typer.Option(

@@ -24,7 +24,9 @@ from kafka_mc.checker.control_z3 import ENCODINGS, bounded_check
 from kafka_mc.checker.explore import explore
 from kafka_mc.checker.graph import GraphTooLarge, check_goal, system_graph
 from kafka_mc.checker.simulate import simulate_system
-from kafka_mc.cli_common import Exit, OutputFormat, config_errors, flag_of, number, out_dir, verdict_code
+from kafka_mc.cli_common import (
+    Exit, OutputFormat, config_errors, flag_of, number, out_dir, refuse_unusable, verdict_code,
+)
 from kafka_mc.cli_simulate import chosen_seed, simulation_code, simulation_text, simulation_view, with_progress
 from kafka_mc.cli_spark import spark_system_search
 from kafka_mc.control import MODELS
@@ -99,13 +101,10 @@ def control_command(
         raise Exit(exitcodes.BAD_INPUT, f"--format {output_format!r} is not allowed; allowed: text, json")
     if engine not in ENGINES:
         raise Exit(exitcodes.BAD_INPUT, f"--engine {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
-    engine_options = [flag for flag, value in (("--runs", runs), ("--depth", depth), ("--seed", seed),
-                                      ("--spark-master", spark_master), ("--spark-partitions", spark_partitions),
-                                      ("--max-states", max_states), ("--no-goal", no_goal or None))
-             if value is not None]
-    misplaced = [flag for flag in engine_options if flag not in ENGINE_FLAGS[engine]]
-    if misplaced:
-        raise Exit(exitcodes.BAD_INPUT, f"{', '.join(misplaced)}: not with --engine {engine}")
+    given = {"--runs": runs is not None, "--depth": depth is not None, "--seed": seed is not None,
+             "--spark-master": spark_master is not None, "--spark-partitions": spark_partitions is not None,
+             "--max-states": max_states is not None, "--no-goal": no_goal}
+    refuse_unusable(f"--engine {engine}", ENGINE_FLAGS[engine], given, ENGINE_FLAGS)
     system_class, config_class = MODELS[model]
     numbers = {"brokers": brokers, "expirations": expirations, "partitions": partitions,
              "replication_factor": replication_factor, "failures": failures, "creations": creations,

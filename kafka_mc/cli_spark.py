@@ -31,11 +31,6 @@ def spark_options_given(spark_master: Optional[str], spark_partitions: Optional[
     return [flag for flag, is_given in zip(SPARK_FLAGS, given) if is_given]
 
 
-def refuse_spark_options(engine: str, given: list[str]) -> None:
-    if given:
-        raise Exit(exitcodes.BAD_INPUT, f"{', '.join(given)}: only with --engine spark (not --engine {engine})")
-
-
 def spark_master_url(spark_master: Optional[str]) -> str:
     """The --spark-master value, local[*] when not given; a clear error when it is not a master URL."""
     master = spark_master if spark_master is not None else "local[*]"
@@ -53,16 +48,13 @@ def spark_system_search(spark_master: Optional[str], spark_partitions: Optional[
 
 def run_spark(config: Config, *, keep_going: bool, symmetry: bool, budget: Budget, quiet: bool,
               spark_master: Optional[str], spark_partitions: Optional[str], checkpoint_dir: Optional[Path],
-              resume: Optional[Path], unusable: dict[str, bool], output_format: OutputFormat,
+              resume: Optional[Path], output_format: OutputFormat,
               out: Optional[Path]) -> None:
     """Check `config` on Spark, print the result as `check` does (JSON adds master, executors,
     partitions), and leave with the verdict's exit code."""
     # deferred: the Spark engine (numpy, ~80 ms; pyspark when the job starts) loads for --engine spark only
     from kafka_mc.checker.spark import CheckpointError, checkpoint_config, run_spark_check
 
-    given = [flag for flag, is_given in unusable.items() if is_given]
-    if given:
-        raise Exit(exitcodes.BAD_INPUT, f"{', '.join(given)}: not available with --engine spark")
     partitions = None
     if spark_partitions is not None:
         try:

@@ -200,3 +200,34 @@ def test_the_default_kernel_engine_gives_the_python_engines_results_and_its_own_
     _, bfs_out, _ = run(capsys, *argv, "--engine", "bfs")  # the reference's former name
     timing = {"seconds": 0, "states_per_second": 0}
     assert json.loads(bfs_out) | timing == reference | timing
+
+
+FLAG_VALUES = {"--workers": "2", "--max-states": "10", "--dump-dot": "graph.dot", "--write-tla": "tla", "--depth": "2",
+               "--spark-master": "local[1]", "--spark-partitions": "2", "--checkpoint-dir": "checkpoints",
+               "--resume": "checkpoints"}
+
+
+def _given(flag: str) -> list[str]:
+    return [flag, FLAG_VALUES[flag]] if flag in FLAG_VALUES else [flag]
+
+
+def test_every_engine_refuses_by_name_every_option_its_declaration_does_not_take(capsys, tmp_path, monkeypatch):
+    """The refusals come from one table (`cli.CHECK_ENGINE_FLAGS`): each option an engine does not take
+    is refused before anything runs, naming the option, the engine and the engines that take it."""
+    from kafka_mc.cli import CHECK_ENGINE_FLAGS
+
+    monkeypatch.chdir(tmp_path)
+    every_flag = set().union(*CHECK_ENGINE_FLAGS.values())
+    for engine, takes in CHECK_ENGINE_FLAGS.items():
+        for flag in sorted(every_flag - takes):
+            code, _, err = run(capsys, "check", "--engine", engine.value, *_given(flag), *SMALL)
+            assert code == exitcodes.BAD_INPUT, (engine, flag)
+            takers = [e.value for e, flags in CHECK_ENGINE_FLAGS.items() if flag in flags]
+            assert f"{flag}: not with --engine {engine.value} (only with --engine {' or '.join(takers)})" in err
+    assert list(tmp_path.iterdir()) == []  # nothing was written
+
+
+def test_write_tla_goes_with_the_z3_engine_too(capsys, tmp_path):
+    code, _, _ = run(capsys, "check", "--engine", "z3", "--depth", "3", "--write-tla", str(tmp_path / "tla"), *SMALL)
+    assert code == exitcodes.OK
+    assert (tmp_path / "tla" / "KafkaHw.tla").is_file() and (tmp_path / "tla" / "KafkaHw.cfg").is_file()

@@ -3,10 +3,10 @@ code over packed states (layout, transitions, invariants, explore, engine)."""
 
 import os
 
-from .cache import drop_stale_cache, register_shipped_locator
+from .cache import prune_stale_caches, register_locators
 
-drop_stale_cache()  # before numba loads any kernel function from its cache
-register_shipped_locator()  # before any kernel function is decorated
+prune_stale_caches()
+register_locators()  # before any kernel function is decorated
 # GNU OpenMP threads spin between parallel regions by default, taking a core from other work
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 

@@ -2,10 +2,14 @@
 
 numba keys a cached function on its own source file only, but the kernel's level loop
 inlines the transitions and properties of other files: after an edit of any kernel source,
-the cached machine code of an unchanged file would be stale. `drop_stale_cache` deletes the
-kernel's cache files whenever the sources' digest differs from the one recorded beside them.
-Run from a zip shipped with a Spark job, the kernel is cached by `ShippedKernelLocator`, keyed
-on the sources' content. `compile_lock` keeps processes from compiling it at the same time.
+the cached machine code of an unchanged file would be stale. So the kernel is cached by its
+sources' content: `InstalledKernelLocator` puts it in a folder named by the digest of the
+kernel sources as this process imported them, so a process that compiled older sources can
+only ever write to, or read from, the folder of those sources (a digest recorded beside one
+shared folder let a long compile of old sources land under the new digest, and the next process
+crashed on it). `prune_stale_caches` removes the folders of other sources. Run from a zip shipped
+with a Spark job, the kernel is cached by `ShippedKernelLocator`, keyed the same way.
+`compile_lock` keeps processes from compiling it at the same time.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import shutil
 import tempfile
 import zipfile
 from contextlib import contextmanager
@@ -21,9 +26,8 @@ from pathlib import Path, PurePosixPath
 from numba.core.caching import CacheImpl, _CacheLocator
 from numba.misc.appdirs import AppDirs
 
-KERNEL_DIR = Path(__file__).parent
+KERNEL_DIR = Path(__file__).resolve().parent
 CACHE_DIR = KERNEL_DIR / "__pycache__"
-DIGEST_FILE = CACHE_DIR / "kernel-sources.sha256"
 
 
 def sources_digest() -> str:
@@ -33,20 +37,50 @@ def sources_digest() -> str:
     return digest.hexdigest()
 
 
-def drop_stale_cache() -> None:
-    """Delete the kernel's numba cache files if the sources changed since they were written (a
-    read-only install is left alone: numba then caches elsewhere, per user)."""
+IMPORTED_DIGEST = sources_digest()  # the sources this process compiles (read as the kernel is imported)
+SOURCES_CACHE = CACHE_DIR / f"sources-{IMPORTED_DIGEST[:32]}"
+
+
+def prune_stale_caches() -> None:
+    """Delete the cache folders of other kernel sources, and the files of the former shared layout
+    (a read-only install is left alone: numba then caches elsewhere, per user)."""
     try:
-        current = sources_digest()
-        if DIGEST_FILE.exists() and DIGEST_FILE.read_text() == current:
-            return
         with compile_lock():  # not while another process compiles into the cache
-            for cached in list(CACHE_DIR.glob("*.nbi")) + list(CACHE_DIR.glob("*.nbc")):
-                cached.unlink()
-            CACHE_DIR.mkdir(exist_ok=True)
-            DIGEST_FILE.write_text(current)
+            stale = [path for path in CACHE_DIR.glob("sources-*") if path != SOURCES_CACHE]
+            for folder in stale:
+                shutil.rmtree(folder, ignore_errors=True)
+            for cached in [*CACHE_DIR.glob("*.nbi"), *CACHE_DIR.glob("*.nbc"), CACHE_DIR / "kernel-sources.sha256"]:
+                cached.unlink(missing_ok=True)
     except OSError:
         pass
+
+
+class InstalledKernelLocator(_CacheLocator):
+    """Where numba caches a kernel function of the installed sources: in `SOURCES_CACHE`, the
+    folder of the sources' digest, with the digest as the source stamp."""
+
+    def __init__(self, py_func):
+        self._lineno = py_func.__code__.co_firstlineno
+
+    def get_cache_path(self) -> str:
+        return str(SOURCES_CACHE)
+
+    def get_source_stamp(self) -> str:
+        return IMPORTED_DIGEST
+
+    def get_disambiguator(self) -> str:
+        return str(self._lineno)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if Path(py_file).resolve().parent != KERNEL_DIR:
+            return None
+        try:
+            self = cls(py_func)
+            self.ensure_cache_path()
+        except OSError:
+            return None
+        return self
 
 
 @contextmanager
@@ -118,8 +152,10 @@ def _zipped_sources_digest(zip_path: str, internal_dir: str) -> str:
     return _ZIP_DIGESTS[key]
 
 
-def register_shipped_locator() -> None:
-    """Put `ShippedKernelLocator` first among numba's cache locators (before any kernel function
+def register_locators() -> None:
+    """Put the kernel's locators first among numba's cache locators (before any kernel function
     is decorated)."""
-    if ShippedKernelLocator not in CacheImpl._locator_classes:
-        CacheImpl._locator_classes.insert(0, ShippedKernelLocator)
+    for locator in (InstalledKernelLocator, ShippedKernelLocator):
+        if locator not in CacheImpl._locator_classes:
+            # numba leaves the list unannotated; mypy infers it from its elements' constructors
+            CacheImpl._locator_classes.insert(0, locator)  # type: ignore[arg-type]
