@@ -123,7 +123,8 @@ class Partition:
         self.model = ReplicationModel(config)
         self.index, self.count = index, count
         self.represent: Callable[[State], State] = canonical if symmetry else (lambda state: state)
-        self.invariants = [p for p in properties if p.kind == ALWAYS]
+        self.invariants = [p for p in properties if p.kind == ALWAYS and not p.on_step]
+        self.step_invariants = [p for p in properties if p.kind == ALWAYS and p.on_step]
         self.state_witnesses = [p for p in properties if p.kind != ALWAYS and not p.on_step]
         self.step_witnesses = [p for p in properties if p.kind != ALWAYS and p.on_step]
         self.visited = FingerprintTable()  # the fingerprints of every state this partition owns
@@ -139,7 +140,7 @@ class Partition:
 
     def settle(self, names: set[str]) -> None:
         """Stop looking for properties whose first occurrence is known."""
-        for group in (self.invariants, self.state_witnesses, self.step_witnesses):
+        for group in (self.invariants, self.step_invariants, self.state_witnesses, self.step_witnesses):
             group[:] = [p for p in group if p.name not in names]
 
     def seed(self) -> LevelReport:
@@ -188,12 +189,15 @@ class Partition:
 
     def _successors(self, current: Frontier, report: LevelReport) -> Iterator[tuple[int, int, int, State]]:
         """(node, key, action slot, successor) for a whole frontier, in key order; counts them
-        and offers the step witnesses to `report`."""
+        and offers to `report` each step invariant broken and each step witness reached."""
         slots, successors, represent = self.slots, self.model.indexed_successors, self.represent
         for position, state in enumerate(self.packer.unpack(current.records)):
             node, key = current.nodes[position], current.key(position)
             for slot, following in successors(state):
                 report.generated += 1
+                for prop in self.step_invariants:
+                    if not prop.holds(state, following):
+                        report.offer(prop.name, key * slots + slot, (self.index, node, slot))
                 for prop in self.step_witnesses:
                     if prop.holds(state, following):
                         report.offer(prop.name, key * slots + slot, (self.index, node, slot))

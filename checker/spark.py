@@ -57,7 +57,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from kafka_mc.model import Config, ReplicationModel
 from kafka_mc.model.state import Controller, FetchResponse, Record, Replica, State
@@ -68,6 +68,9 @@ from .bfs import Budget, Progress, concrete_trace, search_result, stop_reason
 from .result import CheckResult, Stats, Trace
 from .shipping import ship
 from .spark_kernel import edge_key, kernel_checker, kernel_expander, seed_rows
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 CHECKPOINT_FILE = "kafka-mc-checkpoint.json"
 CHECKPOINT_FORMAT = 2
@@ -146,8 +149,8 @@ def edge_slot(parent_fp: int, key: int, slots: int) -> int:
 
 def _expander(config: Config, symmetry: bool, step_props: tuple[Property, ...]):
     """mapPartitions over a frontier (rows: fp, state): every successor once per partition with
-    its least edge key, how many times it was generated, and for each step witness the least key
-    (and parent) of an edge into it where the witness holds."""
+    its least edge key, how many times it was generated, and for each step property the least key
+    (and parent) of an edge into it where it is found (a witness holds, an invariant is broken)."""
     steps = len(step_props)
 
     def expand(rows):
@@ -158,7 +161,7 @@ def _expander(config: Config, symmetry: bool, step_props: tuple[Property, ...]):
         for parent_fp, blob in rows:
             state = unpack(blob)
             for slot, following in successors(state):
-                held = [p.holds(state, following) for p in step_props] if steps else ()
+                held = [p.holds(state, following) != (p.kind == ALWAYS) for p in step_props] if steps else ()
                 following = represent(following)
                 fp = hash(following)
                 key = edge_key(parent_fp, slot)
@@ -454,7 +457,7 @@ class _Engine:
         self.state_props = tuple(p for p in properties if not p.on_step)
         self.step_props = tuple(p for p in properties if p.on_step)
         self.bits = {p.name: 1 << index for index, p in enumerate(self.state_props)}
-        self.visited: list[tuple[int, int, object]] = []  # runs: (first level, last level, cached frame)
+        self.visited: list[tuple[int, int, DataFrame]] = []  # runs: (first level, last level, cached frame)
         from pyspark.sql.types import (BinaryType, IntegerType, LongType, StructField, StructType)
 
         level_fields = [StructField("owner", LongType(), False), StructField("fp", LongType(), False),

@@ -5,7 +5,7 @@ import pytest
 from kafka_mc.checker import Budget, check
 from kafka_mc.checker.scenario import load_scenario, replay
 from kafka_mc.model import Config
-from kafka_mc.properties import INVARIANTS, failing_invariants
+from kafka_mc.properties import ALWAYS, INVARIANTS, Property, failing_invariants
 from kafka_mc.checker.scenario import documented_scenarios
 
 SCENARIOS = {path.stem: path for path in documented_scenarios()}
@@ -120,3 +120,29 @@ def test_workers_give_identical_counts_verdicts_and_traces(symmetry):
 def test_workers_must_be_positive():
     with pytest.raises(ValueError, match="workers must be a positive integer, not 0"):
         check(Config(), workers=0)
+
+
+def _log_never_shrinks(before, after) -> bool:
+    return all(len(b.log) <= len(a.log) for b, a in zip(before.replicas, after.replicas))
+
+
+NO_LOG_SHRINKS = Property("NoLogShrinks", ALWAYS, "a test's step invariant", _log_never_shrinks, on_step=True)
+EPOCH_NEVER_DECREASES = Property("EpochNeverDecreases", ALWAYS, "a test's step invariant",
+                                 lambda before, after: after.controller.epoch >= before.controller.epoch, on_step=True)
+STEP_INVARIANTS = (NO_LOG_SHRINKS, EPOCH_NEVER_DECREASES)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_step_invariant_is_checked_on_every_transition(workers):
+    """An `always` property of a step (before, after) is a step invariant: the engine reports the
+    shortest path whose last step breaks it, and the other holds."""
+    result = check(Config("hw", messages=2, crashes=1, elections=1), STEP_INVARIANTS, keep_going=True,
+                   workers=workers)
+    assert result.complete and result.violated == ("NoLogShrinks",)
+    states = result.violations[0].trace.states()
+    assert not _log_never_shrinks(states[-2], states[-1])
+    assert all(_log_never_shrinks(before, after) for before, after in zip(states[:-2], states[1:-1]))
+    # B copies m1 (its HW stays 0), crashes, restarts and truncates to its HW on BecomeFollower
+    assert [str(action) for action in result.violations[0].trace.actions] == [
+        "ProducerWrite(A)", "LeaderHandleFetchRequest(B)", "FollowerHandleFetchResponse(B)", "ReplicaCrash(B)",
+        "ReplicaRestart(B)", "BecomeFollower(B)"]

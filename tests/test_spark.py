@@ -8,7 +8,7 @@ import pytest
 
 from kafka_mc.checker import Budget, check
 from kafka_mc.model import Config
-from kafka_mc.properties import PROPERTIES
+from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -175,3 +175,18 @@ def test_executors_without_kafka_mc_run_the_copy_shipped_with_the_job(tmp_path):
     assert (view["distinct_states"], view["states_generated"]) == \
         (local.stats.distinct_states, local.stats.states_generated)
     assert [v["invariant"] for v in view["violations"]] == [v.invariant for v in local.violations]
+
+
+def test_a_step_invariant_is_found_where_it_breaks_as_the_local_engine_finds_it(spark):
+    def shrinks(before, after):  # defined here, so the executors get it by value
+        return all(len(b.log) <= len(a.log) for b, a in zip(before.replicas, after.replicas))
+
+    STEP_INVARIANTS = (Property("NoLogShrinks", ALWAYS, "a test's step invariant", shrinks, on_step=True),
+                       Property("EpochNeverDecreases", ALWAYS, "a test's step invariant",
+                                lambda before, after: after.controller.epoch >= before.controller.epoch, on_step=True))
+    result, _ = run_spark_check(TRUNCATING, STEP_INVARIANTS, keep_going=True, spark=spark, kernel=False)
+    local = check(TRUNCATING, STEP_INVARIANTS, keep_going=True)
+    assert result.violated == local.violated == ("NoLogShrinks",)
+    assert len(result.violations[0].trace) == len(local.violations[0].trace) == 6
+    states = result.violations[0].trace.states()
+    assert not STEP_INVARIANTS[0].holds(states[-2], states[-1])
