@@ -13,15 +13,18 @@ from __future__ import annotations
 import time
 from contextlib import closing
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from kafka_mc.model import Action, Config, ReplicationModel, State
 from kafka_mc.model.symmetry import canonical, rename, renaming
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
 from .partition import ROOT, LevelReport, without_cyclic_gc
-from .result import CheckResult, Stats, Trace, Violation
+from .result import CheckResult, Stats, SystemTrace, Trace, Violation
 from .workers import LocalPartitions, WorkerPartitions
+
+if TYPE_CHECKING:
+    from kafka_mc.control.system import ControlProperty
 
 
 @dataclass(frozen=True)
@@ -64,8 +67,9 @@ def concrete_trace(model: ReplicationModel, initial: int, actions: list[Action],
     concrete = []
     for action in actions:
         concrete.append(rename(action, renaming(representative, state)))
-        state = model.next_state(state, concrete[-1])
-        representative = represent(model.next_state(representative, action))
+        following, represented = model.next_state(state, concrete[-1]), model.next_state(representative, action)
+        assert following is not None and represented is not None  # every action of the path is enabled
+        state, representative = following, represent(represented)
     return Trace(model.config, initial, tuple(concrete))
 
 
@@ -135,8 +139,9 @@ def stop_reason(found: Iterable[str], invariants: set[str], property_count: int,
     return budget.exceeded(distinct, seconds)
 
 
-def search_result(engine: str, config: Config, properties: tuple[Property, ...], traces: dict[str, Trace],
-                  complete: bool, stats: Stats, stopped_because: str) -> CheckResult:
+def search_result(engine: str, config: Config, properties: tuple[Property | ControlProperty, ...],
+                  traces: Mapping[str, Trace | SystemTrace], complete: bool, stats: Stats,
+                  stopped_because: str) -> CheckResult:
     """The CheckResult of a search that found `traces` (property name -> shortest trace):
     violations shortest first, witnesses reached or not."""
     invariants = {p.name for p in properties if p.kind == ALWAYS}

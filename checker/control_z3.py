@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from itertools import product
+from typing import TYPE_CHECKING, Any
 
 import z3
 
@@ -61,8 +62,23 @@ class Encoding:
     `state_property`, `step_property`, `decode` and `concrete`; the transition relation and the
     successors of an explicit state follow from them."""
 
-    model = None
+    model: Any = None  # the explicit model the encoding is of
     action_instances: list[ControlAction] = []
+
+    if TYPE_CHECKING:  # what each encoding defines, over its own symbolic state `s`, `n`
+        def fresh(self, name: str) -> Any: ...
+
+        def initial(self, s: Any) -> z3.BoolRef: ...
+
+        def step(self, instance: ControlAction, s: Any, n: Any) -> list: ...
+
+        def state_property(self, name: str, s: Any) -> z3.BoolRef: ...
+
+        def step_property(self, name: str, s: Any, action: z3.ArithRef, n: Any) -> z3.BoolRef: ...
+
+        def decode(self, model: z3.ModelRef, s: Any) -> Any: ...
+
+        def concrete(self, state: Any, s: Any) -> z3.BoolRef: ...
 
     def transition(self, s, action: z3.ArithRef, n) -> z3.BoolRef:
         """`action` (an index into `action_instances`) leads from `s` to `n`."""
@@ -95,6 +111,8 @@ class Encoding:
 
 class ControllerEncoding(Encoding):
     """The controller model's initial state, actions and properties as Z3 formulas."""
+
+    model: ControllerModel
 
     def __init__(self, model: ControllerModel):
         self.model = model
@@ -246,6 +264,8 @@ class SymPartitions:
 
 class PartitionFsmEncoding(Encoding):
     """The partition state machine's initial state, actions and properties as Z3 formulas."""
+
+    model: PartitionFsmModel
 
     def __init__(self, model: PartitionFsmModel):
         self.model = model

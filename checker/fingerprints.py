@@ -19,6 +19,10 @@ class FingerprintTable:
     __slots__ = ("_table", "_mask", "_count", "_limit")
 
     def __init__(self, slots_log2: int = 16):
+        self._allocate(slots_log2)
+
+    def _allocate(self, slots_log2: int) -> None:
+        """An empty table of 2**slots_log2 slots."""
         self._table = array("Q", bytes(8 << slots_log2))
         self._mask = (1 << slots_log2) - 1
         self._count = 0
@@ -58,7 +62,7 @@ class FingerprintTable:
 
     def _grow(self) -> None:
         old, count = self._table, self._count
-        self.__init__(self._mask.bit_length() + 1)
+        self._allocate(self._mask.bit_length() + 1)
         table, mask = self._table, self._mask
         for fingerprint in old:
             if fingerprint:

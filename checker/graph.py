@@ -9,9 +9,10 @@ with their own goal (`system_graph`, `check_goal`).
 
 from __future__ import annotations
 
+import builtins
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import networkx as nx
 
@@ -47,7 +48,7 @@ def reachable_graph(initial_states: list, successors: Callable, key: Callable, m
     and state), nodes keyed by `key(state)`; GraphTooLarge past `max_states`, suggesting `smaller`."""
     max_states = DEFAULT_GRAPH_LIMIT if max_states is None else max_states
     graph = nx.DiGraph()
-    queue = deque()
+    queue: deque[tuple[Any, Any]] = deque()  # (node, state)
     for index, state in enumerate(initial_states):
         node = key(state)
         graph.add_node(node, state=state, initial=True, init=index)
@@ -73,7 +74,7 @@ class Recoverability:
     unrecoverable: int
     example: Trace | SystemTrace | None  # a shortest trace to an unrecoverable state
 
-    @property
+    @builtins.property  # the field `property` shadows the builtin in this class's body
     def holds(self) -> bool:
         return self.unrecoverable == 0
 

@@ -28,7 +28,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from kafka_mc.model import Config, ReplicationModel, State, fingerprint
 from kafka_mc.properties import ALWAYS, INVARIANTS, PROPERTIES, Property
 
-from .result import CheckResult, Stats, Trace, Violation
+from .result import CheckResult, Stats, SystemTrace, Trace, Violation
 
 ENGINE = "hypothesis"
 CI_PROFILE, LONG_PROFILE = "kafka-mc-ci", "kafka-mc-long"
@@ -44,7 +44,7 @@ Settings.register_profile(LONG_PROFILE, max_examples=5000, stateful_step_count=2
 class PropertyViolated(AssertionError):
     """A property broken along a behaviour of the machine; `trace` is that behaviour."""
 
-    def __init__(self, invariant: str, trace: Trace):
+    def __init__(self, invariant: str, trace: Trace | SystemTrace):
         steps = ", ".join(map(str, trace.actions)) or "none"
         super().__init__(f"{invariant} is violated after {len(trace)} steps: {steps}")
         self.invariant = invariant
@@ -98,6 +98,7 @@ class ReplicationMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def step(self, data) -> None:
         """Take one of the enabled actions; none enabled: the behaviour has ended (a stutter)."""
+        assert self.state is not None  # the initialize rule (`_start`) runs before any other rule
         enabled = {str(action): (action, following) for action, following in self.model.successors(self.state)}
         if not enabled:
             return

@@ -57,9 +57,7 @@ class Cell:
 
     @property
     def name(self) -> str:
-        c = self.config
-        return (f"{c.protocol}-acks-{c.acks}-min-isr-{c.min_isr}-{'unclean' if c.unclean else 'clean'}"
-                f"-{'flush' if c.flush else 'no-flush'}")
+        return cell_name(self.config)
 
     @property
     def decided(self) -> bool:
@@ -69,6 +67,13 @@ class Cell:
     def shortest(self, invariant: str) -> int | None:
         """The length of the invariant's shortest counterexample, None when it holds."""
         return next((len(v.trace) for v in self.result.violations if v.invariant == invariant), None)
+
+
+def cell_name(config: Config) -> str:
+    """The name of the cell of `config`, e.g. `hw-acks-all-min-isr-1-clean-flush`."""
+    c = config
+    return (f"{c.protocol}-acks-{c.acks}-min-isr-{c.min_isr}-{'unclean' if c.unclean else 'clean'}"
+            f"-{'flush' if c.flush else 'no-flush'}")
 
 
 def check_cell(config: Config, budget: Budget = Budget(), kernel: bool = True) -> Cell:
@@ -117,16 +122,16 @@ def run_matrix_on_spark(axes: Axes, bounds: Config = DEFAULT_BOUNDS, *, master: 
     run_cell = partial(check_cell, budget=budget, kernel=kernel)
 
     def job(config: Config) -> Cell:
-        context.setJobDescription(f"kafka-mc matrix cell {Cell(config, None).name}")
+        context.setJobDescription(f"kafka-mc matrix cell {cell_name(config)}")
         return context.parallelize([config], 1).map(run_cell).collect()[0]
 
     try:
         with ThreadPoolExecutor(max_workers=max(1, min(len(configs), 2 * context.defaultParallelism))) as pool:
             futures = {pool.submit(job, config): index for index, config in enumerate(configs)}
-            cells: list[Cell | None] = [None] * len(configs)
+            cells: dict[int, Cell] = {}  # axis position -> cell
             for future in as_completed(futures):
                 cells[futures[future]] = _reported(future.result(), progress)
-        return cells
+        return [cells[index] for index in range(len(configs))]
     finally:
         if own_session:
             spark.stop()

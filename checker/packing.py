@@ -44,11 +44,11 @@ class StatePacker:
 
     def pack(self, state: State) -> bytes:
         intern = self._intern
-        values = [intern(replica) for replica in state.replicas]
+        values: list[object] = [intern(replica) for replica in state.replicas]
         values.extend(value if plain else intern(value) for plain, value in zip(self._plain, state[1:]))
         return self._record.pack(*values)
 
-    def unpack(self, records: bytes, objects: list | None = None) -> Iterator[State]:
+    def unpack(self, records: bytes | bytearray, objects: list | None = None) -> Iterator[State]:
         """The states of packed records, numbered in `objects` (by default, this packer's table)."""
         objects = self.objects if objects is None else objects
         replicas, plain, new = self.replicas, self._plain, tuple.__new__

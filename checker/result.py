@@ -4,7 +4,7 @@ what a scenario's replay returns (`Replay`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from kafka_mc.model import Action, Config, ReplicationModel, State
 
@@ -18,13 +18,22 @@ class ReplayError(ValueError):
         self.action = action
 
 
+class _HasSteps(Protocol):
+    """What `_Steps` needs of the trace it is mixed into."""
+
+    @property
+    def actions(self) -> tuple[Any, ...]: ...
+
+    def states(self) -> list[Any]: ...
+
+
 class _Steps:
     """What every trace type shares: its steps, from its `actions` and `states()`."""
 
-    def __len__(self) -> int:
+    def __len__(self: _HasSteps) -> int:
         return len(self.actions)
 
-    def steps(self) -> list[tuple[Any, Any]]:
+    def steps(self: _HasSteps) -> list[tuple[Any, Any]]:
         """(None, initial state), then (action, state after it) for every step."""
         return list(zip((None, *self.actions), self.states()))
 
@@ -61,7 +70,7 @@ class Trace(_Steps):
 @dataclass(frozen=True)
 class Violation:
     invariant: str
-    trace: Trace
+    trace: Trace | SystemTrace  # a SystemTrace for a control-plane model
 
 
 @dataclass(frozen=True)
@@ -77,6 +86,16 @@ class Stats:
 
 
 @dataclass(frozen=True)
+class KernelStats(Stats):
+    """`Stats` with the kernel's own figures: `seconds` is exploration only; `compile_seconds`
+    the JIT compilation (or loading it from numba's cache) before it; `collision_probability`
+    TLC's optimistic estimate of a fingerprint collision, distinct * (generated - distinct) / 2^64."""
+
+    compile_seconds: float = 0.0
+    collision_probability: float = 0.0
+
+
+@dataclass(frozen=True)
 class CheckResult:
     """The verdict of one run. `complete` is true only when every reachable state was explored."""
 
@@ -87,7 +106,7 @@ class CheckResult:
     violations: tuple[Violation, ...]
     witnesses: dict[str, bool]
     stopped_because: str = ""
-    witness_traces: dict[str, Trace] = field(default_factory=dict)
+    witness_traces: dict[str, Trace | SystemTrace] = field(default_factory=dict)
     bounded_to: int | None = None  # bounded model checking: the depth asked for (never complete)
 
     @property

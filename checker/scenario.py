@@ -32,7 +32,7 @@ from kafka_mc.model import Config, ConfigError, ReplicationModel, State, parse_a
 from kafka_mc.model.state import ROLE_NAMES, STATUS_NAMES, record_name, replica_index
 from kafka_mc.properties import failing_invariants
 
-from .control_scenario import parse_control_scenario, replay_control
+from .control_scenario import ControlScenario, parse_control_scenario, replay_control
 from .result import Replay, ReplayError, ReplayStep, Trace
 
 REPLICA_FIELDS = {"log", "hw", "leo", "epochs", "role", "status"}
@@ -78,7 +78,7 @@ def documented_scenarios(folder: str = "") -> list[Path]:
     return sorted(Path(str(entry)) for entry in root.iterdir() if entry.name.endswith(".toml"))
 
 
-def load_scenario(path: Path) -> Scenario:
+def load_scenario(path: Path) -> Scenario | ControlScenario:
     """Read and validate a scenario file; ScenarioError names what is wrong."""
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
@@ -94,7 +94,7 @@ def load_scenario(path: Path) -> Scenario:
         raise ScenarioError(f"{path}: {error}") from None
 
 
-def _parse(path: Path, data: dict) -> Scenario:
+def _parse(path: Path, data: dict) -> Scenario | ControlScenario:
     if "model" in data:  # a control-plane model's scenario
         return parse_control_scenario(path, data, _article_case(data))
     unknown = set(data) - TOP_LEVEL
@@ -189,7 +189,7 @@ def _compare(checkpoint: Checkpoint, state: State) -> tuple[str, ...]:
     return tuple(found)
 
 
-def replay(scenario: Scenario) -> Replay:
+def replay(scenario: Scenario | ControlScenario) -> Replay:
     """Run the scenario step by step; ReplayError names the first step that is not enabled."""
     if not isinstance(scenario, Scenario):  # a control-plane model's scenario
         return replay_control(scenario)

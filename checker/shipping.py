@@ -44,9 +44,9 @@ def build_zip() -> Path:
     """The zip of `package_files()`, written once per content into the temporary directory."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, path in sorted(package_files().items()):
+        for name, source in sorted(package_files().items()):
             info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))  # the same bytes for the same code
-            archive.writestr(info, path.read_bytes(), zipfile.ZIP_DEFLATED)
+            archive.writestr(info, source.read_bytes(), zipfile.ZIP_DEFLATED)
     content = buffer.getvalue()
     digest = hashlib.sha256(content).hexdigest()[:16]
     path = _ZIPS.get(digest)

@@ -15,13 +15,16 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from kafka_mc.model import Action, Config, ReplicationModel, State, fingerprint
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
 from .partition import without_cyclic_gc
 from .result import CheckResult, Stats, SystemTrace, Trace, Violation
+
+if TYPE_CHECKING:
+    from kafka_mc.control.system import ControlAction
 
 ENGINE = "simulate"
 TIME_CHECK_STEPS = 1024  # how often (in steps) a long run looks at the time budget
@@ -161,8 +164,8 @@ class _Walker:
         self.state_invariants = [p for p in properties if p.kind == ALWAYS and not p.on_step]
         self.step_invariants = [p for p in properties if p.kind == ALWAYS and p.on_step]
         self.witnesses = [p for p in properties if p.kind != ALWAYS]
-        self.violations: dict[str, Trace] = {}
-        self.reached: dict[str, Trace] = {}
+        self.violations: dict[str, Trace | SystemTrace] = {}
+        self.reached: dict[str, Trace | SystemTrace] = {}
         self.seen: set = set()
         self.states = self.steps = self.longest = 0
 
@@ -243,7 +246,8 @@ class _SystemWalker(_Walker):
 
     def walk(self, rng: random.Random, depth: int, deadline: float | None) -> bool:
         initial = rng.randrange(len(self.initial_states))
-        states, actions = [self.initial_states[initial]], []
+        states = [self.initial_states[initial]]
+        actions: list[ControlAction] = []
         if self._check_step(initial, states, actions):
             return self._counted(states)
         for step in range(depth):

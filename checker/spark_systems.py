@@ -18,7 +18,7 @@ level holds several shortest traces, which one is kept may differ.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Callable, Hashable
 
 from kafka_mc.control.system import ALWAYS
 
@@ -42,7 +42,7 @@ def spark_explore(system, *, master: str = "local[*]", partitions: int | None = 
     properties = system.properties
     invariants = {p.name for p in properties if p.kind == ALWAYS}
     started = time.perf_counter()
-    initial = {}
+    initial: dict[Hashable, tuple[None, int]] = {}  # state -> (no parent, its index)
     for index, state in enumerate(system.initial_states()):
         initial.setdefault(state, (None, index))
     frontier = context.parallelize(list(initial.items())).partitionBy(width, state_hash).persist()

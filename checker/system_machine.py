@@ -10,10 +10,12 @@ as a `SystemTrace`, so the shrunk example replays and renders as the other engin
 
 from __future__ import annotations
 
+from typing import Any, Hashable
+
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from kafka_mc.control.system import ALWAYS
+from kafka_mc.control.system import ALWAYS, ControlAction
 
 from .machine import PropertyViolated, identifier_of
 from .result import SystemTrace
@@ -22,11 +24,13 @@ from .result import SystemTrace
 class SystemMachine(RuleBasedStateMachine):
     """The base of every generated machine; `system_machine` fills in `system`."""
 
-    system = None
+    system: Any = None  # the model (a `control.system.TransitionSystem`)
 
     def __init__(self) -> None:
         super().__init__()
-        self.initial, self.state, self.actions = 0, None, []
+        self.initial = 0
+        self.state: Hashable | None = None
+        self.actions: list[ControlAction] = []
 
     def trace(self) -> SystemTrace:
         return SystemTrace(self.system, self.initial, tuple(self.actions))

@@ -2,13 +2,17 @@
 and controller election, the partition state machine and rebalancing as transition systems
 (`control.system`) for the engines."""
 
+from typing import Any
+
 from .assignment import AssignmentError, assign_replicas
 from .controller import ControllerConfig, ControllerModel
 from .partition_fsm import PartitionFsmConfig, PartitionFsmModel
 from .rebalance import DEFAULT_IMBALANCE_PERCENTAGE, Cluster, Move, fail, imbalance, rebalance, recover
 from .rebalance_model import RebalanceConfig, RebalanceModel
+from .system import ModelConfig
 
-MODELS = {
+# name -> (the model's class, a `control.system.TransitionSystem`; its configuration's class)
+MODELS: dict[str, tuple[type[Any], type[ModelConfig]]] = {
     ControllerModel.name: (ControllerModel, ControllerConfig),
     PartitionFsmModel.name: (PartitionFsmModel, PartitionFsmConfig),
     RebalanceModel.name: (RebalanceModel, RebalanceConfig),

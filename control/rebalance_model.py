@@ -94,7 +94,8 @@ class RebalanceModel:
     @staticmethod
     def _state(cluster: Cluster, failures: int) -> RebalanceState:
         partitions = sorted(cluster.assignment)
-        return RebalanceState(tuple(NO_LEADER if cluster.leaders[p] is None else cluster.leaders[p] for p in partitions),
+        leaders = (cluster.leaders[p] for p in partitions)
+        return RebalanceState(tuple(NO_LEADER if leader is None else leader for leader in leaders),
                               tuple(sum(1 << b for b in cluster.isr[p]) for p in partitions),
                               sum(1 << b for b in cluster.live), failures)
 

@@ -57,7 +57,7 @@ class Goal:
 
     name: str
     source: str
-    holds: Callable[[Hashable], bool]
+    holds: Callable[[Any], bool]  # of the model's own state type
 
 
 @dataclass(frozen=True)

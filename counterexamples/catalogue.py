@@ -101,6 +101,7 @@ def catalogue_markdown(cells: list[Cell], comparisons: list[Comparison], bounds:
     if disagreements:
         lines += ["### Where the model disagrees, and why", ""]
         for comparison in disagreements:
+            assert comparison.scenario is not None  # a disagreement is about a replayed scenario
             description = " ".join(comparison.scenario.description.split())
             lines += [f"- **{comparison.claim.case}**: {description}", ""]
     return "\n".join(lines)

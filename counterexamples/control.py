@@ -131,6 +131,7 @@ def write_control_reports(result: CheckResult, model_name: str, out_dir: Path) -
     """A report set for every violation of `result` in `out_dir` (see `reports.write_files`)."""
     files: dict[str, str] = {}
     for violation in result.violations:
+        assert isinstance(violation.trace, SystemTrace)  # a control-plane model's check
         files |= control_reports(violation.trace, violation.invariant, f"{model_name}-{violation.invariant}",
                                  f"{violation.invariant} violated in the {model_name} model")
     return write_files(out_dir, files) if files else []

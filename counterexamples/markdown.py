@@ -64,6 +64,7 @@ def sequence_diagram(steps: list[Step], protocol: str) -> list[str]:
 def _exchange(step: Step, responders: dict[int, int], protocol: str) -> tuple[list[str], list[Change]]:
     """The Mermaid messages of one action, and the notes that say what a participant did."""
     action, before, after = step.action, step.before, step.state
+    assert action is not None and before is not None  # not the initial step
     index = action.replica
     name = replica_name(index)
     leader = leader_name(before)
@@ -72,17 +73,23 @@ def _exchange(step: Step, responders: dict[int, int], protocol: str) -> tuple[li
             return [f"Producer->>{name}: write m{after.written}"], []
         case "LeaderHandleFetchRequest":
             responders[index] = before.controller.leader
-            response = response_text(after.replicas[index].response, protocol)
+            built = after.replicas[index].response
+            assert built, "LeaderHandleFetchRequest builds a FetchResponse"
+            response = response_text(built, protocol)
             return [f"{name}->>{leader}: Fetch(offset={before.replicas[index].leo})"], [
                 Change(leader, f"builds response: {response}")
             ]
         case "FollowerHandleFetchResponse":
             sender = replica_name(responders.pop(index))
-            return [f"{sender}-->>{name}: {response_text(before.replicas[index].response, protocol)}"], []
+            handled = before.replicas[index].response
+            assert handled, "FollowerHandleFetchResponse handles a FetchResponse"
+            return [f"{sender}-->>{name}: {response_text(handled, protocol)}"], []
         case "FollowerTruncateByLeaderEpoch":
             epochs = before.replicas[index].epochs
             latest = epochs[-1][0] if epochs else UNKNOWN
-            epoch, end_offset = PROTOCOLS[protocol].leader_answer(before.leader, before.replicas[index])
+            answering = before.leader
+            assert answering is not None, "the follower asks the partition's leader"
+            epoch, end_offset = PROTOCOLS[protocol].leader_answer(answering, before.replicas[index])
             answer = f"end offset {'UNDEFINED' if end_offset == UNKNOWN else end_offset}"
             return [
                 f"{name}->>{leader}: OffsetsForLeaderEpoch(epoch {epoch_text(latest)})",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from tabulate import tabulate
 
 from kafka_mc.checker.graph import Recoverability
-from kafka_mc.checker.result import CheckResult
+from kafka_mc.checker.result import CheckResult, KernelStats, SystemTrace
 from kafka_mc.checker.scenario import Replay, Scenario
 from kafka_mc.model import Config
 from kafka_mc.properties import INVARIANTS
@@ -45,7 +47,7 @@ def result_text(result: CheckResult, recoverability: Recoverability | None = Non
             lines.append(f"Model checking INCOMPLETE ({result.stopped_because}): this is not a pass.")
         lines.append(f"{stats.states_generated} states generated, {stats.distinct_states} distinct states found, "
                      f"depth {stats.depth}, {stats.seconds:.2f} s ({stats.states_per_second:,.0f} distinct states/s).")
-        if hasattr(stats, "compile_seconds"):  # the compiled kernel's own figures
+        if isinstance(stats, KernelStats):  # the compiled kernel's own figures
             lines.append(f"Compiling (or loading) the kernel took {stats.compile_seconds:.2f} s before exploring. "
                          f"The probability of a fingerprint collision is calculated (optimistic): "
                          f"{stats.collision_probability:.1E}.")
@@ -89,7 +91,7 @@ def _replica_table(step) -> list[str]:
             tabulate(replica_rows(state), headers=TABLE_HEADERS)]
 
 
-def _control_changes(trace):
+def _control_changes(trace: SystemTrace) -> Callable[[Any], list[str]]:
     """A control-plane step: its action, then every variable that changed (all of them at step 0)."""
     previous: dict = {}
 

@@ -32,7 +32,7 @@ def plain_value(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(key): plain_value(v) for key, v in value.items()}
     if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return {key: plain_value(v) for key, v in value._asdict().items()}
+        return {key: plain_value(v) for key, v in zip(value._fields, value)}  # as `_asdict()`
     if isinstance(value, (list, tuple)):
         return [plain_value(v) for v in value]
     return value

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kafka_mc.checker.result import CheckResult, Trace
+from kafka_mc.checker.result import CheckResult, KernelStats, Trace
 from kafka_mc.model.state import (
     NO_LEADER,
     ROLE_NAMES,
@@ -139,7 +139,7 @@ def result_view(result: CheckResult, trace_of=None) -> dict:
         "witnesses": result.witnesses,
         "passed": result.passed,
         **({"compile_seconds": round(stats.compile_seconds, 3), "collision_probability": stats.collision_probability}
-           if hasattr(stats, "compile_seconds") else {}),
+           if isinstance(stats, KernelStats) else {}),
     }
 
 

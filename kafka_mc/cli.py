@@ -7,13 +7,14 @@ import json
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 import typer
 from tabulate import tabulate
 
 from kafka_mc import cli_spark, exitcodes
 from kafka_mc.checker import Budget, CheckResult, ReplayError, check
+from kafka_mc.checker.result import SystemTrace
 from kafka_mc.checker.article import compare as compare_with_article
 from kafka_mc.checker.graph import GraphTooLarge, check_recoverability, state_graph
 from kafka_mc.checker.matrix import Axes, run_matrix, run_matrix_on_spark
@@ -268,14 +269,14 @@ def replay_command(
     if out:
         broken = next(iter(replayed.first_breaks), None)
         written = (write_files(out, control_reports(scenario.trace, broken, file.stem, scenario.title))
-                   if hasattr(scenario.trace, "system") else
+                   if isinstance(scenario.trace, SystemTrace) else
                    write_reports(scenario.trace, broken, out, file.stem, scenario.title))
         for path in written:
             print(f"wrote {path}")
     raise typer.Exit(exitcodes.FAILED if replayed.mismatches else exitcodes.OK)
 
 
-def _choices(flag: str, text: str, allowed: dict[str, object]) -> tuple:
+def _choices(flag: str, text: str, allowed: Mapping[str, object]) -> tuple:
     """A comma-separated list of values, each one of `allowed` (by its spelling)."""
     values = [value.strip() for value in text.split(",") if value.strip()]
     bad = [value for value in values if value not in allowed]
@@ -329,8 +330,8 @@ def matrix_command(
         unclean=_choices("--unclean", unclean, _YES_NO),
         flush=_choices("--flush", flush, _YES_NO),
     )
-    numbers = counts(flags, replicas=replicas, messages=messages, crashes=crashes, elections=elections,
-                     partitions=failures_text)
+    numbers: dict[str, Any] = counts(flags, replicas=replicas, messages=messages, crashes=crashes,
+                                     elections=elections, partitions=failures_text)
     with config_errors(flags):
         bounds = Config(**numbers)
         configs = list(axes.configs(bounds))
@@ -421,6 +422,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     except Exception as error:  # an internal error: say so plainly, no traceback
         print(f"kafka-mc: internal error: {type(error).__name__}: {error}", file=sys.stderr)
         return exitcodes.INTERNAL
+    return exitcodes.OK  # not reached: in standalone mode the app always leaves by SystemExit
 
 
 # Commands defined in modules of their own, registered last (the order `kafka-mc --help` lists them in).

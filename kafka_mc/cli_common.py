@@ -16,12 +16,13 @@ import sys
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Collection, Iterator, Mapping, Optional
+from typing import Annotated, Collection, Iterator, Mapping, Optional, overload
 
 import typer
 
 from kafka_mc import exitcodes
 from kafka_mc.checker import CheckResult
+from kafka_mc.checker.result import SystemTrace, Trace
 from kafka_mc.counterexamples.reports import write_reports
 from kafka_mc.counterexamples.summary import result_text
 from kafka_mc.counterexamples.text import trace_text
@@ -85,6 +86,14 @@ def config_errors(flags: Mapping[str, str] | None = None) -> Iterator[None]:
         raise Exit(exitcodes.BAD_INPUT, f"{flag}: {message}") from None
 
 
+@overload
+def out_dir(out: Path) -> Path: ...
+
+
+@overload
+def out_dir(out: None) -> None: ...
+
+
 def out_dir(out: Optional[Path]) -> Optional[Path]:
     """The --out directory, if given; Exit when it exists and is not a directory."""
     if out is not None and out.exists() and not out.is_dir():
@@ -110,9 +119,16 @@ def write_violation_reports(result: CheckResult, out: Path) -> list[Path]:
     written: list[Path] = []
     for violation in result.violations:
         stem = f"{result.config.protocol}-{violation.invariant}"
-        written += write_reports(violation.trace, violation.invariant, out, stem,
+        written += write_reports(replication_trace(violation.trace), violation.invariant, out, stem,
                                  f"{violation.invariant} violated under {result.config.protocol}")
     return written
+
+
+def replication_trace(trace: Trace | SystemTrace) -> Trace:
+    """A replication run's trace (a control-plane run's traces are `SystemTrace`s)."""
+    if not isinstance(trace, Trace):
+        raise TypeError(f"a replication run's trace, not {type(trace).__name__}")
+    return trace
 
 
 def print_result(result: CheckResult, recovery, output_format: OutputFormat, written: list[Path]) -> None:
@@ -127,7 +143,7 @@ def print_result(result: CheckResult, recovery, output_format: OutputFormat, wri
         print(json.dumps(view, indent=2))
         return
     for violation in result.violations:
-        print(trace_text(violation.trace, violation.invariant))
+        print(trace_text(replication_trace(violation.trace), violation.invariant))
         print()
     if recovery is not None and recovery.example is not None:
         print(f"{recovery.property} cannot be reached again from the last state of this trace:")

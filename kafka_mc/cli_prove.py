@@ -125,10 +125,11 @@ def prove_command(
     budget = number("--max-seconds", max_seconds, float, positive=True)
     cache = number("--epoch-cache", epoch_cache, positive=True)
     out = out_dir(out)
-    unbounded, bounds = set(), {}
+    lifted: set[str] = set()  # the bounds given as ANY
+    bounds: dict[str, int] = {}
     for flag, text in (("crashes", crashes), ("elections", elections)):
         if text.strip().lower() == ANY:
-            unbounded.add(flag)
+            lifted.add(flag)
             bounds[flag] = 0  # a placeholder: the bound is lifted
         else:
             try:
@@ -139,7 +140,7 @@ def prove_command(
     bounds |= counts(flags, replicas=replicas, messages=messages, min_isr=min_isr, partitions=failures_text)
     with config_errors(flags):
         config = Config.for_simulation(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **bounds)
-    unbounded = frozenset(unbounded)
+    unbounded = frozenset(lifted)
     if cache is None and "elections" in unbounded:
         cache = DEFAULT_CACHE
     lemmas = _lemmas(lemma_file, no_shipped)
@@ -149,12 +150,12 @@ def prove_command(
         if method == "spacer":
             limit = budget or DEFAULT_SPACER_SECONDS
             reporter.note(f"Spacer: looking for an inductive invariant (at most {limit:g} s)")
-            result = spacer_prove(config, chosen, unbounded=unbounded, cache=cache,
-                                  max_seconds=limit)
+            spacer_result = spacer_prove(config, chosen, unbounded=unbounded, cache=cache,
+                                         max_seconds=limit)
             found = None
-            if result.status == "refuted" and search_depth:
+            if spacer_result.status == "refuted" and search_depth:
                 found = _search(config, unbounded, chosen, search_depth, None, DEFAULT_SEARCH_SECONDS, reporter)
-            return _finish_spacer(result, found, unbounded, fmt, out)
+            return _finish_spacer(spacer_result, found, unbounded, fmt, out)
         progress = _Progress(reporter)
         result = prove(config, lemmas, properties=chosen, unbounded=unbounded, k=depth, cache=cache,
                        max_seconds=budget, progress=progress)
@@ -322,7 +323,7 @@ def _proof_text(result, found) -> str:
     lines = [f"Proving {', '.join(result.properties)} for {result.scope}.",
              f"Method: {len(result.lemmas)} lemmas, {'induction' if result.k == 1 else f'{result.k}-induction'}; "
              f"Z3 {z3.get_version_string()}."]
-    rows = {}
+    rows: dict[str, tuple[int, float]] = {}  # query kind -> (count, solver seconds)
     for query in result.queries:
         count, seconds = rows.get(query.kind, (0, 0.0))
         rows[query.kind] = (count + 1, seconds + query.seconds)

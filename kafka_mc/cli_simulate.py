@@ -14,7 +14,7 @@ from typing import Callable, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from kafka_mc import exitcodes
 from kafka_mc.checker.simulate import SimulationProgress, SimulationResult, simulate
@@ -55,8 +55,8 @@ class SimulationReporter:
         self.console = console or Console(stderr=True)
         self.enabled = enabled
         self.total_runs = total_runs
-        self._bar = None
-        self._task = None
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
         self._last_line = 0.0
 
     @staticmethod
@@ -73,6 +73,7 @@ class SimulationReporter:
                                      console=self.console, transient=True)
                 self._bar.start()
                 self._task = self._bar.add_task("", total=p.total_runs)
+            assert self._task is not None  # added with the bar
             self._bar.update(self._task, completed=p.runs,
                              description=f"runs, {p.steps:,} steps, {p.steps_per_second:,.0f} steps/s")
         elif time.monotonic() - self._last_line >= 1.0 or p.runs == p.total_runs:

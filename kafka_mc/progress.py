@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from kafka_mc.checker import Progress
+
+if TYPE_CHECKING:
+    from rich.status import Status
 
 
 class ProgressReporter:
     def __init__(self, enabled: bool = True, console: Console | None = None):
         self.console = console or Console(stderr=True)
         self.enabled = enabled
-        self._status = None
+        self._status: Status | None = None
         self._last_line = 0.0
 
     @staticmethod

@@ -143,7 +143,7 @@ def always(config: Config, *, name: str | None = None, engine: str | None = None
         test.__qualname__ = predicate.__qualname__
         test.__module__ = predicate.__module__
         test.__doc__ = predicate.__doc__
-        test.kafka_mc_property = predicate
+        setattr(test, "kafka_mc_property", predicate)  # mypy knows no attributes of a function but its own
         return test
 
     return decorate

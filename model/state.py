@@ -7,7 +7,7 @@ depend on PYTHONHASHSEED, so it serves as a cheap, stable 64-bit fingerprint (se
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 
 MIN_REPLICAS, MAX_REPLICAS = 2, 5  # a set of replicas is a bitmask of at most MAX_REPLICAS bits
@@ -28,12 +28,15 @@ ROLE_NAMES = ("-", "leader", "truncating", "follower", "fenced leader")
 FINGERPRINT_MASK = (1 << 64) - 1
 
 
-def _fast_replace(cls: type) -> type:
+_NamedTupleClass = TypeVar("_NamedTupleClass", bound=type[NamedTuple])
+
+
+def _fast_replace(cls: _NamedTupleClass) -> _NamedTupleClass:
     """Give a NamedTuple a `_replace` that builds the new tuple directly from a list, without
     the `_make` classmethod hop; successor generation calls it about 14 times per state."""
     positions, new = {name: position for position, name in enumerate(cls._fields)}, tuple.__new__
 
-    def _replace(self, /, **changes):
+    def _replace(self: tuple[Any, ...], /, **changes: Any) -> Any:
         values = list(self)
         try:
             for name, value in changes.items():
@@ -42,7 +45,7 @@ def _fast_replace(cls: type) -> type:
             raise ValueError(f"{cls.__name__} has no field {unknown.args[0]!r}") from None
         return new(cls, values)
 
-    cls._replace = _replace
+    setattr(cls, "_replace", _replace)  # mypy forbids assigning to a NamedTuple's method
     return cls
 
 
@@ -77,7 +80,7 @@ class Replica(NamedTuple):
     # in memory: lost in a crash
     role: int
     epoch: int  # the leader epoch of the last LeaderAndIsr it acted on
-    response: tuple  # () or a FetchResponse in flight to this replica
+    response: FetchResponse | tuple[()]  # () or a FetchResponse in flight to this replica
     stale_isr: int  # a deposed leader cut off from the controller: the ISR it still believes in
     remote_leos: tuple[int, ...]  # leader only: its view of every replica's LEO
 

@@ -18,7 +18,6 @@ predicates are Python; a run that asks for one runs `checker.bfs.check`).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from itertools import permutations
 from typing import Callable, Iterable
 
@@ -29,7 +28,7 @@ from kafka_mc.model import Config, ReplicationModel, State
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
 from ..bfs import Budget, Progress, check, concrete_trace, search_result, stop_reason
-from ..result import CheckResult, Stats, Trace
+from ..result import CheckResult, KernelStats, Trace
 from .cache import compile_lock
 from .explore import NO_PARENT, NOT_FOUND, explore_level, fingerprint, insert, pack_represented, unpack
 from .invariants import FOLLOWER_TRUNCATED, PROPERTY_NAMES, state_flags
@@ -37,16 +36,6 @@ from .layout import WIDTH, decode, encode, packing, settings
 from .transitions import slot_codes
 
 INITIAL_TABLE_SLOTS = 1 << 16
-
-
-@dataclass(frozen=True)
-class KernelStats(Stats):
-    """`Stats` with the kernel's own figures: `seconds` is exploration only; `compile_seconds`
-    the JIT compilation (or loading it from numba's cache) before it; `collision_probability`
-    TLC's optimistic estimate of a fingerprint collision, distinct * (generated - distinct) / 2^64."""
-
-    compile_seconds: float = 0.0
-    collision_probability: float = 0.0
 
 
 def supports(properties: Iterable[Property]) -> bool:
@@ -194,7 +183,8 @@ def kernel_check(
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, not {workers!r}")
     compile_seconds = compile_kernel()
-    numba.set_num_threads(min(workers, numba.config.NUMBA_NUM_THREADS))
+    # numba.config sets its NUMBA_* settings at run time, from the environment
+    numba.set_num_threads(min(workers, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
     invariants = {p.name for p in properties if p.kind == ALWAYS}
     started = time.perf_counter()
     search = _Search(config, properties, symmetry)

@@ -158,7 +158,7 @@ def decode(wide: np.ndarray, replicas: int) -> State:
         log = tuple(Record(cells[base + LOG_MSG + k], cells[base + LOG_EPOCH + k]) for k in range(leo))
         epochs = tuple((cells[base + CACHE_EPOCH + k], cells[base + CACHE_START + k])
                        for k in range(cells[base + CACHE_COUNT]))
-        response = ()
+        response: FetchResponse | tuple[()] = ()
         if cells[base + RESPONSE]:
             records = tuple(Record(cells[base + RESPONSE_MSG + k], cells[base + RESPONSE_EPOCH + k])
                             for k in range(cells[base + RESPONSE_COUNT]))
@@ -234,7 +234,11 @@ def packing(config: Config) -> Packing:
         width = (high - low).bit_length()
         if shift + width > 63:
             word, shift = word + 1, 0
-        cells.append(cell), biases.append(-low), bits.append(width), words.append(word), shifts.append(shift)
+        cells.append(cell)
+        biases.append(-low)
+        bits.append(width)
+        words.append(word)
+        shifts.append(shift)
         shift += width
     as_array = lambda values: np.array(values, dtype=np.int64)  # noqa: E731
     return Packing(as_array(cells), as_array(biases), as_array(bits), as_array(words), as_array(shifts), word + 1)

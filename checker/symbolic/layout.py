@@ -253,7 +253,7 @@ def to_state(shape: Shape, values: SymState) -> State:
 
     replicas = []
     for r in values.replicas:
-        response = ()
+        response: FetchResponse | tuple[()] = ()
         if r.has_response:
             records = tuple(Record(r.resp_msg[k], r.resp_epoch[k]) for k in range(r.resp_len))
             response = FetchResponse(r.resp_offset, r.resp_hw, records, r.resp_oor)

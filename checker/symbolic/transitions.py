@@ -101,8 +101,8 @@ class SymbolicModel:
         variable of `t` takes the value that slot gives it, or keeps its value in `s` when the
         slot leaves it alone (the frame condition, stated once per variable for all slots)."""
         chosen = [action == slot for slot in range(len(self.slots))]
-        guards, afters = zip(*(self.successor(s, slot) for slot in range(len(self.slots))))
-        afters = [leaves(after) for after in afters]
+        guards, successors = zip(*(self.successor(s, slot) for slot in range(len(self.slots))))
+        afters = [leaves(after) for after in successors]
         frames = []
         for position, (target, before) in enumerate(zip(leaves(t), leaves(s))):
             changes: dict[int, tuple] = {}  # term id -> (term, the slots that give it)
