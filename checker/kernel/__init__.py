@@ -3,10 +3,11 @@ code over packed states (layout, transitions, invariants, explore, engine)."""
 
 import os
 
-from .cache import prune_stale_caches, register_locators
+from .cache import prune_stale_caches, register_locators, serialize_cache_saves
 
 prune_stale_caches()
 register_locators()  # before any kernel function is decorated
+serialize_cache_saves()
 # GNU OpenMP threads spin between parallel regions by default, taking a core from other work
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 

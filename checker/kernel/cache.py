@@ -9,7 +9,10 @@ only ever write to, or read from, the folder of those sources (a digest recorded
 shared folder let a long compile of old sources land under the new digest, and the next process
 crashed on it). `prune_stale_caches` removes the folders of other sources. Run from a zip shipped
 with a Spark job, the kernel is cached by `ShippedKernelLocator`, keyed the same way.
-`compile_lock` keeps processes from compiling it at the same time.
+`compile_lock` keeps processes from compiling it at the same time, and `serialize_cache_saves`
+from writing one function's cache at the same time (numba names a new entry's file from the index
+it read, so two processes saving different specializations at once could both take one name,
+leaving an index entry whose file holds the other's machine code).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import zipfile
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
-from numba.core.caching import CacheImpl, _CacheLocator
+from numba.core.caching import CacheImpl, IndexDataCacheFile, _CacheLocator
 from numba.misc.appdirs import AppDirs
 
 KERNEL_DIR = Path(__file__).resolve().parent
@@ -55,6 +58,31 @@ def prune_stale_caches() -> None:
         pass
 
 
+@contextmanager
+def _lock(name: str):
+    with open(Path(tempfile.gettempdir()) / name, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def serialize_cache_saves() -> None:
+    """Make every numba cache save in this process take a file lock shared by all processes
+    (another lock than `compile_lock`, which is held while compiling, and so while saving)."""
+    if getattr(IndexDataCacheFile.save, "serialized", False):
+        return
+    save = IndexDataCacheFile.save
+
+    def locked_save(self, key, data):
+        with _lock("kafka-mc-kernel-cache-save.lock"):
+            save(self, key, data)
+
+    locked_save.serialized = True  # type: ignore[attr-defined]  # a marker on the function object
+    IndexDataCacheFile.save = locked_save  # type: ignore[method-assign]  # numba has no hook for this
+
+
 class InstalledKernelLocator(_CacheLocator):
     """Where numba caches a kernel function of the installed sources: in `SOURCES_CACHE`, the
     folder of the sources' digest, with the digest as the source stamp."""
@@ -83,17 +111,11 @@ class InstalledKernelLocator(_CacheLocator):
         return self
 
 
-@contextmanager
 def compile_lock():
     """Held while a process compiles the kernel or loads it from numba's cache, so processes
     starting together (a matrix's workers, a Spark executor's Python workers) compile it once
     and the others load what it wrote."""
-    with open(Path(tempfile.gettempdir()) / "kafka-mc-kernel-compile.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    return _lock("kafka-mc-kernel-compile.lock")
 
 
 class ShippedKernelLocator(_CacheLocator):
