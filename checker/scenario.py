@@ -38,8 +38,9 @@ from .result import Replay, ReplayError, ReplayStep, Trace
 REPLICA_FIELDS = {"log", "hw", "leo", "epochs", "role", "status"}
 TOP_LEVEL = {"title", "source", "initial_leader", "steps", "config", "checkpoint",
              "expected_violations", "exhaustive_violations", "description", "article"}
-# What a catalogue scenario illustrates: a row of seed 003's table of ways to lose data, one of
-# its network partition scenarios, or seed 004's three-replica example.
+# What a catalogue scenario illustrates: a row of the table of ways to lose data in Vanlightly's
+# fault-tolerance article, one of its network partition scenarios, or the three-replica example
+# of the performance article (README "Sources"; its case id is still "seed-004").
 ARTICLE_CASES = (*(f"row-{n}" for n in range(1, 6)), *(f"partition-{n}" for n in range(1, 9)), "seed-004")
 
 

@@ -1,6 +1,6 @@
-"""The control plane of seed 001: replica assignment and preferred-leader rebalancing as functions,
-and controller election, the partition state machine and rebalancing as transition systems
-(`control.system`) for the engines."""
+"""The control plane of the cluster internals article (README "Sources"): replica assignment and
+preferred-leader rebalancing as functions, and controller election, the partition state machine
+and rebalancing as transition systems (`control.system`) for the engines."""
 
 from typing import Any
 

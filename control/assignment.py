@@ -1,5 +1,5 @@
-"""Replica assignment when a topic is created (seed 001; Kafka's rack-unaware
-`AdminUtils.assignReplicasToBrokers`).
+"""Replica assignment when a topic is created (the cluster internals article, README "Sources";
+Kafka's rack-unaware `AdminUtils.assignReplicasToBrokers`).
 
 Leaders go round-robin over the brokers from a random start; each partition's followers follow
 its leader at a shift that is the same for a whole round of partitions and grows by one each

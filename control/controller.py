@@ -1,4 +1,5 @@
-"""Controller election and failover (seed 001; Kafka's `KafkaController` with ZooKeeper).
+"""Controller election and failover (the cluster internals article, README "Sources"; Kafka's
+`KafkaController` with ZooKeeper).
 
 Brokers race to create the ephemeral `/controller` znode; the winner bumps `/controller_epoch`
 and sends every broker a LeaderAndIsr request stamped with that epoch. A ZooKeeper session

@@ -1,4 +1,5 @@
-"""The replication model with the controller's own failure (seed 003, partition scenario 8).
+"""The replication model with the controller's own failure (Vanlightly's fault-tolerance article,
+README "Sources", partition scenario 8).
 
 The replication model's controller never fails. Here it runs on a broker of its own (not one of
 the partition's replicas) that can lose ZooKeeper (`ControllerFails`, at most

@@ -1,4 +1,5 @@
-"""The controller's partition state machine (seed 001; Kafka's `PartitionStateMachine`).
+"""The controller's partition state machine (the cluster internals article, README "Sources";
+Kafka's `PartitionStateMachine`).
 
 A topic's partitions move between NonExistentPartition, NewPartition, OnlinePartition and
 OfflinePartition, driven by the controller's handlers: topic creation (NonExistent -> New),

@@ -1,5 +1,5 @@
-"""Preferred-leader rebalancing (seed 001; Kafka's `KafkaController.checkAndTriggerAutoLeaderRebalance`
-and the preferred replica election).
+"""Preferred-leader rebalancing (the cluster internals article, README "Sources"; Kafka's
+`KafkaController.checkAndTriggerAutoLeaderRebalance` and the preferred replica election).
 
 A partition's preferred leader is the first replica of its assignment. Failures move leaders to
 surviving brokers (`fail`: the first live replica of the assignment that is in the ISR, as the

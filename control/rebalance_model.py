@@ -1,4 +1,5 @@
-"""Preferred-leader rebalancing as a transition system (seed 001), over `control.rebalance`.
+"""Preferred-leader rebalancing as a transition system (the cluster internals article, README
+"Sources"), over `control.rebalance`.
 
 Brokers fail and restart (`fail`, `recover`: leaders move to surviving in-sync replicas and do
 not move back by themselves); the controller's periodic task (`rebalance`) moves leadership

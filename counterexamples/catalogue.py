@@ -1,5 +1,6 @@
 """The failure catalogue as text: the matrix table, its JSON, and the Markdown report that
-compares the model with seed 003's table of ways to lose data and its partition scenarios."""
+compares the model with the table of ways to lose data and the partition scenarios of
+Vanlightly's fault-tolerance article (README "Sources")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""`kafka-mc control MODEL`: check a control-plane model of seed 001 (controller, partition-fsm,
-rebalance) with the breadth-first engine (or the same search on Spark, `--engine spark`), and its
-goal on the state graph; or, with `--engine simulate`, walk it at random as `kafka-mc simulate`
-walks the replication model.
+"""`kafka-mc control MODEL`: check a control-plane model of the cluster internals article (README
+"Sources"; controller, partition-fsm, rebalance) with the breadth-first engine (or the same search
+on Spark, `--engine spark`), and its goal on the state graph; or, with `--engine simulate`, walk it
+at random as `kafka-mc simulate` walks the replication model.
 
 Registered on the app by `kafka_mc.cli`. Every option sets a field of the model's configuration;
 one the model does not have is refused, naming the options it has. Exit codes are `check`'s: 0

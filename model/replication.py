@@ -1,11 +1,12 @@
 """One partition's replication as a pure transition system.
 
-What is modelled (SCENARIOS.md sections 2 to 4): producer writes to the leader, the
-two-step fetch (the leader handles a FetchRequest, the follower handles the
-FetchResponse later), HW and LEO bookkeeping on both sides, ISR shrink and
-expansion by the leader, replica crashes and restarts, the controller noticing a
-crash later than it happens, leader election by the controller, the LeaderAndIsr
-that makes a replica a follower, and truncation as a pluggable protocol.
+What is modelled (the cases of the reliability article and the ISR high-watermark
+article, README "Sources"): producer writes to the leader, the two-step fetch (the
+leader handles a FetchRequest, the follower handles the FetchResponse later), HW and
+LEO bookkeeping on both sides, ISR shrink and expansion by the leader, replica crashes
+and restarts, the controller noticing a crash later than it happens, leader election
+by the controller, the LeaderAndIsr that makes a replica a follower, and what each
+Kafka release does differently as a declared protocol variant (`model/protocols.py`).
 
 What is simplified, and why:
 - A FetchRequest is sent and handled in one event, with the follower's LEO at that
@@ -13,8 +14,8 @@ What is simplified, and why:
   crash drops the request just as it drops the response. The response, which
   carries every record from the fetch offset on, is a separate event.
 - OffsetsForLeaderEpoch request and response are one event (`FollowerTruncateByLeaderEpoch`).
-- What differs between Kafka releases is a truncation protocol (`model/protocols.py`), a layer
-  this model calls and which knows nothing of it.
+- What differs between Kafka releases is a protocol variant's declaration of choices
+  (`model/protocols.py`), a layer this model calls and which knows nothing of it.
 - The ISR lives in one place, the controller's partition state: a leader's ISR
   changes are written through at once, as `KafkaReplication.tla` assumes.
 - The HW checkpoint is written on every HW change: both documented cases assume the
@@ -39,8 +40,8 @@ What is simplified, and why:
   role; once deposed it keeps the ISR it believed in (`stale_isr`) and serves the
   followers that have not yet heard of the new epoch. An ISR change it cannot write
   (cut off, or deposed: the conditional ZooKeeper update fails) does not happen; a
-  failed shrink makes it refuse writes from then on (seed 003, scenario 4), a failed
-  expansion only leaves the follower out.
+  failed shrink makes it refuse writes from then on (Vanlightly's fault-tolerance article,
+  partition scenario 4), a failed expansion only leaves the follower out.
 - Producers: an acks=all write is acknowledged when the HW of the replica that took
   it passes it, in the epoch it took it in, while that leader's ISR has at least
   min.insync.replicas members (otherwise the producer gets NotEnoughReplicasAfterAppend);
@@ -385,7 +386,8 @@ class ReplicationModel:
 
     def leader_shrink_isr_fails(self, state: State, index: int) -> State | None:
         """A leader that cannot write to ZooKeeper (cut off, or deposed) tries to drop a lagging
-        follower, fails, and refuses writes from then on (seed 003, partition scenario 4)."""
+        follower, fails, and refuses writes from then on (Vanlightly's fault-tolerance article,
+        partition scenario 4)."""
         leader = state.replicas[index]
         if not (leader.role == LEADER and leader.alive) or self._can_write_isr(state, index):
             return None

@@ -135,9 +135,10 @@ def test_matrix_bad_input_names_the_value(argv, message, capsys):
 
 
 def test_the_article_comparison_replays_every_expressible_case_and_agrees():
-    """Every claim of seed 003 and seed 004 the model can express has a catalogue scenario whose
-    replay loses acknowledged data exactly when the article says so, and whose closing setting
-    (checked exhaustively at the scenario's bounds) loses none."""
+    """Every claim of Vanlightly's fault-tolerance article and the performance article (README
+    "Sources") the model can express has a catalogue scenario whose replay loses acknowledged data
+    exactly when the article says so, and whose closing setting (checked exhaustively at the
+    scenario's bounds) loses none."""
     comparisons = {comparison.claim.case: comparison for comparison in compare()}
     assert set(comparisons) == {claim.case for claim in CLAIMS}
     assert comparisons["partition-8"].scenario.trace.system.name == "replication-failover"

@@ -1,4 +1,5 @@
-"""Replica assignment and preferred-leader rebalancing (seed 001), property-tested with Hypothesis."""
+"""Replica assignment and preferred-leader rebalancing (the cluster internals article, README
+"Sources"), property-tested with Hypothesis."""
 
 from __future__ import annotations
 
