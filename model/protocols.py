@@ -155,11 +155,7 @@ class Protocol:
         """The declaration's choice values by choice name."""
         return {name: getattr(self, name) for name in CHOICE_NAMES}
 
-    # ------------------------------------------------------------- derived flags the model reads
-
-    @property
-    def keeps_epoch_cache(self) -> bool:
-        return self.epoch_cache
+    # ------------------------------------------------------------------- a flag the model reads
 
     @property
     def exchanges_epochs(self) -> bool:
@@ -224,11 +220,6 @@ class Protocol:
         if leader_end == UNKNOWN or not (leader_epoch < fetch_epoch or leader_end < follower.leo):
             return None
         return offset_truncation_state(leader_epoch, leader_end, follower)[0]
-
-    @property
-    def records_diverging_fetch(self) -> bool:
-        """The leader takes a diverging fetch's offset as the follower's LEO."""
-        return self.diverging_fetch_updates_leader
 
     def handle_out_of_range(self, follower: Replica, response: FetchResponse) -> Replica:
         """The follower handles an out-of-range response: it truncates to the response's offset (the

@@ -335,7 +335,7 @@ class ReplicationModel:
         if diverging is None and offset > leader.leo:
             response = FetchResponse(leader.leo, leader.hw, (), True)
         else:
-            if diverging is None or self.protocol.records_diverging_fetch:
+            if diverging is None or self.protocol.diverging_fetch_updates_leader:
                 state = self._record_fetch(state, leader_index, index, offset)
                 leader = state.replicas[leader_index]
             if diverging is None:

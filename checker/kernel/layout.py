@@ -194,7 +194,7 @@ class Packing:
 def _ranges(config: Config) -> list[tuple[int, int, int]]:
     """(cell, least value, greatest value) of every cell that can vary under `config`."""
     n, messages, elections = config.replicas, config.messages, config.elections
-    keeps_cache = PROTOCOLS[config.protocol].keeps_epoch_cache
+    keeps_cache = PROTOCOLS[config.protocol].epoch_cache
     masks = (1 << n) - 1
     ranges = []
     for index in range(n):

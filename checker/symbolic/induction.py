@@ -138,7 +138,7 @@ def scope_text(config: Config, unbounded: frozenset[str], cache: int) -> str:
             f"{elections}, acks={config.acks}, min.insync.replicas={config.min_isr}, "
             f"{'unclean' if config.unclean else 'clean'} elections, "
             f"{'flushed' if config.flush else 'unflushed'} writes, {config.partitions} network failures")
-    if PROTOCOLS[config.protocol].keeps_epoch_cache and ("elections" in unbounded or cache < config.elections + 1):
+    if PROTOCOLS[config.protocol].epoch_cache and ("elections" in unbounded or cache < config.elections + 1):
         text += f"; behaviours whose epoch caches stay within {cache} entries"
     return text
 
@@ -177,7 +177,7 @@ def prove(
         raise ValueError(f"only {', '.join(sorted(UNBOUNDED))} can be unbounded, not {', '.join(bad)}")
     if cache is None:
         cache = DEFAULT_CACHE if "elections" in unbounded else config.elections + 1
-    if not PROTOCOLS[config.protocol].keeps_epoch_cache:
+    if not PROTOCOLS[config.protocol].epoch_cache:
         cache = 0
     shape = Shape.of(config, cache=cache, integers=True)
     symbolic = SymbolicModel(config, shape, frozenset(unbounded))

@@ -41,7 +41,7 @@ class Shape:
     @staticmethod
     def of(config: Config, cache: int | None = None, integers: bool = False) -> "Shape":
         if cache is None:
-            cache = config.elections + 1 if PROTOCOLS[config.protocol].keeps_epoch_cache else 0
+            cache = config.elections + 1 if PROTOCOLS[config.protocol].epoch_cache else 0
         largest = max(config.messages + 1, config.elections + 1, config.crashes + 1, config.partitions + 1, cache + 1,
                       config.replicas)
         return Shape(config.replicas, config.messages, cache, None if integers else largest.bit_length() + 2)

@@ -98,7 +98,7 @@ def spacer_prove(config: Config, properties: Sequence[str] = DEFAULT_PROPERTIES,
             raise ValueError(f"property {name!r} has no formula; allowed: {', '.join(SYMBOLIC_INVARIANTS)}")
     if cache is None:
         cache = DEFAULT_CACHE if "elections" in unbounded else config.elections + 1
-    if not PROTOCOLS[config.protocol].keeps_epoch_cache:
+    if not PROTOCOLS[config.protocol].epoch_cache:
         cache = 0
     SymbolicModel(config, Shape.of(config, cache=cache, integers=True), frozenset(unbounded))  # EncodingError early
     job = json.dumps({"config": config.to_dict(), "properties": list(properties), "unbounded": sorted(unbounded),

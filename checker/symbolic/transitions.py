@@ -265,7 +265,7 @@ class SymbolicModel:
             fetched = replace(s, isr=put(s.isr, i, z3.Or(s.isr[i], expand)))
             fetched = with_replica(fetched, j, replace(leader, remote_leo=put(leader.remote_leo, i, offset)))
             fetched = self.advance_hw(fetched, j)
-            recorded = fetched if self.protocol.records_diverging_fetch else s
+            recorded = fetched if self.protocol.declaration.diverging_fetch_updates_leader else s
             diverging = replace(self._no_response(follower), has_response=z3.BoolVal(True), resp_offset=target,
                                 resp_hw=recorded.replicas[j].hw, resp_oor=z3.BoolVal(True))
             leader = fetched.replicas[j]

@@ -37,7 +37,6 @@ class SymbolicProtocol:
         require_encoded("Z3 encoding", protocol, self.ENCODED)
         self.declaration = protocol
         self.name = protocol.name
-        self.records_diverging_fetch = protocol.diverging_fetch_updates_leader
 
     def become_follower(self, model, replica: SymReplica) -> SymReplica:
         """`Protocol.become_follower` (`new_follower`)."""
