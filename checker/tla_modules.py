@@ -19,10 +19,12 @@ from kafka_mc.model.protocols import Protocol, require_encoded
 # each choice value's operators, by the KafkaReplication parameter they instantiate
 OPERATORS: dict[str, dict[object, dict[str, str]]] = {
     "epoch_cache": {
-        False: {"EpochsAfterAppend": "NoCacheAfterAppend", "EpochsAfterTruncate": "NoCacheAfterTruncate",
-                "EpochsOnBecomeLeader": "NoCacheOnBecomeLeader"},
-        True: {"EpochsAfterAppend": "CacheAfterAppend", "EpochsAfterTruncate": "CacheAfterTruncate",
-               "EpochsOnBecomeLeader": "CacheOnBecomeLeader"},
+        False: {"EpochsAfterAppend": "NoCacheAfterAppend", "EpochsAfterTruncate": "NoCacheAfterTruncate"},
+        True: {"EpochsAfterAppend": "CacheAfterAppend", "EpochsAfterTruncate": "CacheAfterTruncate"},
+    },
+    "epoch_on_election": {
+        False: {"EpochsOnBecomeLeader": "NoCacheOnBecomeLeader", "EpochOnElection": "FALSE"},
+        True: {"EpochsOnBecomeLeader": "CacheOnBecomeLeader", "EpochOnElection": "TRUE"},
     },
     "new_follower": {
         protocols.TRUNCATE_TO_HW: {"BecomeFollowerReplica": "TruncateToHw"},  # defined in the module
@@ -49,7 +51,8 @@ OPERATORS: dict[str, dict[object, dict[str, str]]] = {
 }
 TLA_DIR = Path(protocols.__file__).resolve().parent / "tla"
 PARAMETERS = ("BecomeFollowerReplica", "EpochsAfterAppend", "EpochsAfterTruncate", "EpochsOnBecomeLeader",
-              "TruncationPoint", "MayJoinIsr", "FetchDivergence", "TruncateOnFetch", "RecordsDivergingFetch")
+              "TruncationPoint", "MayJoinIsr", "FetchDivergence", "TruncateOnFetch", "RecordsDivergingFetch",
+              "EpochOnElection")
 WIDTH = 77
 
 

@@ -9,9 +9,10 @@ refuses the variant with `UnencodedChoice`, naming it; no encoding runs another 
 
 The history, one variant per fix (`HISTORY`; `register_protocol` adds a user's own):
   hw               Kafka < 0.11  truncate to the local high watermark
-  leader-epoch     0.11          KIP-101: OffsetsForLeaderEpoch, the leader's end of the epoch
-  kip-279          2.0           KIP-279 (KAFKA-6361): agree on the largest common epoch
-  kip-320          2.1           KIP-320 fencing and the KAFKA-7128 ISR-join rule
+  leader-epoch     0.11 - 1.1    KIP-101: OffsetsForLeaderEpoch, the leader's end of the epoch
+  kip-279          2.0.0         KIP-279 (KAFKA-6361): agree on the largest common epoch
+  kip-320          2.0.1, 2.1    KAFKA-7415 (a new leader caches its epoch at election) and KAFKA-7128
+                                 (join the ISR only past the leader's epoch start); KIP-320 (2.1)
   diverging-epoch  2.8.0         truncation moves into the fetch response (KAFKA-10554)
   kafka-13141      2.8.1, 3.0    a diverging fetch no longer updates the leader's view
 
@@ -45,9 +46,17 @@ CHOICES: tuple[Choice, ...] = (
     Choice("epoch_cache", {
         False: "no leader-epoch cache (Kafka < 0.11)",
         True: "a leader-epoch cache of (epoch, start offset): an entry opens at every appended record whose "
-              "epoch is newer than the latest one, truncation drops the entries at or past the cut, and a new "
-              "leader opens its epoch at its LEO (`LeaderEpochFileCache.assign`, `Partition.makeLeader`)",
+              "epoch is newer than the latest one (`Log.append` -> `LeaderEpochFileCache.assign`), and "
+              "truncation drops the entries at or past the cut (`LeaderEpochFileCache.clearAndFlushLatest`)",
     }, ("ProducerWrite", "FollowerHandleFetchResponse", "ControllerElectLeader")),
+    Choice("epoch_on_election", {
+        False: "a new leader's epoch enters its cache with its first append only (`Partition.makeLeader` does "
+               "not touch the cache), and `LeaderEpochFileCache.endOffsetFor` answers UNDEFINED_EPOCH_OFFSET "
+               "for an epoch older than the cache's first (0.11.0.0 through 2.0.0)",
+        True: "KAFKA-7415 (2.0.1, 2.1.0): `Partition.makeLeader` assigns (the new epoch, the leader's LEO) in "
+              "the cache at election, and `endOffsetFor` answers an epoch older than the cache's first with "
+              "that epoch and the first entry's start offset",
+    }, ("ControllerElectLeader", "FollowerTruncateByLeaderEpoch", "LeaderHandleFetchRequest")),
     Choice("new_follower", {
         TRUNCATE_TO_HW: "a replica told to follow truncates to its own HW and fetches "
                         "(`ReplicaManager.makeFollowers`, Kafka 0.10.2)",
@@ -119,6 +128,7 @@ class Protocol:
     release: str
     summary: str
     epoch_cache: bool
+    epoch_on_election: bool
     new_follower: str
     epoch_lookup: str
     isr_join: str
@@ -137,13 +147,16 @@ class Protocol:
                                     f"allowed: {allowed}")
         needs = [
             (self.epoch_lookup != NO_LOOKUP, self.epoch_cache, "epoch_lookup needs epoch_cache"),
+            (self.epoch_on_election, self.epoch_cache, "epoch_on_election needs epoch_cache"),
             (self.new_follower != TRUNCATE_TO_HW, self.epoch_lookup != NO_LOOKUP,
              f"new_follower = {self.new_follower!r} needs an epoch_lookup"),
             (self.new_follower == FETCH_IF_EPOCH, self.truncate_on_fetch,
              "new_follower = 'fetch-if-epoch' needs truncate_on_fetch (nothing else would truncate)"),
             (self.truncate_on_fetch, self.epoch_lookup == KIP_279_LOOKUP,
              "truncate_on_fetch needs epoch_lookup = 'kip-279' (the leader's lookup in Partition.readRecords)"),
-            (self.isr_join == JOIN_PAST_EPOCH_START, self.epoch_cache, "isr_join = 'leader-epoch-start' needs epoch_cache"),
+            (self.isr_join == JOIN_PAST_EPOCH_START, self.epoch_on_election,
+             "isr_join = 'leader-epoch-start' needs epoch_on_election (the model reads the leader's epoch start "
+             "offset from its cache, where Kafka 2.0.1 writes it at election)"),
             (not self.diverging_fetch_updates_leader, self.truncate_on_fetch,
              "diverging_fetch_updates_leader = False needs truncate_on_fetch"),
         ]
@@ -183,15 +196,16 @@ class Protocol:
         return tuple(entry for entry in epochs if entry[1] < offset) if self.epoch_cache else epochs
 
     def epochs_on_become_leader(self, epochs: tuple, epoch: int, leo: int) -> tuple:
-        return epochs + ((epoch, leo),) if self.epoch_cache else epochs
+        """A new leader's cache (`epoch_on_election`)."""
+        return epochs + ((epoch, leo),) if self.epoch_on_election else epochs
 
     def leader_answer(self, leader: Replica, follower: Replica) -> tuple[int, int]:
         """The leader's OffsetsForLeaderEpoch answer to the follower's latest epoch: (epoch, end
         offset); the epoch is UNKNOWN where the answer carries none (KIP-101's version 0)."""
         if self.epoch_lookup == KIP_101_LOOKUP:
-            return UNKNOWN, end_offset_for(leader, latest_epoch(follower))
+            return UNKNOWN, end_offset_for(leader, latest_epoch(follower), self.epoch_on_election)
         if self.epoch_lookup == KIP_279_LOOKUP:
-            return epoch_end(leader.epochs, leader.leo, latest_epoch(follower))
+            return epoch_end(leader.epochs, leader.leo, latest_epoch(follower), self.epoch_on_election)
         raise ProtocolError(f"protocol {self.name!r} has no OffsetsForLeaderEpoch")
 
     def truncation_point(self, leader: Replica, follower: Replica) -> tuple[int, bool]:
@@ -200,7 +214,7 @@ class Protocol:
         epoch, end = self.leader_answer(leader, follower)
         if self.epoch_lookup == KIP_101_LOOKUP:
             return (follower.hw if end == UNKNOWN else end), True
-        return offset_truncation_state(epoch, end, follower)
+        return offset_truncation_state(epoch, end, follower, self.epoch_on_election)
 
     def may_join_isr(self, leader: Replica, fetch_offset: int) -> bool:
         """A follower outside the ISR fetching at `fetch_offset` is added to it (`isr_join`)."""
@@ -219,7 +233,7 @@ class Protocol:
         leader_epoch, leader_end = self.leader_answer(leader, follower)
         if leader_end == UNKNOWN or not (leader_epoch < fetch_epoch or leader_end < follower.leo):
             return None
-        return offset_truncation_state(leader_epoch, leader_end, follower)[0]
+        return offset_truncation_state(leader_epoch, leader_end, follower, self.epoch_on_election)[0]
 
     def handle_out_of_range(self, follower: Replica, response: FetchResponse) -> Replica:
         """The follower handles an out-of-range response: it truncates to the response's offset (the
@@ -243,19 +257,21 @@ def truncate(replica: Replica, offset: int, protocol: Protocol) -> Replica:
 
 # ----------------------------------------------------------------- the epoch cache's lookups
 
-def end_offset_for(leader: Replica, requested_epoch: int) -> int:
-    """The leader's answer to OffsetsForLeaderEpoch, as `LeaderEpochFileCache.endOffsetFor`.
+def end_offset_for(leader: Replica, requested_epoch: int, epoch_on_election: bool) -> int:
+    """The leader's answer to OffsetsForLeaderEpoch version 0, as `LeaderEpochFileCache.endOffsetFor`
+    (0.11.0.0).
 
-    The leader's LEO for its latest epoch; otherwise the start offset of the first
-    later epoch (the start of `requested_epoch + 1` whenever that epoch is cached);
-    UNKNOWN (UNDEFINED_EPOCH_OFFSET) for an undefined or older-than-cached epoch.
+    The leader's LEO for its latest epoch; otherwise the start offset of the first later epoch;
+    UNKNOWN (UNDEFINED_EPOCH_OFFSET) for an undefined epoch, an empty cache, an epoch newer than
+    the cache's latest, or one older than its first (the first entry's start under KAFKA-7415:
+    `epoch_on_election`).
     """
     epochs = leader.epochs
     if requested_epoch == UNKNOWN or not epochs:
         return UNKNOWN
     if requested_epoch == epochs[-1][0]:
         return leader.leo
-    if requested_epoch < epochs[0][0]:
+    if requested_epoch < epochs[0][0] and not epoch_on_election:
         return UNKNOWN
     return next((start for epoch, start in epochs if epoch > requested_epoch), UNKNOWN)
 
@@ -264,9 +280,12 @@ def latest_epoch(replica: Replica) -> int:
     return replica.epochs[-1][0] if replica.epochs else UNKNOWN
 
 
-def epoch_end(epochs: tuple, leo: int, requested_epoch: int) -> tuple[int, int]:
-    """`LeaderEpochFileCache.endOffsetFor` since KIP-279: the largest cached epoch at or below the
-    requested one (the requested one itself if it predates the cache) and where it ends."""
+def epoch_end(epochs: tuple, leo: int, requested_epoch: int, epoch_on_election: bool) -> tuple[int, int]:
+    """`LeaderEpochFileCache.endOffsetFor` since KIP-279 (2.0.0): the largest cached epoch at or below
+    the requested one and where it ends (the next entry's start, or `leo` for the latest epoch);
+    (UNKNOWN, UNKNOWN) for an undefined epoch, an empty cache, an epoch newer than the latest, or
+    one older than the first. Under KAFKA-7415 (2.0.1, `epoch_on_election`) an epoch older than the
+    first gets (itself, the first entry's start)."""
     if requested_epoch == UNKNOWN or not epochs:
         return UNKNOWN, UNKNOWN
     if requested_epoch == epochs[-1][0]:
@@ -275,17 +294,21 @@ def epoch_end(epochs: tuple, leo: int, requested_epoch: int) -> tuple[int, int]:
     if not later:
         return UNKNOWN, UNKNOWN
     earlier = [epoch for epoch, _ in epochs if epoch <= requested_epoch]
-    return (earlier[-1] if earlier else requested_epoch), later[0]
+    if earlier:
+        return earlier[-1], later[0]
+    return (requested_epoch, later[0]) if epoch_on_election else (UNKNOWN, UNKNOWN)
 
 
-def offset_truncation_state(leader_epoch: int, leader_end: int, follower: Replica) -> tuple[int, bool]:
+def offset_truncation_state(leader_epoch: int, leader_end: int, follower: Replica,
+                            epoch_on_election: bool) -> tuple[int, bool]:
     """`AbstractFetcherThread.getOffsetTruncationState` (Kafka 2.0 on), given the leader's
-    (epoch, end offset): truncate to the end of that epoch in the follower's own log, and ask
-    again (incomplete) while the follower's epoch there differs; the follower's HW when the
-    leader's answer is undefined."""
+    (epoch, end offset): truncate to the end of that epoch in the follower's own log (its own
+    `endOffsetFor`, of the same release), and ask again (incomplete) while the follower's epoch
+    there differs; the leader's end when the follower has no such epoch; the follower's HW when
+    the leader's answer is undefined."""
     if leader_end == UNKNOWN:
         return follower.hw, True
-    follower_epoch, follower_end = epoch_end(follower.epochs, follower.leo, leader_epoch)
+    follower_epoch, follower_end = epoch_end(follower.epochs, follower.leo, leader_epoch, epoch_on_election)
     if follower_end == UNKNOWN:
         return leader_end, True
     if follower_epoch != leader_epoch:
@@ -298,34 +321,43 @@ def offset_truncation_state(leader_epoch: int, leader_end: int, follower: Replic
 HISTORY: tuple[Protocol, ...] = (
     Protocol(
         "hw", "0.10", "truncate to the local high watermark (Kafka < 0.11)",
-        epoch_cache=False, new_follower=TRUNCATE_TO_HW, epoch_lookup=NO_LOOKUP, isr_join=JOIN_AT_HW,
+        epoch_cache=False, epoch_on_election=False, new_follower=TRUNCATE_TO_HW, epoch_lookup=NO_LOOKUP, isr_join=JOIN_AT_HW,
         truncate_on_fetch=False,
         doc="Kafka 0.10.2: `ReplicaManager.makeFollowers` truncates each new follower to its high watermark "
             "(`logManager.truncateTo(partitionsToMakeFollower ... highWatermark)`); no epoch cache."),
     Protocol(
-        "leader-epoch", "0.11", "truncate to the leader's end offset for the follower's latest epoch (KIP-101)",
-        epoch_cache=True, new_follower=ASK_LEADER, epoch_lookup=KIP_101_LOOKUP, isr_join=JOIN_AT_HW,
-        truncate_on_fetch=False,
-        doc="KIP-101 (Kafka 0.11): `ReplicaFetcherThread.maybeTruncate` sends OffsetsForLeaderEpoch for the "
-            "follower's latest epoch; the leader answers with `LeaderEpochFileCache.endOffsetFor`; the follower "
-            "truncates there, or to its HW when the answer is UNDEFINED_EPOCH_OFFSET."),
+        "leader-epoch", "0.11", "truncate to the leader's end offset for the follower's latest epoch (KIP-101, "
+        "Kafka 0.11.0 to 1.1)",
+        epoch_cache=True, epoch_on_election=False, new_follower=ASK_LEADER, epoch_lookup=KIP_101_LOOKUP,
+        isr_join=JOIN_AT_HW, truncate_on_fetch=False,
+        doc="KIP-101, read at 0.11.0.0: `ReplicaFetcherThread.maybeTruncate` sends OffsetsForLeaderEpoch for the "
+            "follower's latest epoch (`buildLeaderEpochRequest`); the leader answers with "
+            "`LeaderEpochFileCache.endOffsetFor` (UNDEFINED_EPOCH_OFFSET for an epoch older than its first "
+            "entry); the follower truncates there, or to its HW when the answer is undefined. An epoch enters a "
+            "cache only with an appended record (`Log.append`): `Partition.makeLeader` does not touch it."),
     Protocol(
-        "kip-279", "2.0", "KIP-279: agree on the largest common epoch, truncate to its end (Kafka >= 2.0)",
-        epoch_cache=True, new_follower=ASK_LEADER, epoch_lookup=KIP_279_LOOKUP, isr_join=JOIN_AT_HW,
-        truncate_on_fetch=False,
-        doc="KIP-279 (KAFKA-6361, Kafka 2.0): `LeaderEpochFileCache.endOffsetFor` answers the largest epoch at "
-            "or below the requested one and its end; `AbstractFetcherThread.getOffsetTruncationState` truncates "
-            "to the end of that epoch in the follower's log and asks again while the epochs differ."),
+        "kip-279", "2.0.0", "KIP-279: agree on the largest common epoch, truncate to its end (Kafka 2.0.0)",
+        epoch_cache=True, epoch_on_election=False, new_follower=ASK_LEADER, epoch_lookup=KIP_279_LOOKUP,
+        isr_join=JOIN_AT_HW, truncate_on_fetch=False,
+        doc="KIP-279 (KAFKA-6361), read at 2.0.0: `LeaderEpochFileCache.endOffsetFor` answers the largest epoch "
+            "at or below the requested one and its end, (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET) for one older "
+            "than the first entry; `AbstractFetcherThread.getOffsetTruncationState` truncates to the end of that "
+            "epoch in the follower's log and asks again while the epochs differ. `Partition.makeLeader` still "
+            "leaves the cache alone (KAFKA-7415 came in 2.0.1)."),
     Protocol(
-        "kip-320", "2.1", "KIP-320 and KAFKA-7128: join the ISR only past the leader's epoch start (Kafka >= 2.1)",
-        epoch_cache=True, new_follower=ASK_LEADER, epoch_lookup=KIP_279_LOOKUP, isr_join=JOIN_PAST_EPOCH_START,
-        truncate_on_fetch=False,
-        doc="Kafka 2.1: `Partition.maybeExpandIsr` also needs `leaderEpochStartOffsetOpt.exists(fetchOffset >= _)` "
-            "(KAFKA-7128). KIP-320's fencing (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH) is no difference here: "
-            "every variant fetches only from the replica acting as leader in the follower's own epoch."),
+        "kip-320", "2.0.1", "KAFKA-7415 and KAFKA-7128: a new leader caches its epoch at election, a follower "
+        "joins the ISR only past the leader's epoch start (Kafka 2.0.1; 2.1 with KIP-320)",
+        epoch_cache=True, epoch_on_election=True, new_follower=ASK_LEADER, epoch_lookup=KIP_279_LOOKUP,
+        isr_join=JOIN_PAST_EPOCH_START, truncate_on_fetch=False,
+        doc="Read at 2.0.1 and 2.1.0: `Partition.makeLeader` assigns (leader epoch, LEO) in the cache and keeps "
+            "`leaderEpochStartOffsetOpt`; `LeaderEpochFileCache.endOffsetFor` answers an epoch older than the "
+            "cache with the first entry's start (KAFKA-7415); `Partition.maybeExpandIsr` also needs "
+            "`leaderEpochStartOffsetOpt.exists(fetchOffset >= _)` (KAFKA-7128). KIP-320's fencing in 2.1 "
+            "(FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH) is no difference here: every variant fetches only from "
+            "the replica acting as leader in the follower's own epoch."),
     Protocol(
         "diverging-epoch", "2.8.0", "truncation on the fetch response's diverging epoch (Kafka 2.8.0)",
-        epoch_cache=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP, isr_join=JOIN_PAST_EPOCH_START,
+        epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP, isr_join=JOIN_PAST_EPOCH_START,
         truncate_on_fetch=True, diverging_fetch_updates_leader=True,
         doc="Kafka 2.7 leader side, KAFKA-10554 follower side in 2.8.0: each fetch carries `lastFetchedEpoch`; "
             "`Partition.readRecords` answers a diverging one with `divergingEpoch` and no records; the follower "
@@ -336,7 +368,7 @@ HISTORY: tuple[Protocol, ...] = (
             "follower takes the HW and truncates in one event, so KAFKA-14704's window is not modelled."),
     Protocol(
         "kafka-13141", "3.0", "a diverging fetch leaves the leader's view of the follower alone (Kafka 2.8.1, 3.0 on)",
-        epoch_cache=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP, isr_join=JOIN_PAST_EPOCH_START,
+        epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP, isr_join=JOIN_PAST_EPOCH_START,
         truncate_on_fetch=True, diverging_fetch_updates_leader=False,
         doc="KAFKA-13141 (Kafka 2.7.2, 2.8.1, 3.0.0): `ReplicaManager.updateFollowerFetchState` (and "
             "`Partition.fetchRecords` since 3.3) updates a follower's fetch state only from a fetch that does "

@@ -23,13 +23,13 @@ BASH = re.findall(r"```bash\n(.*?)```", SECTION, re.DOTALL)
 @pytest.fixture
 def forget_the_variant():
     yield
-    unregister_protocol("leader-epoch-7128")
+    unregister_protocol("leader-epoch-7415")
 
 
 def test_the_python_example_runs_as_written(forget_the_variant):
     assert len(PYTHON) == 1
     exec(compile(PYTHON[0], "ARCHITECTURE.md", "exec"), {})
-    assert PROTOCOLS["leader-epoch-7128"].isr_join == "leader-epoch-start"
+    assert PROTOCOLS["leader-epoch-7415"].epoch_on_election
 
 
 def test_the_command_line_example_runs_as_written(tmp_path, monkeypatch, capsys, forget_the_variant):

@@ -95,9 +95,9 @@ def test_three_replicas_explore_and_find_hw_loss():
 # the cross-check on smaller configurations; `kafka-mc check --write-tla DIR` writes these).
 PINNED = [
     ("case-l-hw", 4980),
-    ("case-l-leader-epoch", 6462),
+    ("case-l-leader-epoch", 5662),
     ("case-d-hw", 15816),
-    ("case-d-leader-epoch", 19584),
+    ("case-d-leader-epoch", 17794),
 ]
 
 

@@ -208,10 +208,14 @@ def test_leader_epoch_protocol_asks_before_fetching():
     assert state.replicas[A].epochs == ((0, 0),) and state.replicas[B].epochs == ((0, 0),)
 
 
-def test_new_leader_appends_epoch_start():
-    m = model(protocol="leader-epoch")
-    state = run(m, A, "ProducerWrite(A)", "LeaderHandleFetchRequest(B)", "FollowerHandleFetchResponse(B)",
-                "ReplicaCrash(A)", "ControllerNoticeFailure(A)", "ControllerElectLeader(B)")
+def test_new_leader_caches_its_epoch_at_election_from_kafka_7415_on():
+    steps = ("ProducerWrite(A)", "LeaderHandleFetchRequest(B)", "FollowerHandleFetchResponse(B)",
+             "ReplicaCrash(A)", "ControllerNoticeFailure(A)", "ControllerElectLeader(B)")
+    state = run(model(protocol="kip-320"), A, *steps)
+    assert state.replicas[B].epochs == ((0, 0), (1, 1))  # Partition.makeLeader, 2.0.1
+    state = run(model(protocol="leader-epoch"), A, *steps)
+    assert state.replicas[B].epochs == ((0, 0),)  # 0.11.0: only Log.append assigns an epoch
+    state = run(model(protocol="leader-epoch"), A, *steps, "ProducerWrite(B)")
     assert state.replicas[B].epochs == ((0, 0), (1, 1))
 
 
@@ -219,11 +223,13 @@ def test_end_offset_for_matches_leader_epoch_file_cache():
     m = model(protocol="leader-epoch")
     leader = m.initial_states()[A].replicas[A]._replace(
         log=(Record(1, 0), Record(2, 2)), epochs=((0, 0), (2, 1), (3, 2)))
-    assert end_offset_for(leader, 3) == 2  # the latest epoch: the LEO
-    assert end_offset_for(leader, 2) == 2  # where epoch 2 ended: the start of epoch 3
-    assert end_offset_for(leader, 0) == 1  # epoch 1 is not cached: the start of the next, epoch 2
-    assert end_offset_for(leader, UNKNOWN) == UNKNOWN
-    assert end_offset_for(leader._replace(epochs=((2, 0),)), 1) == UNKNOWN  # older than the cache
+    assert end_offset_for(leader, 3, False) == 2  # the latest epoch: the LEO
+    assert end_offset_for(leader, 2, False) == 2  # where epoch 2 ended: the start of epoch 3
+    assert end_offset_for(leader, 0, False) == 1  # epoch 1 is not cached: the start of the next, epoch 2
+    assert end_offset_for(leader, UNKNOWN, False) == UNKNOWN
+    assert end_offset_for(leader, 4, False) == UNKNOWN  # newer than the cache
+    assert end_offset_for(leader._replace(epochs=((2, 0),)), 1, False) == UNKNOWN  # older than the cache
+    assert end_offset_for(leader._replace(epochs=((2, 0), (3, 1))), 1, True) == 0  # KAFKA-7415: the first start
 
 
 def test_states_pickle_and_fingerprint_stably_across_processes():

@@ -26,8 +26,10 @@ MODEL_DIR = Path(__file__).parent.parent / "model"
 # (the counterexample of a variant, the same story under the variant that fixes it, the step of
 # the counterexample the fix disables: None when every step stays enabled)
 FIXES = [
-    ("fast-failover-leader-epoch", "fast-failover-kip-279", None),
-    ("isr-join-lagging-hw-kip-279", "isr-join-lagging-hw-kip-320", 17),
+    ("kafka-6361-leader-epoch", "kafka-6361-kip-279", None),  # KIP-279, 2.0.0
+    ("fast-failover-kip-279", "fast-failover-kip-320", None),  # KAFKA-7415, 2.0.1
+    ("back-to-back-elections-kip-279", "back-to-back-elections-kip-320", None),  # KAFKA-7415, 2.0.1
+    ("isr-join-lagging-hw-kip-279", "isr-join-lagging-hw-kip-320", 17),  # KAFKA-7128, 2.0.1
     ("diverging-fetch-joins-isr-diverging-epoch", "diverging-fetch-joins-isr-kafka-13141", 11),
 ]
 

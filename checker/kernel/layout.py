@@ -74,8 +74,8 @@ WIDTH = CONSUMED + MAX_MESSAGES
 # the settings the kernel reads, as cells of one int64 array: the bounds, then one cell per protocol
 # choice (`model/protocols.py` CHOICES, in that order)
 (C_REPLICAS, C_MESSAGES, C_CRASHES, C_ELECTIONS, C_ACKS, C_MIN_ISR, C_UNCLEAN, C_FLUSH, C_PARTITIONS,
- C_EPOCH_CACHE, C_NEW_FOLLOWER, C_EPOCH_LOOKUP, C_ISR_JOIN, C_TRUNCATE_ON_FETCH,
- C_DIVERGING_FETCH_UPDATES_LEADER) = range(15)
+ C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_NEW_FOLLOWER, C_EPOCH_LOOKUP, C_ISR_JOIN, C_TRUNCATE_ON_FETCH,
+ C_DIVERGING_FETCH_UPDATES_LEADER) = range(16)
 ACKS_CODES = {"all": 0, "1": 1, "0": 2}
 ACKS_ALL, ACKS_ONE, ACKS_ZERO = 0, 1, 2
 
@@ -85,6 +85,7 @@ LOOKUP_NONE, LOOKUP_KIP_101, LOOKUP_KIP_279 = 0, 1, 2
 JOIN_AT_HW, JOIN_PAST_EPOCH_START = 0, 1
 CHOICE_CODES: dict[str, dict[object, int]] = {
     "epoch_cache": {False: 0, True: 1},
+    "epoch_on_election": {False: 0, True: 1},
     "new_follower": {protocols.TRUNCATE_TO_HW: NEW_FOLLOWER_TRUNCATES, protocols.ASK_LEADER: NEW_FOLLOWER_ASKS,
                      protocols.FETCH_IF_EPOCH: NEW_FOLLOWER_FETCHES_IF_EPOCH},
     "epoch_lookup": {protocols.NO_LOOKUP: LOOKUP_NONE, protocols.KIP_101_LOOKUP: LOOKUP_KIP_101,
@@ -93,8 +94,9 @@ CHOICE_CODES: dict[str, dict[object, int]] = {
     "truncate_on_fetch": {False: 0, True: 1},
     "diverging_fetch_updates_leader": {False: 0, True: 1},
 }
-assert tuple(CHOICE_CODES) == protocols.CHOICE_NAMES == ("epoch_cache", "new_follower", "epoch_lookup", "isr_join",
-                                                           "truncate_on_fetch", "diverging_fetch_updates_leader")
+assert tuple(CHOICE_CODES) == protocols.CHOICE_NAMES == ("epoch_cache", "epoch_on_election", "new_follower",
+                                                           "epoch_lookup", "isr_join", "truncate_on_fetch",
+                                                           "diverging_fetch_updates_leader")
 
 
 def settings(config: Config) -> np.ndarray:

@@ -13,7 +13,7 @@ from numba import njit
 
 from .layout import (
     ACKED, ACKS_ALL, ACKS_ZERO, C_ACKS, C_CRASHES, C_DIVERGING_FETCH_UPDATES_LEADER, C_ELECTIONS, C_EPOCH_CACHE,
-    C_EPOCH_LOOKUP, C_FLUSH, C_ISR_JOIN, C_MESSAGES, C_MIN_ISR, C_NEW_FOLLOWER, C_PARTITIONS, C_REPLICAS,
+    C_EPOCH_ON_ELECTION, C_EPOCH_LOOKUP, C_FLUSH, C_ISR_JOIN, C_MESSAGES, C_MIN_ISR, C_NEW_FOLLOWER, C_PARTITIONS, C_REPLICAS,
     C_TRUNCATE_ON_FETCH, C_UNCLEAN, CACHE_COUNT, CACHE_EPOCH, CACHE_START, COMMITTED, CONSUMED,
     CONTROLLER_EPOCH, CRASHES, CUTS, EPOCH, HAS_REMOTE, HW, ISR, JOIN_AT_HW, LEADER, LEO, LOOKUP_KIP_101,
     NEW_FOLLOWER_FETCHES_IF_EPOCH, NEW_FOLLOWER_TRUNCATES, LOG_EPOCH, LOG_MSG, MAX_REPLICAS, PEER_CUT, REMOTE_LEO, REPLICA_WIDTH, RESPONSE,
@@ -110,14 +110,14 @@ def latest_epoch(s, i):
 
 
 @njit(cache=True, inline="always")
-def end_offset_for(s, leader, requested):
+def end_offset_for(cfg, s, leader, requested):
     """KIP-101's `LeaderEpochFileCache.endOffsetFor` (`protocols.end_offset_for`)."""
     count = s[leader * REPLICA_WIDTH + CACHE_COUNT]
     if requested == UNKNOWN or not count:
         return UNKNOWN
     if requested == s[leader * REPLICA_WIDTH + CACHE_EPOCH + count - 1]:
         return s[leader * REPLICA_WIDTH + LEO]
-    if requested < s[leader * REPLICA_WIDTH + CACHE_EPOCH]:
+    if requested < s[leader * REPLICA_WIDTH + CACHE_EPOCH] and not cfg[C_EPOCH_ON_ELECTION]:
         return UNKNOWN
     for position in range(count):
         if s[leader * REPLICA_WIDTH + CACHE_EPOCH + position] > requested:
@@ -126,7 +126,7 @@ def end_offset_for(s, leader, requested):
 
 
 @njit(cache=True, inline="always")
-def epoch_end(s, i, requested):
+def epoch_end(cfg, s, i, requested):
     """`protocols.epoch_end` on replica i's cache and LEO: (epoch, end offset)."""
     count = s[i * REPLICA_WIDTH + CACHE_COUNT]
     if requested == UNKNOWN or not count:
@@ -141,19 +141,21 @@ def epoch_end(s, i, requested):
             break
     if later == UNKNOWN:
         return UNKNOWN, UNKNOWN
-    earlier = requested
+    earlier = UNKNOWN
     for position in range(count):
         if s[epochs + position] <= requested:
             earlier = s[epochs + position]
+    if earlier == UNKNOWN:  # older than the cache
+        return (requested, later) if cfg[C_EPOCH_ON_ELECTION] else (UNKNOWN, UNKNOWN)
     return earlier, later
 
 
 @njit(cache=True, inline="always")
-def offset_truncation_state(s, follower, leader_epoch, leader_end):
+def offset_truncation_state(cfg, s, follower, leader_epoch, leader_end):
     """`protocols.offset_truncation_state`: (offset, complete)."""
     if leader_end == UNKNOWN:
         return s[follower * REPLICA_WIDTH + HW], True
-    follower_epoch, follower_end = epoch_end(s, follower, leader_epoch)
+    follower_epoch, follower_end = epoch_end(cfg, s, follower, leader_epoch)
     if follower_end == UNKNOWN:
         return leader_end, True
     if follower_epoch != leader_epoch:
@@ -169,10 +171,10 @@ def fetch_divergence(cfg, s, leader, follower):
     fetch_epoch = latest_epoch(s, follower)
     if fetch_epoch == UNKNOWN:
         return UNKNOWN
-    leader_epoch, leader_end = epoch_end(s, leader, fetch_epoch)
+    leader_epoch, leader_end = epoch_end(cfg, s, leader, fetch_epoch)
     if leader_end == UNKNOWN or not (leader_epoch < fetch_epoch or leader_end < s[follower * REPLICA_WIDTH + LEO]):
         return UNKNOWN
-    return offset_truncation_state(s, follower, leader_epoch, leader_end)[0]
+    return offset_truncation_state(cfg, s, follower, leader_epoch, leader_end)[0]
 
 
 @njit(cache=True, inline="always")
@@ -500,7 +502,7 @@ def controller_elect_leader(cfg, s, t, i):
     t[i * REPLICA_WIDTH + HAS_REMOTE] = 1
     for member in range(n):
         t[i * REPLICA_WIDTH + REMOTE_LEO + member] = UNKNOWN
-    if cfg[C_EPOCH_CACHE]:
+    if cfg[C_EPOCH_ON_ELECTION]:
         push_cache_entry(t, i, epoch, s[i * REPLICA_WIDTH + LEO])
     t[LEADER] = i
     t[CONTROLLER_EPOCH] = epoch
@@ -518,11 +520,11 @@ def follower_truncate_by_leader_epoch(cfg, s, t, i):
         return False
     requested = latest_epoch(s, i)
     if cfg[C_EPOCH_LOOKUP] == LOOKUP_KIP_101:
-        end = end_offset_for(s, leader, requested)
+        end = end_offset_for(cfg, s, leader, requested)
         offset, complete = (s[i * REPLICA_WIDTH + HW] if end == UNKNOWN else end), True
     else:
-        leader_epoch, leader_end = epoch_end(s, leader, requested)
-        offset, complete = offset_truncation_state(s, i, leader_epoch, leader_end)
+        leader_epoch, leader_end = epoch_end(cfg, s, leader, requested)
+        offset, complete = offset_truncation_state(cfg, s, i, leader_epoch, leader_end)
     t[:] = s
     truncate(t, i, offset)
     if complete:

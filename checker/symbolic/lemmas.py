@@ -349,7 +349,7 @@ def SafeTruncationPoint(s: SymState):
     further than where this lemma makes logs agree; the lemma serves both protocols.)"""
     terms = []
     for q, leader, _, other in pairs(s):
-        offset, _ = kip_101_truncation_point(leader, other)
+        offset, _ = kip_101_truncation_point(leader, other, epoch_on_election=False)
         answering = z3.Or(s.isr[q], s.leader == q)
         for o in range(len(other.log_msg)):
             terms.append(z3.Implies(z3.And(answering, o < offset, o < other.log_len),

@@ -26,6 +26,7 @@ class SymbolicProtocol:
 
     ENCODED: dict[str, tuple] = {
         "epoch_cache": (False, True),
+        "epoch_on_election": (False, True),
         "new_follower": (TRUNCATE_TO_HW, ASK_LEADER, FETCH_IF_EPOCH),
         "epoch_lookup": (NO_LOOKUP, KIP_101_LOOKUP, KIP_279_LOOKUP),
         "isr_join": (JOIN_AT_HW, JOIN_PAST_EPOCH_START),
@@ -73,7 +74,8 @@ class SymbolicProtocol:
                        cache_start=[z3.If(k, s, 0) for k, s in zip(kept, replica.cache_start)])
 
     def on_become_leader(self, model, replica: SymReplica, epoch) -> SymReplica:
-        if not self.declaration.epoch_cache:
+        """`Protocol.epochs_on_become_leader` (`epoch_on_election`)."""
+        if not self.declaration.epoch_on_election:
             return replica
         length = replica.cache_len
         model.overflow(length >= len(replica.cache_epoch))
@@ -83,10 +85,11 @@ class SymbolicProtocol:
 
     def truncation_point(self, leader: SymReplica, follower: SymReplica):
         """(offset, complete), as `Protocol.truncation_point` (`epoch_lookup`)."""
+        on_election = self.declaration.epoch_on_election
         if self.declaration.epoch_lookup == KIP_101_LOOKUP:
-            return kip_101_truncation_point(leader, follower)
-        leader_epoch, leader_end = epoch_end(leader, latest_epoch(follower))
-        return offset_truncation_state(leader_epoch, leader_end, follower)
+            return kip_101_truncation_point(leader, follower, on_election)
+        leader_epoch, leader_end = epoch_end(leader, latest_epoch(follower), on_election)
+        return offset_truncation_state(leader_epoch, leader_end, follower, on_election)
 
     def may_join_isr(self, leader: SymReplica, offset):
         """`Protocol.may_join_isr` (`isr_join`)."""
@@ -99,11 +102,12 @@ class SymbolicProtocol:
         """(diverges, offset to truncate to), as `Protocol.fetch_divergence` (`truncate_on_fetch`)."""
         if not self.declaration.truncate_on_fetch:
             return z3.BoolVal(False), follower.log_len
+        on_election = self.declaration.epoch_on_election
         fetch_epoch = latest_epoch(follower)
-        leader_epoch, leader_end = epoch_end(leader, fetch_epoch)
+        leader_epoch, leader_end = epoch_end(leader, fetch_epoch, on_election)
         diverges = z3.And(fetch_epoch != UNKNOWN, leader_end != UNKNOWN,
                           z3.Or(leader_epoch < fetch_epoch, leader_end < follower.log_len))
-        return diverges, offset_truncation_state(leader_epoch, leader_end, follower)[0]
+        return diverges, offset_truncation_state(leader_epoch, leader_end, follower, on_election)[0]
 
     def handle_out_of_range(self, model, follower: SymReplica, offset, hw) -> SymReplica:
         """The follower truncates to the response's offset, first taking the response's HW (at most
@@ -113,10 +117,10 @@ class SymbolicProtocol:
         return model.truncate(follower, offset)
 
 
-def kip_101_truncation_point(leader: SymReplica, follower: SymReplica):
+def kip_101_truncation_point(leader: SymReplica, follower: SymReplica, epoch_on_election: bool):
     """(offset, complete): the leader's end offset for the follower's latest epoch, or the
     follower's HW when it is undefined (Kafka 0.11)."""
-    end = end_offset_for(leader, latest_epoch(follower))
+    end = end_offset_for(leader, latest_epoch(follower), epoch_on_election)
     return z3.If(end == UNKNOWN, follower.hw, end), z3.BoolVal(True)
 
 
@@ -129,36 +133,40 @@ def _later_start(replica: SymReplica, requested):
     return start, exists
 
 
-def end_offset_for(leader: SymReplica, requested):
+def end_offset_for(leader: SymReplica, requested, epoch_on_election: bool):
     """`LeaderEpochFileCache.endOffsetFor` of Kafka 0.11 (see `model.protocols.end_offset_for`)."""
     if not leader.cache_epoch:
         return numeral(UNKNOWN, leader.log_len)
     undefined = z3.Or(requested == UNKNOWN, leader.cache_len == 0)
+    if not epoch_on_election:
+        undefined = z3.Or(undefined, z3.And(requested != latest_epoch(leader), requested < leader.cache_epoch[0]))
     later, _ = _later_start(leader, requested)
-    return z3.If(undefined, UNKNOWN,
-                 z3.If(requested == latest_epoch(leader), leader.log_len,
-                       z3.If(requested < leader.cache_epoch[0], UNKNOWN, later)))
+    return z3.If(undefined, UNKNOWN, z3.If(requested == latest_epoch(leader), leader.log_len, later))
 
 
-def epoch_end(replica: SymReplica, requested):
+def epoch_end(replica: SymReplica, requested, epoch_on_election: bool):
     """(epoch, end) as `model.protocols.epoch_end`: the largest cached epoch at or below the
-    requested one (the requested one if none) and where it ends."""
+    requested one and where it ends; for one older than the cache, (the requested one, the first
+    start) under KAFKA-7415 (`epoch_on_election`), else undefined."""
     if not replica.cache_epoch:
         return numeral(UNKNOWN, replica.log_len), numeral(UNKNOWN, replica.log_len)
-    undefined = z3.Or(requested == UNKNOWN, replica.cache_len == 0)
     latest = requested == latest_epoch(replica)
     later, has_later = _later_start(replica, requested)
-    earlier = requested
+    earlier, has_earlier = requested, z3.BoolVal(False)
     for j, epoch in enumerate(replica.cache_epoch):
-        earlier = z3.If(z3.And(j < replica.cache_len, epoch <= requested), epoch, earlier)
+        at_or_below = z3.And(j < replica.cache_len, epoch <= requested)
+        earlier, has_earlier = z3.If(at_or_below, epoch, earlier), z3.Or(has_earlier, at_or_below)
+    undefined = z3.Or(requested == UNKNOWN, replica.cache_len == 0)
+    if not epoch_on_election:
+        undefined = z3.Or(undefined, z3.And(z3.Not(latest), z3.Not(has_earlier)))
     epoch = z3.If(undefined, UNKNOWN, z3.If(latest, requested, z3.If(has_later, earlier, UNKNOWN)))
     end = z3.If(undefined, UNKNOWN, z3.If(latest, replica.log_len, z3.If(has_later, later, UNKNOWN)))
     return epoch, end
 
 
-def offset_truncation_state(leader_epoch, leader_end, follower: SymReplica):
+def offset_truncation_state(leader_epoch, leader_end, follower: SymReplica, epoch_on_election: bool):
     """(offset, complete) as `model.protocols.offset_truncation_state`."""
-    follower_epoch, follower_end = epoch_end(follower, leader_epoch)
+    follower_epoch, follower_end = epoch_end(follower, leader_epoch, epoch_on_election)
     offset = z3.If(leader_end == UNKNOWN, follower.hw,
                    z3.If(follower_end == UNKNOWN, leader_end,
                          z3.If(follower_epoch != leader_epoch, follower_end, smin(follower_end, leader_end))))

@@ -14,9 +14,9 @@
 (* update; the follower takes the HW and truncates in one event, so        *)
 (* KAFKA-14704's window is not modelled.                                   *)
 (*                                                                         *)
-(* epoch_cache = True; new_follower = 'fetch-if-epoch'; epoch_lookup =     *)
-(* 'kip-279'; isr_join = 'leader-epoch-start'; truncate_on_fetch = True;   *)
-(* diverging_fetch_updates_leader = True.                                  *)
+(* epoch_cache = True; epoch_on_election = True; new_follower = 'fetch-if- *)
+(* epoch'; epoch_lookup = 'kip-279'; isr_join = 'leader-epoch-start';      *)
+(* truncate_on_fetch = True; diverging_fetch_updates_leader = True.        *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -36,7 +36,8 @@ INSTANCE KafkaReplication WITH
     MayJoinIsr            <- JoinPastEpochStart,
     FetchDivergence       <- FetchDivergenceOffset,
     TruncateOnFetch       <- TRUE,
-    RecordsDivergingFetch <- TRUE
+    RecordsDivergingFetch <- TRUE,
+    EpochOnElection       <- TRUE
 
 Next == BaseNext
 

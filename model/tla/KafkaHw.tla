@@ -8,9 +8,9 @@
 (* (`logManager.truncateTo(partitionsToMakeFollower ... highWatermark)`);  *)
 (* no epoch cache.                                                         *)
 (*                                                                         *)
-(* epoch_cache = False; new_follower = 'truncate-to-hw'; epoch_lookup =    *)
-(* 'none'; isr_join = 'leader-hw'; truncate_on_fetch = False;              *)
-(* diverging_fetch_updates_leader = True.                                  *)
+(* epoch_cache = False; epoch_on_election = False; new_follower =          *)
+(* 'truncate-to-hw'; epoch_lookup = 'none'; isr_join = 'leader-hw';        *)
+(* truncate_on_fetch = False; diverging_fetch_updates_leader = True.       *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -32,7 +32,8 @@ INSTANCE KafkaReplication WITH
     MayJoinIsr            <- JoinAtHw,
     FetchDivergence       <- NoDivergence,
     TruncateOnFetch       <- FALSE,
-    RecordsDivergingFetch <- TRUE
+    RecordsDivergingFetch <- TRUE,
+    EpochOnElection       <- FALSE
 
 Next == BaseNext
 

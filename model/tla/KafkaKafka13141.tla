@@ -8,9 +8,9 @@
 (* since 3.3) updates a follower's fetch state only from a fetch that does *)
 (* not diverge.                                                            *)
 (*                                                                         *)
-(* epoch_cache = True; new_follower = 'fetch-if-epoch'; epoch_lookup =     *)
-(* 'kip-279'; isr_join = 'leader-epoch-start'; truncate_on_fetch = True;   *)
-(* diverging_fetch_updates_leader = False.                                 *)
+(* epoch_cache = True; epoch_on_election = True; new_follower = 'fetch-if- *)
+(* epoch'; epoch_lookup = 'kip-279'; isr_join = 'leader-epoch-start';      *)
+(* truncate_on_fetch = True; diverging_fetch_updates_leader = False.       *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -30,7 +30,8 @@ INSTANCE KafkaReplication WITH
     MayJoinIsr            <- JoinPastEpochStart,
     FetchDivergence       <- FetchDivergenceOffset,
     TruncateOnFetch       <- TRUE,
-    RecordsDivergingFetch <- FALSE
+    RecordsDivergingFetch <- FALSE,
+    EpochOnElection       <- TRUE
 
 Next == BaseNext
 

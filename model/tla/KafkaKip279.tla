@@ -1,17 +1,20 @@
 ---------------------------- MODULE KafkaKip279 -----------------------------
 (***************************************************************************)
-(* Variant `kip-279` (Kafka 2.0): KIP-279: agree on the largest common     *)
-(* epoch, truncate to its end (Kafka >= 2.0).                              *)
+(* Variant `kip-279` (Kafka 2.0.0): KIP-279: agree on the largest common   *)
+(* epoch, truncate to its end (Kafka 2.0.0).                               *)
 (*                                                                         *)
-(* KIP-279 (KAFKA-6361, Kafka 2.0): `LeaderEpochFileCache.endOffsetFor`    *)
-(* answers the largest epoch at or below the requested one and its end;    *)
+(* KIP-279 (KAFKA-6361), read at 2.0.0:                                    *)
+(* `LeaderEpochFileCache.endOffsetFor` answers the largest epoch at or     *)
+(* below the requested one and its end, (UNDEFINED_EPOCH,                  *)
+(* UNDEFINED_EPOCH_OFFSET) for one older than the first entry;             *)
 (* `AbstractFetcherThread.getOffsetTruncationState` truncates to the end   *)
 (* of that epoch in the follower's log and asks again while the epochs     *)
-(* differ.                                                                 *)
+(* differ. `Partition.makeLeader` still leaves the cache alone (KAFKA-7415 *)
+(* came in 2.0.1).                                                         *)
 (*                                                                         *)
-(* epoch_cache = True; new_follower = 'ask-leader'; epoch_lookup =         *)
-(* 'kip-279'; isr_join = 'leader-hw'; truncate_on_fetch = False;           *)
-(* diverging_fetch_updates_leader = True.                                  *)
+(* epoch_cache = True; epoch_on_election = False; new_follower = 'ask-     *)
+(* leader'; epoch_lookup = 'kip-279'; isr_join = 'leader-hw';              *)
+(* truncate_on_fetch = False; diverging_fetch_updates_leader = True.       *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -26,12 +29,13 @@ INSTANCE KafkaReplication WITH
     BecomeFollowerReplica <- AskBeforeFetching,
     EpochsAfterAppend     <- CacheAfterAppend,
     EpochsAfterTruncate   <- CacheAfterTruncate,
-    EpochsOnBecomeLeader  <- CacheOnBecomeLeader,
+    EpochsOnBecomeLeader  <- NoCacheOnBecomeLeader,
     TruncationPoint       <- Kip279TruncationPoint,
     MayJoinIsr            <- JoinAtHw,
     FetchDivergence       <- NoDivergence,
     TruncateOnFetch       <- FALSE,
-    RecordsDivergingFetch <- TRUE
+    RecordsDivergingFetch <- TRUE,
+    EpochOnElection       <- FALSE
 
 Next == BaseNext
 

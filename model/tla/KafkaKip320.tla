@@ -1,17 +1,22 @@
 ---------------------------- MODULE KafkaKip320 -----------------------------
 (***************************************************************************)
-(* Variant `kip-320` (Kafka 2.1): KIP-320 and KAFKA-7128: join the ISR     *)
-(* only past the leader's epoch start (Kafka >= 2.1).                      *)
+(* Variant `kip-320` (Kafka 2.0.1): KAFKA-7415 and KAFKA-7128: a new       *)
+(* leader caches its epoch at election, a follower joins the ISR only past *)
+(* the leader's epoch start (Kafka 2.0.1; 2.1 with KIP-320).               *)
 (*                                                                         *)
-(* Kafka 2.1: `Partition.maybeExpandIsr` also needs                        *)
+(* Read at 2.0.1 and 2.1.0: `Partition.makeLeader` assigns (leader epoch,  *)
+(* LEO) in the cache and keeps `leaderEpochStartOffsetOpt`;                *)
+(* `LeaderEpochFileCache.endOffsetFor` answers an epoch older than the     *)
+(* cache with the first entry's start (KAFKA-7415);                        *)
+(* `Partition.maybeExpandIsr` also needs                                   *)
 (* `leaderEpochStartOffsetOpt.exists(fetchOffset >= _)` (KAFKA-7128).      *)
-(* KIP-320's fencing (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH) is no     *)
-(* difference here: every variant fetches only from the replica acting as  *)
-(* leader in the follower's own epoch.                                     *)
+(* KIP-320's fencing in 2.1 (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH) is *)
+(* no difference here: every variant fetches only from the replica acting  *)
+(* as leader in the follower's own epoch.                                  *)
 (*                                                                         *)
-(* epoch_cache = True; new_follower = 'ask-leader'; epoch_lookup =         *)
-(* 'kip-279'; isr_join = 'leader-epoch-start'; truncate_on_fetch = False;  *)
-(* diverging_fetch_updates_leader = True.                                  *)
+(* epoch_cache = True; epoch_on_election = True; new_follower = 'ask-      *)
+(* leader'; epoch_lookup = 'kip-279'; isr_join = 'leader-epoch-start';     *)
+(* truncate_on_fetch = False; diverging_fetch_updates_leader = True.       *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -31,7 +36,8 @@ INSTANCE KafkaReplication WITH
     MayJoinIsr            <- JoinPastEpochStart,
     FetchDivergence       <- NoDivergence,
     TruncateOnFetch       <- FALSE,
-    RecordsDivergingFetch <- TRUE
+    RecordsDivergingFetch <- TRUE,
+    EpochOnElection       <- TRUE
 
 Next == BaseNext
 

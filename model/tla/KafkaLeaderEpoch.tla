@@ -1,17 +1,20 @@
 -------------------------- MODULE KafkaLeaderEpoch --------------------------
 (***************************************************************************)
 (* Variant `leader-epoch` (Kafka 0.11): truncate to the leader's end       *)
-(* offset for the follower's latest epoch (KIP-101).                       *)
+(* offset for the follower's latest epoch (KIP-101, Kafka 0.11.0 to 1.1).  *)
 (*                                                                         *)
-(* KIP-101 (Kafka 0.11): `ReplicaFetcherThread.maybeTruncate` sends        *)
-(* OffsetsForLeaderEpoch for the follower's latest epoch; the leader       *)
-(* answers with `LeaderEpochFileCache.endOffsetFor`; the follower          *)
-(* truncates there, or to its HW when the answer is                        *)
-(* UNDEFINED_EPOCH_OFFSET.                                                 *)
+(* KIP-101, read at 0.11.0.0: `ReplicaFetcherThread.maybeTruncate` sends   *)
+(* OffsetsForLeaderEpoch for the follower's latest epoch                   *)
+(* (`buildLeaderEpochRequest`); the leader answers with                    *)
+(* `LeaderEpochFileCache.endOffsetFor` (UNDEFINED_EPOCH_OFFSET for an      *)
+(* epoch older than its first entry); the follower truncates there, or to  *)
+(* its HW when the answer is undefined. An epoch enters a cache only with  *)
+(* an appended record (`Log.append`): `Partition.makeLeader` does not      *)
+(* touch it.                                                               *)
 (*                                                                         *)
-(* epoch_cache = True; new_follower = 'ask-leader'; epoch_lookup =         *)
-(* 'kip-101'; isr_join = 'leader-hw'; truncate_on_fetch = False;           *)
-(* diverging_fetch_updates_leader = True.                                  *)
+(* epoch_cache = True; epoch_on_election = False; new_follower = 'ask-     *)
+(* leader'; epoch_lookup = 'kip-101'; isr_join = 'leader-hw';              *)
+(* truncate_on_fetch = False; diverging_fetch_updates_leader = True.       *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -26,12 +29,13 @@ INSTANCE KafkaReplication WITH
     BecomeFollowerReplica <- AskBeforeFetching,
     EpochsAfterAppend     <- CacheAfterAppend,
     EpochsAfterTruncate   <- CacheAfterTruncate,
-    EpochsOnBecomeLeader  <- CacheOnBecomeLeader,
+    EpochsOnBecomeLeader  <- NoCacheOnBecomeLeader,
     TruncationPoint       <- Kip101TruncationPoint,
     MayJoinIsr            <- JoinAtHw,
     FetchDivergence       <- NoDivergence,
     TruncateOnFetch       <- FALSE,
-    RecordsDivergingFetch <- TRUE
+    RecordsDivergingFetch <- TRUE,
+    EpochOnElection       <- FALSE
 
 Next == BaseNext
 

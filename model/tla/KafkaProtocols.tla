@@ -31,7 +31,9 @@ AskBeforeFetching(rep) == [rep EXCEPT !.role = "truncating"]
 FetchAtOnce(rep) == [rep EXCEPT !.role = IF rep.epochs = <<>> THEN "truncating" ELSE "follower"]
 
 ----------------------------------------------------------------------------
-(* No epoch cache (hw): the cache stays empty.                             *)
+(* No epoch cache (hw): the cache stays empty. NoCacheOnBecomeLeader also  *)
+(* serves the caches before KAFKA-7415: a new leader's epoch enters its    *)
+(* cache with its first append only.                                       *)
 NoCacheAfterAppend(epochs, records, offset) == epochs
 NoCacheAfterTruncate(epochs, offset) == epochs
 NoCacheOnBecomeLeader(epochs, epoch, leo) == epochs
@@ -39,7 +41,8 @@ NoCacheOnBecomeLeader(epochs, epoch, leo) == epochs
 (* The leader-epoch cache (KIP-101 on). Appending records at an offset     *)
 (* opens an entry <<epoch, offset>> at every record whose epoch is newer   *)
 (* than the latest cached one; cutting the log drops the entries that      *)
-(* start at or after the cut; a new leader opens its epoch at its LEO.     *)
+(* start at or after the cut. From 2.0.1 (KAFKA-7415) a new leader also    *)
+(* opens its epoch at its LEO (CacheOnBecomeLeader).                       *)
 RECURSIVE CacheAfterAppend(_, _, _)
 CacheAfterAppend(epochs, records, offset) ==
     IF records = <<>> THEN epochs
@@ -57,46 +60,48 @@ CacheOnBecomeLeader(epochs, epoch, leo) == Append(epochs, <<epoch, leo>>)
 (* Kafka 0.11's LeaderEpochFileCache.endOffsetFor: the LEO for the latest  *)
 (* epoch; otherwise the start of the first later cached epoch; Unknown     *)
 (* (UNDEFINED_EPOCH_OFFSET) for an undefined epoch or one older than every *)
-(* cached epoch.                                                           *)
-EndOffsetFor(epochs, leo, requested) ==
+(* cached epoch, except under KAFKA-7415 (onElection): the first start.    *)
+EndOffsetFor(epochs, leo, requested, onElection) ==
     LET later == {i \in 1 .. Len(epochs) : epochs[i][1] > requested}
     IN  IF requested = Unknown \/ epochs = <<>> THEN Unknown
         ELSE IF requested = epochs[Len(epochs)][1] THEN leo
-        ELSE IF requested < epochs[1][1] THEN Unknown
+        ELSE IF requested < epochs[1][1] /\ ~onElection THEN Unknown
         ELSE IF later = {} THEN Unknown
         ELSE epochs[MinOf(later)][2]
 
 (* endOffsetFor since KIP-279: <<the largest cached epoch at or below the  *)
-(* requested one (the requested one if it predates the cache), where it    *)
-(* ends>>, or <<Unknown, Unknown>>.                                        *)
-EpochEnd(epochs, leo, requested) ==
+(* requested one, where it ends>>, or <<Unknown, Unknown>>; for an epoch   *)
+(* older than the cache <<the requested one, the first start>> under       *)
+(* KAFKA-7415 (onElection), <<Unknown, Unknown>> before it.                *)
+EpochEnd(epochs, leo, requested, onElection) ==
     LET later == {i \in 1 .. Len(epochs) : epochs[i][1] > requested}
         earlier == {i \in 1 .. Len(epochs) : epochs[i][1] <= requested}
     IN  IF requested = Unknown \/ epochs = <<>> THEN <<Unknown, Unknown>>
         ELSE IF requested = epochs[Len(epochs)][1] THEN <<requested, leo>>
         ELSE IF later = {} THEN <<Unknown, Unknown>>
+        ELSE IF earlier = {} /\ ~onElection THEN <<Unknown, Unknown>>
         ELSE <<IF earlier = {} THEN requested ELSE epochs[CHOOSE i \in earlier : \A j \in earlier : j <= i][1],
                epochs[MinOf(later)][2]>>
 
 (* AbstractFetcherThread.getOffsetTruncationState (Kafka 2.0 on), given    *)
 (* the leader's <<epoch, end>>: <<offset to truncate to, complete>>.       *)
-OffsetTruncationState(leaderEpoch, leaderEnd, f) ==
-    LET own == EpochEnd(f.epochs, Len(f.log), leaderEpoch)
+OffsetTruncationState(leaderEpoch, leaderEnd, f, onElection) ==
+    LET own == EpochEnd(f.epochs, Len(f.log), leaderEpoch, onElection)
     IN  IF leaderEnd = Unknown THEN <<f.hw, TRUE>>
         ELSE IF own[2] = Unknown THEN <<leaderEnd, TRUE>>
         ELSE IF own[1] # leaderEpoch THEN <<own[2], FALSE>>
         ELSE <<Lesser(own[2], leaderEnd), TRUE>>
 
 (* The OffsetsForLeaderEpoch exchange: <<offset, complete>>.               *)
-Kip101TruncationPoint(leader, f) ==
-    LET endOffset == EndOffsetFor(leader.epochs, Len(leader.log), LatestEpoch(f.epochs))
+Kip101TruncationPoint(leader, f, onElection) ==
+    LET endOffset == EndOffsetFor(leader.epochs, Len(leader.log), LatestEpoch(f.epochs), onElection)
     IN  <<IF endOffset = Unknown THEN f.hw ELSE endOffset, TRUE>>
 
-Kip279TruncationPoint(leader, f) ==
-    LET answer == EpochEnd(leader.epochs, Len(leader.log), LatestEpoch(f.epochs))
-    IN  OffsetTruncationState(answer[1], answer[2], f)
+Kip279TruncationPoint(leader, f, onElection) ==
+    LET answer == EpochEnd(leader.epochs, Len(leader.log), LatestEpoch(f.epochs), onElection)
+    IN  OffsetTruncationState(answer[1], answer[2], f, onElection)
 
-NoTruncationPoint(leader, f) == <<f.hw, TRUE>>   \* hw: no exchange happens
+NoTruncationPoint(leader, f, onElection) == <<f.hw, TRUE>>   \* hw: no exchange happens
 
 ----------------------------------------------------------------------------
 (* Partition.maybeExpandIsr: before 2.1 a follower joins the ISR once its  *)
@@ -112,14 +117,14 @@ JoinPastEpochStart(leader, offset) ==
 (* Partition.readRecords with lastFetchedEpoch (2.7 on): the offset the    *)
 (* follower truncates to when its log diverges from the leader's, else     *)
 (* Unknown.                                                                *)
-NoDivergence(leader, f) == Unknown
+NoDivergence(leader, f, onElection) == Unknown
 
-FetchDivergenceOffset(leader, f) ==
+FetchDivergenceOffset(leader, f, onElection) ==
     LET fetchEpoch == LatestEpoch(f.epochs)
-        answer == EpochEnd(leader.epochs, Len(leader.log), fetchEpoch)
+        answer == EpochEnd(leader.epochs, Len(leader.log), fetchEpoch, onElection)
     IN  IF fetchEpoch = Unknown \/ answer[2] = Unknown THEN Unknown
         ELSE IF answer[1] < fetchEpoch \/ answer[2] < Len(f.log)
-        THEN OffsetTruncationState(answer[1], answer[2], f)[1]
+        THEN OffsetTruncationState(answer[1], answer[2], f, onElection)[1]
         ELSE Unknown
 
 =============================================================================

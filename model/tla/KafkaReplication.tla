@@ -69,17 +69,21 @@ CONSTANTS
     \* The epoch cache of a replica that becomes leader in an epoch at its LEO.
     EpochsOnBecomeLeader(_, _, _),
     \* OffsetsForLeaderEpoch with a leader: <<offset to truncate to, whether
-    \* truncation is complete>> for a follower in the Truncating role.
-    TruncationPoint(_, _),
+    \* truncation is complete>> for a follower in the Truncating role, given
+    \* EpochOnElection.
+    TruncationPoint(_, _, _),
     \* Whether a follower outside the ISR fetching at an offset joins it.
     MayJoinIsr(_, _),
     \* The offset a fetching follower truncates to when the leader finds its
-    \* log diverging (Unknown: no divergence).
-    FetchDivergence(_, _),
+    \* log diverging (Unknown: no divergence), given EpochOnElection.
+    FetchDivergence(_, _, _),
     \* A diverging fetch's response sets the follower's HW before it truncates.
     TruncateOnFetch,
     \* The leader takes a diverging fetch's offset as the follower's LEO.
-    RecordsDivergingFetch
+    RecordsDivergingFetch,
+    \* KAFKA-7415: a new leader caches its epoch at election, and endOffsetFor
+    \* answers an epoch older than the cache with the first entry's start.
+    EpochOnElection
 
 ASSUME
     /\ Replicas # {}
@@ -228,7 +232,7 @@ LeaderHandleFetchRequest(r) ==
     LET l == CurrentLeader
         f == replicas[r]
         offset == Leo(f)
-        diverging == FetchDivergence(replicas[l], f)
+        diverging == FetchDivergence(replicas[l], f, EpochOnElection)
         ctl == IF r \notin controller.isr /\ MayJoinIsr(replicas[l], offset)
                THEN [controller EXCEPT !.isr = @ \cup {r}]
                ELSE controller
@@ -373,7 +377,7 @@ ControllerElectLeader(r) ==
 FollowerTruncateByLeaderEpoch(r) ==
     LET f == replicas[r]
         l == controller.leader
-        point == TruncationPoint(replicas[l], f)
+        point == TruncationPoint(replicas[l], f, EpochOnElection)
         truncated == Truncate(f, point[1])
     IN  /\ Alive(f)
         /\ f.role = Truncating
