@@ -42,7 +42,8 @@ from kafka_mc.properties import PROPERTIES, Property
 
 HISTORY_BOUNDS = (  # replicas, messages, crashes, elections: each reaches one known bug
     (2, 2, 2, 2),   # Case L (hw), the diverging fetch that joins the ISR (diverging-epoch)
-    (3, 2, 2, 2),   # the fast leader failover of KAFKA-6361 (leader-epoch)
+    (3, 3, 2, 2),   # the fast leader failover (leader-epoch, and kip-279 before KAFKA-7415)
+    (3, 2, 3, 3),   # back-to-back elections lose a committed record before KAFKA-7415 (kip-279)
     (4, 1, 2, 2),   # KAFKA-7128: a replica joins the ISR of a new leader whose HW lags (kip-279)
 )
 DATA_INVARIANTS = ("NoCommittedDataLoss", "NoAckedDataLoss", "NoConsumedRecordLost", "NoLogDivergence")

@@ -32,8 +32,15 @@ What is simplified, and why:
 - The controller never fails and elects only after noticing that the leader's
   ZooKeeper session expired, by a crash or a cut (no preferred-leader or
   controlled-shutdown elections); removing a dead follower from the ISR does not bump
-  the leader epoch; the last ISR member is never removed. The controller's own failure is
-  `control/failover.py`, a wrapper of this model (`check --controller-failures N`).
+  the leader epoch (the ZooKeeper controller's `ReplicaStateMachine` does, through
+  `LeaderAndIsr.newLeaderAndIsr`); the last ISR member is never removed. The controller's own
+  failure is `control/failover.py`, a wrapper of this model (`check --controller-failures N`).
+- A replica told of a new epoch always acts on it as a new follower (`BecomeFollower`), as
+  Kafka does from 2.1 on. Before that, `Partition.makeFollower` skipped a LeaderAndIsr naming
+  the leader the replica already followed (0.10.2 to 2.0.0; in 2.0.1 unless an epoch was
+  missed, KAFKA-7164): the follower kept fetching without truncating. The model keeps no record
+  of which leader a follower follows, so every variant takes 2.1's rule; without epoch bumps on
+  ISR removal it matters only when a leader is elected again after its own noticed failure.
 - Network failures cut one broker off from ZooKeeper and the controller together
   (`ZkDisconnect`), or from every other broker (`PeerDisconnect`); a full isolation is
   both. Clients always reach every broker. A leader cut off from ZooKeeper keeps its
