@@ -40,7 +40,7 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-@pytest.mark.parametrize("protocol", ["leader-epoch", "kip-279"])
+@pytest.mark.parametrize("protocol", ["kip-320"])
 def test_shipped_lemmas_prove_both_properties_for_any_crashes_and_elections(protocol):
     result = prove(Config(protocol, messages=2))
     assert result.status == "proved", result.reason
@@ -53,10 +53,21 @@ def test_shipped_lemmas_prove_both_properties_for_any_crashes_and_elections(prot
     assert all(query.answer == "holds" for query in result.queries)
 
 
-@pytest.mark.parametrize("protocol", ["leader-epoch", "kip-279"])
+@pytest.mark.parametrize("protocol", ["kip-320"])
 def test_every_shipped_lemma_holds_in_every_reachable_state_of_a_bounded_run(protocol):
     config = Config(protocol, messages=2, crashes=2, elections=2)
     assert failing_in(LEMMAS, Shape.of(config, integers=True), reachable_states(config)) == {}
+
+
+@pytest.mark.parametrize("protocol", ["leader-epoch", "kip-279"])
+def test_the_shipped_lemmas_are_not_claimed_before_kafka_7415(protocol):
+    """0.11.0 and 2.0.0 cache a new leader's epoch only with its first append: the lemmas that say
+    the leader's latest cached epoch is its own are false from the initial state on."""
+    config = Config(protocol, messages=2, crashes=2, elections=2)
+    assert set(failing_in(LEMMAS, Shape.of(config, integers=True), reachable_states(config))) == \
+        {"LeaderCacheLatest", "CurrentEpochCached"}
+    result = prove(Config(protocol, messages=2))
+    assert result.status == "failed" and result.counterexample.kind == "initiation"
 
 
 def test_same_lemmas_fail_for_hw_and_bounded_model_checking_shows_the_violation_reachable():
@@ -114,7 +125,7 @@ def test_k_induction_base_case_and_step():
     assert two.status == "failed" and two.counterexample.kind == "initiation"  # reachable in one step
     assert [action.name for action in two.counterexample.actions] == ["ProducerWrite"]
     assert two.counterexample.trace.states()[-1].written == 1
-    proof = prove(Config("leader-epoch", messages=2), k=2)
+    proof = prove(Config("kip-320", messages=2), k=2)
     assert proof.status == "proved" and {q.depth for q in proof.queries if q.kind == "initiation"} == {0, 1}
 
 
@@ -180,9 +191,9 @@ def LeaderHwPositive(s):
                                              for i, r in enumerate(s.replicas)]))
 
 
-result = prove(Config("kip-279", messages=2), [*LEMMAS, HwBelowLeo])
+result = prove(Config("kip-320", messages=2), [*LEMMAS, HwBelowLeo])
 print(result.status, result.reason)                      # proved ...
-result = prove(Config("kip-279", messages=2), [*LEMMAS, LeaderHwPositive])
+result = prove(Config("kip-320", messages=2), [*LEMMAS, LeaderHwPositive])
 cti = result.counterexample
 print(result.status, cti.lemma, cti.action)              # failed LeaderHwPositive <the action>
 '''
@@ -196,10 +207,10 @@ def test_a_users_lemma_function_works_as_the_readme_shows(capsys, tmp_path):
     # the same lemma from a file on the command line
     path = tmp_path / "mine.py"
     path.write_text(README_EXAMPLE.split("result =")[0] + "LEMMAS = [HwBelowLeo]\n")
-    code, out, _ = run(capsys, "--protocol", "kip-279", "--lemmas", str(path))
+    code, out, _ = run(capsys, "--protocol", "kip-320", "--lemmas", str(path))
     assert code == exitcodes.OK and f"{len(LEMMAS) + 1} lemmas" in out
     path.write_text(README_EXAMPLE.split("result =")[0] + "LEMMAS = [LeaderHwPositive]\n")
-    code, out, _ = run(capsys, "--protocol", "kip-279", "--lemmas", str(path), "--bmc-depth", "6")
+    code, out, _ = run(capsys, "--protocol", "kip-320", "--lemmas", str(path), "--bmc-depth", "6")
     assert code == exitcodes.FAILED and "LeaderHwPositive" in out and "no violation" in out
 
 

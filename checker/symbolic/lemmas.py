@@ -1,6 +1,8 @@
 """The shipped strengthening lemmas: with them, `prove` shows NoCommittedDataLoss and
-NoLogDivergence for `leader-epoch` and `kip-279` with 2 replicas, acks=all, clean elections,
-flushed writes and no network failure, for any number of crashes and elections.
+NoLogDivergence for `kip-320` (Kafka 2.0.1) with 2 replicas, acks=all, clean elections, flushed
+writes and no network failure, for any number of crashes and elections. `leader-epoch` (0.11.0)
+and `kip-279` (2.0.0) cache a new leader's epoch only with its first append, so
+`LeaderCacheLatest` and `CurrentEpochCached` do not hold there (`tests/test_prove.py`).
 
 Each lemma is a plain function from a `SymState` to a Z3 formula; its name names it in the
 proof's queries and its docstring's first paragraph says what it claims. They were found from
@@ -344,8 +346,8 @@ def IsrAgreesWithEpochHolders(s: SymState):
 
 def SafeTruncationPoint(s: SymState):
     """Below the offset a replica would truncate to on the answer of the controller's leader or of
-    an ISR member to OffsetsForLeaderEpoch (Kafka 0.11's answer for its latest epoch, or its own
-    HW when that is undefined), its log agrees with that replica's log. (KIP-279 truncates no
+    an ISR member to OffsetsForLeaderEpoch (Kafka 0.11's answer for its latest epoch, as 0.11
+    gives it, or its own HW when that is undefined), its log agrees with that replica's log. (KIP-279 truncates no
     further than where this lemma makes logs agree; the lemma serves both protocols.)"""
     terms = []
     for q, leader, _, other in pairs(s):
