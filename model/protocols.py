@@ -48,7 +48,7 @@ CHOICES: tuple[Choice, ...] = (
         True: "a leader-epoch cache of (epoch, start offset): an entry opens at every appended record whose "
               "epoch is newer than the latest one (`Log.append` -> `LeaderEpochFileCache.assign`), and "
               "truncation drops the entries at or past the cut (`LeaderEpochFileCache.clearAndFlushLatest`)",
-    }, ("ProducerWrite", "FollowerHandleFetchResponse", "ControllerElectLeader")),
+    }, ("ProducerWrite", "FollowerHandleFetchResponse")),
     Choice("epoch_on_election", {
         False: "a new leader's epoch enters its cache with its first append only (`Partition.makeLeader` does "
                "not touch the cache), and `LeaderEpochFileCache.endOffsetFor` answers UNDEFINED_EPOCH_OFFSET "
@@ -321,7 +321,8 @@ def offset_truncation_state(leader_epoch: int, leader_end: int, follower: Replic
 HISTORY: tuple[Protocol, ...] = (
     Protocol(
         "hw", "0.10", "truncate to the local high watermark (Kafka < 0.11)",
-        epoch_cache=False, epoch_on_election=False, new_follower=TRUNCATE_TO_HW, epoch_lookup=NO_LOOKUP, isr_join=JOIN_AT_HW,
+        epoch_cache=False, epoch_on_election=False, new_follower=TRUNCATE_TO_HW, epoch_lookup=NO_LOOKUP,
+        isr_join=JOIN_AT_HW,
         truncate_on_fetch=False,
         doc="Kafka 0.10.2: `ReplicaManager.makeFollowers` truncates each new follower to its high watermark "
             "(`logManager.truncateTo(partitionsToMakeFollower ... highWatermark)`); no epoch cache."),
@@ -357,7 +358,8 @@ HISTORY: tuple[Protocol, ...] = (
             "the replica acting as leader in the follower's own epoch."),
     Protocol(
         "diverging-epoch", "2.8.0", "truncation on the fetch response's diverging epoch (Kafka 2.8.0)",
-        epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP, isr_join=JOIN_PAST_EPOCH_START,
+        epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
+        isr_join=JOIN_PAST_EPOCH_START,
         truncate_on_fetch=True, diverging_fetch_updates_leader=True,
         doc="Kafka 2.7 leader side, KAFKA-10554 follower side in 2.8.0: each fetch carries `lastFetchedEpoch`; "
             "`Partition.readRecords` answers a diverging one with `divergingEpoch` and no records; the follower "
@@ -368,7 +370,8 @@ HISTORY: tuple[Protocol, ...] = (
             "follower takes the HW and truncates in one event, so KAFKA-14704's window is not modelled."),
     Protocol(
         "kafka-13141", "3.0", "a diverging fetch leaves the leader's view of the follower alone (Kafka 2.8.1, 3.0 on)",
-        epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP, isr_join=JOIN_PAST_EPOCH_START,
+        epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
+        isr_join=JOIN_PAST_EPOCH_START,
         truncate_on_fetch=True, diverging_fetch_updates_leader=False,
         doc="KAFKA-13141 (Kafka 2.7.2, 2.8.1, 3.0.0): `ReplicaManager.updateFollowerFetchState` (and "
             "`Partition.fetchRecords` since 3.3) updates a follower's fetch state only from a fetch that does "

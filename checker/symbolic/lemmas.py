@@ -346,9 +346,9 @@ def IsrAgreesWithEpochHolders(s: SymState):
 
 def SafeTruncationPoint(s: SymState):
     """Below the offset a replica would truncate to on the answer of the controller's leader or of
-    an ISR member to OffsetsForLeaderEpoch (Kafka 0.11's answer for its latest epoch, as 0.11
-    gives it, or its own HW when that is undefined), its log agrees with that replica's log. (KIP-279 truncates no
-    further than where this lemma makes logs agree; the lemma serves both protocols.)"""
+    an ISR member to OffsetsForLeaderEpoch (Kafka 0.11.0's answer for its latest epoch, or its own
+    HW when that is undefined), its log agrees with that replica's log. (KIP-279 truncates no
+    further than where this lemma makes logs agree; the lemma serves both lookups.)"""
     terms = []
     for q, leader, _, other in pairs(s):
         offset, _ = kip_101_truncation_point(leader, other, epoch_on_election=False)
