@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from contextlib import closing
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from kafka_mc.model import Action, Config, ReplicationModel, State
 from kafka_mc.model.symmetry import canonical, rename, renaming
@@ -22,9 +22,6 @@ from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 from .partition import ROOT, LevelReport, without_cyclic_gc
 from .result import CheckResult, Stats, SystemTrace, Trace, Violation
 from .workers import LocalPartitions, WorkerPartitions
-
-if TYPE_CHECKING:
-    from kafka_mc.control.system import ControlProperty
 
 
 @dataclass(frozen=True)
@@ -139,7 +136,7 @@ def stop_reason(found: Iterable[str], invariants: set[str], property_count: int,
     return budget.exceeded(distinct, seconds)
 
 
-def search_result(engine: str, config: Config, properties: tuple[Property | ControlProperty, ...],
+def search_result(engine: str, config: Config, properties: tuple[Property, ...],
                   traces: Mapping[str, Trace | SystemTrace], complete: bool, stats: Stats,
                   stopped_because: str) -> CheckResult:
     """The CheckResult of a search that found `traces` (property name -> shortest trace):

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_mc.control import MODELS
-from kafka_mc.control.system import ALWAYS, parse_control_action
-from kafka_mc.counterexamples.values import plain_values
+from kafka_mc.control.system import parse_control_action
+from kafka_mc.model.interface import ALWAYS
+from kafka_mc.model.values import plain_values
 
 from .result import Replay, ReplayStep, SystemTrace
 
@@ -106,7 +107,7 @@ def replay_control(scenario: ControlScenario):
     before = None
     for number, (action, state) in enumerate(scenario.trace.steps()):
         broken = tuple(p.name for p in system.properties if p.kind == ALWAYS and not p.check(before, action, state))
-        values = plain_values(scenario.trace, state)
+        values = plain_values(scenario.trace.system, state)
         mismatches = tuple(f"{name} is {_at(values, name)!r}, expected {expected!r}"
                            for after, checkpoint in scenario.checkpoints if after == number
                            for name, expected in checkpoint.items() if _at(values, name) != expected)

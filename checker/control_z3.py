@@ -26,7 +26,8 @@ import z3
 from kafka_mc.control.controller import NONE, ControllerModel, ControllerState
 from kafka_mc.control.partition_fsm import (LEGAL, NEW, NO_LEADER, NON_EXISTENT, OFFLINE, ONLINE, SELF_LOOPS,
                                             PartitionFsmModel, PartitionFsmState, edge_name)
-from kafka_mc.control.system import ALWAYS, ControlAction
+from kafka_mc.control.system import ControlAction
+from kafka_mc.model.interface import ALWAYS
 
 from .bfs import Budget, search_result, stop_reason
 from .result import Stats, SystemTrace

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Hashable
 
-from kafka_mc.control.system import ALWAYS, TransitionSystem
+from kafka_mc.model.interface import ALWAYS, Model
 
 from .bfs import Budget, Progress, search_result, stop_reason
 from .result import CheckResult, Stats, SystemTrace
@@ -21,7 +21,7 @@ from .result import CheckResult, Stats, SystemTrace
 ENGINE = "bfs"
 
 
-def explore(system: TransitionSystem, *, keep_going: bool = False, budget: Budget = Budget(),
+def explore(system: Model, *, keep_going: bool = False, budget: Budget = Budget(),
             progress: Callable[[Progress], None] | None = None) -> CheckResult:
     """Explore every state reachable in `system`, checking its properties (see `bfs.check` for
     `keep_going` and `budget`)."""
@@ -75,7 +75,7 @@ def explore(system: TransitionSystem, *, keep_going: bool = False, budget: Budge
                          Stats(len(parents), generated, depth, time.perf_counter() - started), stopped_because)
 
 
-def trace_to(system: TransitionSystem, link_of: Callable[[Hashable], tuple], state: Hashable,
+def trace_to(system: Model, link_of: Callable[[Hashable], tuple], state: Hashable,
              last_action=None) -> SystemTrace:
     """The path to `state` by its parent links (`link_of(state)`: the parent and the action from
     it, or None and the initial index), then `last_action` if given."""

@@ -25,7 +25,7 @@ from hypothesis import reproduce_failure as hypothesis_reproduce_failure
 from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
-from kafka_mc.model import Config, ReplicationModel, State, fingerprint
+from kafka_mc.model import Action, Config, ReplicationModel, State, fingerprint
 from kafka_mc.properties import ALWAYS, INVARIANTS, PROPERTIES, Property
 
 from .result import CheckResult, Stats, SystemTrace, Trace, Violation
@@ -83,17 +83,17 @@ class ReplicationMachine(RuleBasedStateMachine):
     def trace(self) -> Trace:
         return Trace(self.config, self.initial, tuple(self.actions))
 
-    def _saw(self, before: State | None, state: State) -> None:
+    def _saw(self, before: State | None, action: Action | None, state: State) -> None:
         tally = self.tally
         tally.seen.add(fingerprint(state))
         for prop in self.witnesses:
-            if prop.name not in tally.reached and prop.check(before, state):
+            if prop.name not in tally.reached and prop.check(before, action, state):
                 tally.reached[prop.name] = self.trace()
 
     def _start(self, leader: int, avoid: frozenset[str]) -> None:
         self.initial, self.avoided = leader, avoid
         self.state = self.model.initial_states()[leader]
-        self._saw(None, self.state)
+        self._saw(None, None, self.state)
 
     @rule(data=st.data())
     def step(self, data) -> None:
@@ -110,9 +110,9 @@ class ReplicationMachine(RuleBasedStateMachine):
         tally = self.tally
         tally.steps += 1
         tally.longest = max(tally.longest, len(self.actions))
-        self._saw(before, following)
+        self._saw(before, action, following)
         for prop in self.step_properties:
-            if not prop.holds(before, following):
+            if not prop.holds(before, action, following):
                 raise PropertyViolated(prop.name, self.trace())
 
     def _check(self, prop: Property) -> None:
@@ -244,8 +244,8 @@ def _replayed(error: PropertyViolated, properties: tuple[Property, ...]) -> Viol
     trace = error.trace
     states = trace.states()
     prop = next(p for p in properties if p.name == error.invariant)
-    before = states[-2] if len(states) > 1 else None
-    if prop.check(before, states[-1]):
+    before, action = (states[-2], trace.actions[-1]) if len(states) > 1 else (None, None)
+    if prop.check(before, action, states[-1]):
         raise AssertionError(f"the shrunk trace of {error.invariant} replays without violating it")
     return Violation(error.invariant, trace)
 

@@ -191,15 +191,17 @@ class Partition:
         """(node, key, action slot, successor) for a whole frontier, in key order; counts them
         and offers to `report` each step invariant broken and each step witness reached."""
         slots, successors, represent = self.slots, self.model.indexed_successors, self.represent
+        step_properties = self.step_invariants or self.step_witnesses
         for position, state in enumerate(self.packer.unpack(current.records)):
             node, key = current.nodes[position], current.key(position)
             for slot, following in successors(state):
                 report.generated += 1
+                action = self.model.action_at(slot) if step_properties else None
                 for prop in self.step_invariants:
-                    if not prop.holds(state, following):
+                    if not prop.holds(state, action, following):
                         report.offer(prop.name, key * slots + slot, (self.index, node, slot))
                 for prop in self.step_witnesses:
-                    if prop.holds(state, following):
+                    if prop.holds(state, action, following):
                         report.offer(prop.name, key * slots + slot, (self.index, node, slot))
                 yield node, key, slot, represent(following)
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kafka_mc.model import Action, Config, ReplicationModel, State
+from kafka_mc.model.interface import next_state
 
 
 class ReplayError(ValueError):
@@ -124,7 +125,7 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class SystemTrace(_Steps):
-    """A behaviour of a control-plane model (`control.system.TransitionSystem`): an initial
+    """A behaviour of a control-plane model (`model.interface.Model`): an initial
     state by index and the actions taken from it, replayed by the model as `Trace` is."""
 
     system: Any
@@ -137,8 +138,6 @@ class SystemTrace(_Steps):
 
     def states(self) -> list:
         """The initial state and the state after each action; ReplayError if a step is disabled."""
-        from kafka_mc.control.system import next_state
-
         initial_states = self.system.initial_states()
         if not 0 <= self.initial < len(initial_states):
             raise ReplayError(0, "Init", f"there is no initial state {self.initial}")

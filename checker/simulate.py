@@ -217,11 +217,12 @@ class _Walker:
         """Check the newest state (and step); True when the run should end: at any violation, or
         with `keep_going` at the violation of an invariant no run has broken yet (a shorter trace
         of one already broken is still kept)."""
+        action = actions[-1] if before is not None else None
         broken = [p.name for p in self.state_invariants if not p.holds(state)]
         if before is not None:
-            broken += [p.name for p in self.step_invariants if not p.holds(before, state)]
+            broken += [p.name for p in self.step_invariants if not p.holds(before, action, state)]
         for prop in self.witnesses:
-            if prop.name not in self.reached and prop.check(before, state):
+            if prop.name not in self.reached and prop.check(before, action, state):
                 self.reached[prop.name] = Trace(self.config, initial, tuple(actions))
         return self._found(broken, Trace(self.config, initial, without_loops(states, actions))) if broken else False
 

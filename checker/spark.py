@@ -161,7 +161,8 @@ def _expander(config: Config, symmetry: bool, step_props: tuple[Property, ...]):
         for parent_fp, blob in rows:
             state = unpack(blob)
             for slot, following in successors(state):
-                held = [p.holds(state, following) != (p.kind == ALWAYS) for p in step_props] if steps else ()
+                held = ([p.holds(state, model.action_at(slot), following) != (p.kind == ALWAYS) for p in step_props]
+                        if steps else ())
                 following = represent(following)
                 fp = hash(following)
                 key = edge_key(parent_fp, slot)

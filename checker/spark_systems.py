@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Hashable
 
-from kafka_mc.control.system import ALWAYS
+from kafka_mc.model.interface import ALWAYS
 
 from .bfs import Budget, Progress, search_result, stop_reason
 from .explore import trace_to

@@ -15,7 +15,8 @@ from typing import Any, Hashable
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from kafka_mc.control.system import ALWAYS, ControlAction
+from kafka_mc.control.system import ControlAction
+from kafka_mc.model.interface import ALWAYS
 
 from .machine import PropertyViolated, identifier_of
 from .result import SystemTrace
@@ -24,7 +25,7 @@ from .result import SystemTrace
 class SystemMachine(RuleBasedStateMachine):
     """The base of every generated machine; `system_machine` fills in `system`."""
 
-    system: Any = None  # the model (a `control.system.TransitionSystem`)
+    system: Any = None  # the model (a `model.interface.Model`)
 
     def __init__(self) -> None:
         super().__init__()

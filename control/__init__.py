@@ -1,6 +1,6 @@
 """The control plane of the cluster internals article (README "Sources"): replica assignment and
 preferred-leader rebalancing as functions, and controller election, the partition state machine
-and rebalancing as transition systems (`control.system`) for the engines."""
+and rebalancing as models (`model.interface.Model`) for the engines."""
 
 from typing import Any
 
@@ -11,7 +11,7 @@ from .rebalance import DEFAULT_IMBALANCE_PERCENTAGE, Cluster, Move, fail, imbala
 from .rebalance_model import RebalanceConfig, RebalanceModel
 from .system import ModelConfig
 
-# name -> (the model's class, a `control.system.TransitionSystem`; its configuration's class)
+# name -> (the model's class, a `model.interface.Model`; its configuration's class)
 MODELS: dict[str, tuple[type[Any], type[ModelConfig]]] = {
     ControllerModel.name: (ControllerModel, ControllerConfig),
     PartitionFsmModel.name: (PartitionFsmModel, PartitionFsmConfig),

@@ -26,8 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, NamedTuple
 
-from .system import (ALWAYS, SOMETIMES, ControlAction, ControlProperty, Goal, ModelConfig, bit_members,
-                     check_bool, check_int, put)
+from kafka_mc.model.interface import ALWAYS, SOMETIMES, Goal, Property
+
+from .system import ControlAction, ModelConfig, bit_members, check_bool, check_int, put
 
 NONE = -1
 SOURCE = "seed 001: controller election through the ephemeral /controller znode, controller epoch"
@@ -162,16 +163,16 @@ def live_controller(state: ControllerState) -> bool:
 
 
 PROPERTIES = (
-    ControlProperty("OneControllerPerEpoch", ALWAYS, SOURCE, one_controller_per_epoch),
-    ControlProperty("StaleControllerIgnored", ALWAYS,
+    Property("OneControllerPerEpoch", ALWAYS, SOURCE, one_controller_per_epoch),
+    Property("StaleControllerIgnored", ALWAYS,
                     "seed 001: brokers ignore commands of an older controller epoch", stale_request_ignored,
                     on_step=True),
-    ControlProperty("ControllerFailover", SOMETIMES, "seed 001: a new race once the controller's session expires",
+    Property("ControllerFailover", SOMETIMES, "seed 001: a new race once the controller's session expires",
                     lambda state: max(state.acting) >= 2),
-    ControlProperty("TwoBrokersActAsController", SOMETIMES,
+    Property("TwoBrokersActAsController", SOMETIMES,
                     "a deposed controller acts until it notices: why requests carry the epoch",
                     lambda state: sum(epoch > 0 for epoch in state.acting) >= 2),
-    ControlProperty("StaleRequestArrives", SOMETIMES,
+    Property("StaleRequestArrives", SOMETIMES,
                     "a deposed controller's request reaches a broker that obeyed a newer one",
                     lambda before, action, after: _is_stale_request(before, action), on_step=True),
 )

@@ -24,12 +24,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, NamedTuple
 
-from kafka_mc.model import Action, Config, ReplicationModel, State, parse_action
+from kafka_mc.model import Action, Config, State
 from kafka_mc.model.config import CHECK_COUNT_LIMIT
-from kafka_mc.properties import PROPERTIES, Property
-from kafka_mc.properties.recovery import RECOVERABILITY, RECOVERABILITY_SOURCE, live_replicas_agree
+from kafka_mc.model.interface import SOMETIMES, Goal, Property
+from kafka_mc.properties import PROPERTIES
 
-from .system import SOMETIMES, ControlAction, ControlProperty, Goal, check_int, parse_control_action
+from .replication import ReplicationSystem
+from .system import ControlAction, check_int, parse_control_action
 
 CONTROLLER_ACTIONS = ("ControllerNoticeFailure", "ControllerElectLeader")  # what needs a live controller
 FAILS, ELECTED = ControlAction("ControllerFails"), ControlAction("NewControllerElected")
@@ -53,18 +54,19 @@ class FailoverState(NamedTuple):
 
 
 class FailoverModel:
-    """The replication model and a controller that fails over (`control.system`)."""
+    """The replication model and a controller that fails over (a `model.interface.Model`)."""
 
     name = "replication-failover"
 
     def __init__(self, config: FailoverConfig):
         self.config = config
-        self.model = ReplicationModel(config)
+        self.model = ReplicationSystem(config)
         self.action_names = (*self.model.action_names, FAILS.name, ELECTED.name)
         self.properties = (*(_lifted(p) for p in PROPERTIES),
-                           ControlProperty("ControllerFailover", SOMETIMES, "seed 003, partition scenario 8",
-                                           lambda state: state.controller_up and state.controller_failures > 0))
-        self.goal = Goal(RECOVERABILITY, RECOVERABILITY_SOURCE, lambda state: live_replicas_agree(state.replication))
+                           Property("ControllerFailover", SOMETIMES, "seed 003, partition scenario 8",
+                                    lambda state: state.controller_up and state.controller_failures > 0))
+        goal = self.model.goal
+        self.goal = Goal(goal.name, goal.source, lambda state: goal.holds(state.replication))
 
     def initial_states(self) -> list[FailoverState]:
         """The replication model's initial states (index i: replica i leads), the controller up."""
@@ -83,19 +85,18 @@ class FailoverModel:
         """A replication action (`ProducerWrite(A)`) or `ControllerFails()` / `NewControllerElected()`."""
         if text.strip().startswith((FAILS.name, ELECTED.name)):
             return parse_control_action(text, (FAILS.name, ELECTED.name))
-        return parse_action(text, self.model.action_names, self.config.replicas)
+        return self.model.parse_action(text)
 
     def state_values(self, state: FailoverState) -> dict:
-        from kafka_mc.counterexamples.itf import state_values
-
-        return {**state_values(state.replication), "controllerUp": state.controller_up,
+        return {**self.model.state_values(state.replication), "controllerUp": state.controller_up,
                 "controllerFailures": state.controller_failures}
 
 
-def _lifted(prop: Property) -> ControlProperty:
-    """A replication property over the replication part of a state (or step)."""
+def _lifted(prop: Property) -> Property:
+    """A replication property over the replication part of a state (or step); a step of the
+    controller's own is a step in which the replication state stays as it was."""
     if prop.on_step:
-        return ControlProperty(prop.name, prop.kind, prop.source,
-                               lambda before, action, after: prop.holds(before.replication, after.replication),
-                               on_step=True)
-    return ControlProperty(prop.name, prop.kind, prop.source, lambda state: prop.holds(state.replication))
+        return Property(prop.name, prop.kind, prop.source,
+                        lambda before, action, after: prop.holds(before.replication, action, after.replication),
+                        on_step=True)
+    return Property(prop.name, prop.kind, prop.source, lambda state: prop.holds(state.replication))

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from typing import Iterator, NamedTuple
 
 from .assignment import assign_replicas
-from .system import (ALWAYS, SOMETIMES, ControlAction, ControlProperty, Goal, ModelConfig, bit_members,
-                     check_bool, check_int, put)
+from kafka_mc.model.interface import ALWAYS, SOMETIMES, Goal, Property
+
+from .system import ControlAction, ModelConfig, bit_members, check_bool, check_int, put
 
 NON_EXISTENT, NEW, ONLINE, OFFLINE = range(4)
 STATE_NAMES = ("NonExistentPartition", "NewPartition", "OnlinePartition", "OfflinePartition")
@@ -203,13 +204,13 @@ def edge_name(edge: tuple[int, int]) -> str:
 
 
 EDGE_WITNESSES = tuple(
-    ControlProperty(edge_name(edge), SOMETIMES,
+    Property(edge_name(edge), SOMETIMES,
                     f"Kafka's PartitionStateMachine allows {STATE_NAMES[edge[0]]} -> {STATE_NAMES[edge[1]]}",
                     _takes(edge), on_step=True)
     for edge in sorted(LEGAL))
 PROPERTIES = (
-    ControlProperty("OnlyLegalTransitions", ALWAYS, SOURCE, only_legal_transitions, on_step=True),
-    ControlProperty("OnlineMeansLed", ALWAYS, "seed 001: an online partition has a leader", online_means_led),
+    Property("OnlyLegalTransitions", ALWAYS, SOURCE, only_legal_transitions, on_step=True),
+    Property("OnlineMeansLed", ALWAYS, "seed 001: an online partition has a leader", online_means_led),
     *EDGE_WITNESSES,
 )
 SETTLED = Goal("PartitionsSettled", "every partition can again be online or deleted",

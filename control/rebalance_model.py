@@ -22,7 +22,9 @@ from typing import Iterator, NamedTuple
 
 from .assignment import assign_replicas
 from .rebalance import Cluster, fail, rebalance, recover
-from .system import ALWAYS, SOMETIMES, ControlAction, ControlProperty, Goal, ModelConfig, bit_members, check_int
+from kafka_mc.model.interface import ALWAYS, SOMETIMES, Goal, Property
+
+from .system import ControlAction, ModelConfig, bit_members, check_int
 
 NO_LEADER = -1
 SOURCE = "seed 001: leader.imbalance.per.broker.percentage and the preferred replica election"
@@ -66,8 +68,8 @@ class RebalanceModel:
                                           start=0, shift=0)
         self.properties = (
             *BASE_PROPERTIES,
-            ControlProperty("PreferredLeadersRestored", ALWAYS, SOURCE, self._restored, on_step=True),
-            ControlProperty("LeaderNotPreferred", SOMETIMES, "seed 001: after failures leaders pile up on "
+            Property("PreferredLeadersRestored", ALWAYS, SOURCE, self._restored, on_step=True),
+            Property("LeaderNotPreferred", SOMETIMES, "seed 001: after failures leaders pile up on "
                             "surviving brokers", lambda state: not self.balanced(state)),
         )
         self.goal = Goal("PreferredLeadersCanReturn", SOURCE, self.balanced)
@@ -131,10 +133,10 @@ def leader_lost_only_by_failure(before: RebalanceState, action: ControlAction, a
 
 
 BASE_PROPERTIES = (
-    ControlProperty("LeadersLiveAndInSync", ALWAYS, "seed 001: a leader is elected from the live ISR",
+    Property("LeadersLiveAndInSync", ALWAYS, "seed 001: a leader is elected from the live ISR",
                     leaders_live_and_in_sync),
-    ControlProperty("NoLeaderlessMove", ALWAYS, "seed 001: leadership moves from the old leader to the new",
+    Property("NoLeaderlessMove", ALWAYS, "seed 001: leadership moves from the old leader to the new",
                     leader_lost_only_by_failure, on_step=True),
-    ControlProperty("LeadershipMovesBack", SOMETIMES, SOURCE,
+    Property("LeadershipMovesBack", SOMETIMES, SOURCE,
                     lambda before, action, after: action.name == "AutoLeaderRebalance", on_step=True),
 )

@@ -16,6 +16,7 @@ import itf_py
 from tabulate import tabulate
 
 from kafka_mc.checker.result import CheckResult, SystemTrace
+from kafka_mc.model.values import plain_value, sorted_values
 
 from .control_sequence import controller_sequence
 from .html import STYLE, config_list
@@ -23,7 +24,6 @@ from .itf import FORMAT_DESCRIPTION, INIT
 from .reports import write_files
 from .summary import config_text
 from .text import conjunct, tla_value
-from .values import control_values, plain_value
 from .views import result_view
 
 
@@ -31,7 +31,7 @@ SEQUENCES = {"controller": controller_sequence}  # the models whose Markdown ope
 
 
 def _labelled_states(trace: SystemTrace) -> list[tuple[str, dict[str, Any]]]:
-    return [(INIT if action is None else str(action), control_values(trace, state)) for action, state in trace.steps()]
+    return [(INIT if action is None else str(action), sorted_values(trace.system, state)) for action, state in trace.steps()]
 
 
 def control_itf(trace: SystemTrace, violated: str | None) -> str:

@@ -8,84 +8,17 @@ checks that the replay gives the states the file shows.
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple
+from typing import Any
 
 import itf_py
 
 from kafka_mc.checker.result import Trace
-from kafka_mc.model import Config, ReplicationModel, State, parse_action
-from kafka_mc.model.state import ROLE_NAMES, STATUS_NAMES, isr_members, record_name, replica_name
-
-from .views import acked_names, leader_name
+from kafka_mc.model import Config, ReplicationModel, parse_action
+from kafka_mc.model.values import state_values
 
 ITF_VARS = ("replicas", "controller", "written", "crashes", "committed", "consumed", "acked")
 INIT = "Init"
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
-
-
-class SortedSet(frozenset):
-    """A set that iterates in sorted order, so that it is written the same on every run."""
-
-    def __iter__(self):
-        return iter(sorted(frozenset.__iter__(self)))
-
-
-class LogRecord(NamedTuple):
-    msg: str
-    epoch: int
-
-
-class ReplicaVar(NamedTuple):
-    log: list[LogRecord]
-    unflushed: int
-    hw: int
-    leo: int
-    epochCache: list[tuple[int, int]]
-    status: str
-    role: str
-    leaderEpoch: int
-    reachesZooKeeper: bool
-    reachesBrokers: bool
-
-
-class ControllerVar(NamedTuple):
-    leader: str
-    epoch: int
-    isr: SortedSet
-
-
-def state_values(state: State) -> dict[str, Any]:
-    """The ITF variables of a state as Python values: records are named tuples, sequences
-    lists, sets SortedSets, functions dicts keyed in sorted order, tuples plain tuples."""
-    return {
-        "replicas": {replica_name(i): _replica_var(state, i) for i in range(len(state.replicas))},
-        "controller": ControllerVar(
-            leader_name(state),
-            state.controller.epoch,
-            SortedSet(replica_name(m) for m in isr_members(state.controller.isr)),
-        ),
-        "written": state.written,
-        "crashes": state.crashes,
-        "committed": SortedSet((offset, f"m{msg}") for offset, msg in state.committed),
-        "consumed": SortedSet((offset, f"m{msg}") for offset, msg in state.consumed),
-        "acked": SortedSet(acked_names(state)),
-    }
-
-
-def _replica_var(state: State, index: int) -> ReplicaVar:
-    replica = state.replicas[index]
-    return ReplicaVar(
-        log=[LogRecord(record_name(r), r.epoch) for r in replica.log],
-        unflushed=replica.unflushed,
-        hw=replica.hw,
-        leo=replica.leo,
-        epochCache=list(replica.epochs),
-        status=STATUS_NAMES[replica.status],
-        role=ROLE_NAMES[replica.role],
-        leaderEpoch=replica.epoch,
-        reachesZooKeeper=not state.zk_cut >> index & 1,
-        reachesBrokers=not state.peer_cut >> index & 1,
-    )
 
 
 def trace_to_itf(trace: Trace, invariant: str | None) -> dict:

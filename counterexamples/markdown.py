@@ -7,9 +7,10 @@ from tabulate import tabulate
 from kafka_mc.checker.result import Trace
 from kafka_mc.model import PROTOCOLS
 from kafka_mc.model.state import UNKNOWN, replica_name
+from kafka_mc.model.values import leader_name
 
 from .steps import CONTROLLER, Change, Step, controller_text, epoch_text, response_text, trace_steps, verdict
-from .views import TABLE_HEADERS, leader_name, replica_rows
+from .views import TABLE_HEADERS, replica_rows
 
 
 def trace_markdown(trace: Trace, invariant: str | None, title: str) -> str:

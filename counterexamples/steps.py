@@ -14,9 +14,10 @@ from kafka_mc.model.state import (
     record_name,
     replica_name,
 )
+from kafka_mc.model.values import leader_name
 from kafka_mc.properties import failing_invariants
 
-from .views import epochs_text, isr_text, leader_name, status_text
+from .views import epochs_text, isr_text, status_text
 
 CONTROLLER = "Controller"
 

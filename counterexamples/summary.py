@@ -10,10 +10,10 @@ from kafka_mc.checker.graph import Recoverability
 from kafka_mc.checker.result import CheckResult, KernelStats, SystemTrace
 from kafka_mc.checker.scenario import Replay, Scenario
 from kafka_mc.model import Config
+from kafka_mc.model.values import leader_name, plain_values
 from kafka_mc.properties import INVARIANTS
 
-from .values import plain_values
-from .views import TABLE_HEADERS, isr_text, leader_name, replica_rows
+from .views import TABLE_HEADERS, isr_text, replica_rows
 
 
 def config_text(config: Config) -> str:
@@ -96,7 +96,7 @@ def _control_changes(trace: SystemTrace) -> Callable[[Any], list[str]]:
     previous: dict = {}
 
     def describe(step) -> list[str]:
-        values = plain_values(trace, step.state)
+        values = plain_values(trace.system, step.state)
         changed = [f"    {name} = {value}" for name, value in values.items() if previous.get(name) != value]
         previous.clear()
         previous.update(values)

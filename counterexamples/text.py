@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from kafka_mc.checker.result import Trace
+from kafka_mc.model.values import state_values
 
-from .itf import state_values
 from .steps import first_failure, trace_steps
 
 

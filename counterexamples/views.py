@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from kafka_mc.checker.result import CheckResult, KernelStats, Trace
 from kafka_mc.model.state import (
-    NO_LEADER,
     ROLE_NAMES,
     STATUS_NAMES,
     Replica,
@@ -13,6 +12,7 @@ from kafka_mc.model.state import (
     record_name,
     replica_name,
 )
+from kafka_mc.model.values import acked_names, leader_name
 
 TABLE_HEADERS = ("replica", "status", "role", "log (epoch)", "LEO", "HW", "epoch cache", "ISR", "leader epoch")
 
@@ -24,10 +24,6 @@ def log_text(replica: Replica) -> str:
                     for offset, r in enumerate(replica.log)) or "-"
 
 
-def acked_names(state: State) -> list[str]:
-    return [f"m{msg}" for msg in range(1, state.acked.bit_length()) if state.acked >> msg & 1]
-
-
 def status_text(state: State, index: int) -> str:
     """The replica's status, with the network failures it is behind."""
     cut = [name for mask, name in ((state.zk_cut, "no ZooKeeper"), (state.peer_cut, "no brokers"))
@@ -37,10 +33,6 @@ def status_text(state: State, index: int) -> str:
 
 def epochs_text(replica: Replica) -> str:
     return " ".join(f"{epoch}=>{start}" for epoch, start in replica.epochs) or "-"
-
-
-def leader_name(state: State) -> str:
-    return "-" if state.controller.leader == NO_LEADER else replica_name(state.controller.leader)
 
 
 def isr_text(state: State) -> str:

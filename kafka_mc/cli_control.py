@@ -30,7 +30,7 @@ from kafka_mc.cli_common import (
 from kafka_mc.cli_simulate import chosen_seed, simulation_code, simulation_text, simulation_view, with_progress
 from kafka_mc.cli_spark import spark_system_search
 from kafka_mc.control import MODELS
-from kafka_mc.control.system import ALWAYS
+from kafka_mc.model.interface import ALWAYS
 from kafka_mc.counterexamples.control import control_result_view, control_text, write_control_reports
 from kafka_mc.counterexamples.summary import result_text
 from kafka_mc.progress import ProgressReporter

@@ -49,10 +49,11 @@ from kafka_mc.cli_common import (
 )
 from kafka_mc.counterexamples.reports import write_reports
 from kafka_mc.counterexamples.text import trace_text
-from kafka_mc.counterexamples.views import TABLE_HEADERS, isr_text, leader_name, replica_rows, state_view, trace_view
+from kafka_mc.counterexamples.views import TABLE_HEADERS, isr_text, replica_rows, state_view, trace_view
 from kafka_mc.model import Config
 from kafka_mc.model.config import SIMULATION_COUNT_LIMIT
 from kafka_mc.progress import ProgressReporter
+from kafka_mc.model.values import leader_name
 
 ANY = "any"
 METHODS = ("lemmas", "spacer")

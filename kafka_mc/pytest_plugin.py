@@ -24,14 +24,14 @@ from __future__ import annotations
 import inspect
 import random
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import pytest
 from tabulate import tabulate
 
-from kafka_mc.model import Action, Config, ReplicationModel, State
+from kafka_mc.model import Config
 from kafka_mc.model.config import CHECK_COUNT_LIMIT, BOUNDED_COUNTS
 from kafka_mc.properties import ALWAYS, SOMETIMES, Property
 
@@ -167,7 +167,7 @@ class KafkaMc:
             engine = "hypothesis"  # the property replays a Hypothesis example
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
-        prop = user_property(config, predicate, name)
+        prop = user_property(predicate, name)
         exhaustive_bounds = all(getattr(config, count) <= CHECK_COUNT_LIMIT for count in BOUNDED_COUNTS)
         if engine == "bfs" and not exhaustive_bounds:
             raise ValueError(f"the bfs engine explores at most {CHECK_COUNT_LIMIT} of each of "
@@ -202,7 +202,6 @@ class KafkaMc:
         trace = _counterexample(result, prop)
         if trace is None:
             return Outcome(engine, complete, result.stats.distinct_states, getattr(result, "examples", 0))
-        trace = _violating_last_action(trace, predicate)
         raise PropertyFailed(self._message(trace, prop, predicate, engine, result))
 
     def _message(self, trace, prop: Property, predicate: Callable, engine: str, result) -> str:
@@ -283,31 +282,12 @@ def _assertion(predicate: Callable, *arguments) -> str:
     return ""
 
 
-def user_property(config: Config, predicate: Callable, name: str) -> Property:
-    """The user's predicate as an `always` Property. A step predicate sees every action that leads
-    from the state before to the state after (a Property's step check sees only the two states)."""
+def user_property(predicate: Callable, name: str) -> Property:
+    """The user's predicate as an `always` Property (of a state, or of a step)."""
     if _arity(predicate) == 1:
         return Property(name, ALWAYS, "user property", lambda state: _holds(predicate, state))
-    between = _ActionsBetween(ReplicationModel(config))
     return Property(name, ALWAYS, "user step property",
-                    lambda before, after: all(_holds(predicate, before, action, after)
-                                              for action in between(before, after)),
-                    on_step=True)
-
-
-class _ActionsBetween:
-    """The actions that lead from one state to another, remembering the last state's successors
-    (engines take every successor of a state in a row)."""
-
-    def __init__(self, model: ReplicationModel):
-        self.model = model
-        self._state: State | None = None
-        self._successors: list[tuple[Action, State]] = []
-
-    def __call__(self, before: State, after: State) -> list[Action]:
-        if before is not self._state:
-            self._state, self._successors = before, list(self.model.successors(before))
-        return [action for action, following in self._successors if following == after]
+                    lambda before, action, after: _holds(predicate, before, action, after), on_step=True)
 
 
 def _bfs(config: Config, prop: Property, max_states: int | None):
@@ -318,7 +298,7 @@ def _bfs(config: Config, prop: Property, max_states: int | None):
     budget = Budget(max_states=max_states)
     if not prop.on_step:
         return check(config, [prop], budget=budget)
-    failure = Property(prop.name, SOMETIMES, prop.source, lambda before, after: not prop.holds(before, after),
+    failure = Property(prop.name, SOMETIMES, prop.source, lambda before, action, after: not prop.holds(before, action, after),
                        on_step=True)
     return check(config, [failure], budget=budget)
 
@@ -333,22 +313,6 @@ def _counterexample(result, prop: Property):
     return None
 
 
-def _violating_last_action(trace, predicate: Callable):
-    """A step counterexample whose last step another action could also take: the action that breaks
-    the property (a state property's trace is returned as it is)."""
-    if _arity(predicate) == 1 or not trace.actions:
-        return trace
-    states = trace.states()
-    before, after, last = states[-2], states[-1], trace.actions[-1]
-    if not _holds(predicate, before, last, after):
-        return trace
-    model = ReplicationModel(trace.config)
-    for action, following in model.successors(before):
-        if following == after and not _holds(predicate, before, action, after):
-            return replace(trace, actions=trace.actions[:-1] + (action,))
-    return trace
-
-
 # --------------------------------------------------------------------------- the message
 
 
@@ -359,7 +323,8 @@ def _config_text(config: Config) -> str:
 def step_table(trace, prop: Property) -> str:
     """One row per step: the action, each replica's log (epochs), HW and role, the controller, and
     where the property fails."""
-    from kafka_mc.counterexamples.views import isr_text, leader_name, log_text
+    from kafka_mc.counterexamples.views import isr_text, log_text
+    from kafka_mc.model.values import leader_name
     from kafka_mc.model.state import ROLE_NAMES, STATUS_NAMES, replica_name
 
     steps = trace.steps()
@@ -372,7 +337,7 @@ def step_table(trace, prop: Property) -> str:
             status = "" if replica.alive else f" ({STATUS_NAMES[replica.status]})"
             cells.append(f"[{log_text(replica)}] HW {replica.hw} {ROLE_NAMES[replica.role]}{status}")
         controller = f"{leader_name(state)} e{state.controller.epoch} {isr_text(state)}"
-        broken = (before is not None and not prop.holds(before, state)) if prop.on_step else not prop.holds(state)
+        broken = (before is not None and not prop.holds(before, action, state)) if prop.on_step else not prop.holds(state)
         rows.append((number, "Init" if action is None else str(action), *cells, controller,
                      "✗ violated" if broken else ""))
         before = state

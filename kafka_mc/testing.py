@@ -170,7 +170,7 @@ def _compare(model: ReplicationModel, encoding: Encoding, state: State, expansio
     for prop in PROPERTIES:
         if prop.on_step:
             for (slot, after), values in zip(expected, expansion.step_properties):
-                if prop.name in values and values[prop.name] != prop.holds(state, after):
+                if prop.name in values and values[prop.name] != prop.holds(state, model.action_at(slot), after):
                     report.mismatches.append(Mismatch(config, state, f"step property {prop.name} after "
                                                                      f"{model.action_at(slot)}: {values[prop.name]}"))
         elif prop.name in expansion.state_properties and expansion.state_properties[prop.name] != prop.holds(state):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
+from kafka_mc.model.interface import Goal
 from kafka_mc.model.state import State
 
 RECOVERABILITY = "LiveReplicasAgree"
@@ -14,3 +15,6 @@ def live_replicas_agree(state: State) -> bool:
     """Every two live replicas hold the same records below the lower of their HWs."""
     live = [replica for replica in state.replicas if replica.alive]
     return all(a.log[: min(a.hw, b.hw)] == b.log[: min(a.hw, b.hw)] for a, b in combinations(live, 2))
+
+
+GOAL = Goal(RECOVERABILITY, RECOVERABILITY_SOURCE, live_replicas_agree)

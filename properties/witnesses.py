@@ -17,7 +17,7 @@ def leader_changed(state: State) -> bool:
     return state.controller.epoch > 0
 
 
-def follower_truncated(before: State, after: State) -> bool:
+def follower_truncated(before: State, action, after: State) -> bool:
     """A step removed records from some replica's log."""
     return any(a.leo < b.leo for a, b in zip(after.replicas, before.replicas))
 

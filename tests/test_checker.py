@@ -122,26 +122,28 @@ def test_workers_must_be_positive():
         check(Config(), workers=0)
 
 
-def _log_never_shrinks(before, after) -> bool:
+def _log_never_shrinks(before, action, after) -> bool:
     return all(len(b.log) <= len(a.log) for b, a in zip(before.replicas, after.replicas))
 
 
 NO_LOG_SHRINKS = Property("NoLogShrinks", ALWAYS, "a test's step invariant", _log_never_shrinks, on_step=True)
 EPOCH_NEVER_DECREASES = Property("EpochNeverDecreases", ALWAYS, "a test's step invariant",
-                                 lambda before, after: after.controller.epoch >= before.controller.epoch, on_step=True)
+                                 lambda before, action, after: after.controller.epoch >= before.controller.epoch,
+                                 on_step=True)
 STEP_INVARIANTS = (NO_LOG_SHRINKS, EPOCH_NEVER_DECREASES)
 
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_step_invariant_is_checked_on_every_transition(workers):
-    """An `always` property of a step (before, after) is a step invariant: the engine reports the
-    shortest path whose last step breaks it, and the other holds."""
+    """An `always` property of a step (before, action, after) is a step invariant: the engine
+    reports the shortest path whose last step breaks it, and the other holds."""
     result = check(Config("hw", messages=2, crashes=1, elections=1), STEP_INVARIANTS, keep_going=True,
                    workers=workers)
     assert result.complete and result.violated == ("NoLogShrinks",)
     states = result.violations[0].trace.states()
-    assert not _log_never_shrinks(states[-2], states[-1])
-    assert all(_log_never_shrinks(before, after) for before, after in zip(states[:-2], states[1:-1]))
+    actions = result.violations[0].trace.actions
+    assert not _log_never_shrinks(states[-2], actions[-1], states[-1])
+    assert all(_log_never_shrinks(*step) for step in zip(states[:-2], actions[:-1], states[1:-1]))
     # B copies m1 (its HW stays 0), crashes, restarts and truncates to its HW on BecomeFollower
     assert [str(action) for action in result.violations[0].trace.actions] == [
         "ProducerWrite(A)", "LeaderHandleFetchRequest(B)", "FollowerHandleFetchResponse(B)", "ReplicaCrash(B)",

@@ -26,7 +26,8 @@ class ModelEncoding:
         for state in states:
             successors = tuple(model.indexed_successors(state))
             values = {p.name: p.holds(state) for p in PROPERTIES if not p.on_step}
-            steps = tuple({p.name: p.holds(state, after) for p in PROPERTIES if p.on_step} for _, after in successors)
+            steps = tuple({p.name: p.holds(state, model.action_at(slot), after) for p in PROPERTIES if p.on_step}
+                          for slot, after in successors)
             yield self.spoil(state, Expansion(successors, values, steps))
 
 

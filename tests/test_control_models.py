@@ -19,7 +19,8 @@ from kafka_mc.cli import main
 from kafka_mc.control import (MODELS, ControllerConfig, ControllerModel, PartitionFsmConfig, PartitionFsmModel,
                               RebalanceConfig, RebalanceModel)
 from kafka_mc.control.partition_fsm import LEGAL, NON_EXISTENT, ONLINE
-from kafka_mc.control.system import ALWAYS, ConfigError, ControlAction
+from kafka_mc.control.system import ConfigError, ControlAction
+from kafka_mc.model.interface import ALWAYS
 from kafka_mc.counterexamples.control import control_html, control_itf, control_markdown, control_text
 
 SMALL_SYSTEMS = [

@@ -97,8 +97,8 @@ def test_the_machine_is_generated_from_the_model_for_every_protocol_and_setting(
 def test_a_step_property_is_checked_on_every_step_and_its_failure_carries_the_trace():
     config = Config(protocol="kip-279")
     never_truncate = Property("NeverTruncates", "always", "test",
-                              lambda before, after: all(a.leo >= b.leo for b, a in zip(before.replicas,
-                                                                                         after.replicas)),
+                              lambda before, action, after: all(a.leo >= b.leo for b, a in zip(before.replicas,
+                                                                                                 after.replicas)),
                               on_step=True)
     result = hypothesis_check(config, [never_truncate], settings=settings(settings.get_profile(CI_PROFILE),
                                                                           max_examples=500), seed=SEED)

@@ -66,7 +66,7 @@ def test_each_enabled_action_is_drawn_about_equally_often():
     model = ReplicationModel(HW)
     firsts: Counter = Counter()
 
-    def note_first_step(before, after):
+    def note_first_step(before, action, after):
         if before in initial_states:
             firsts[(before, after)] += 1
         return True

@@ -178,12 +178,13 @@ def test_executors_without_kafka_mc_run_the_copy_shipped_with_the_job(tmp_path):
 
 
 def test_a_step_invariant_is_found_where_it_breaks_as_the_local_engine_finds_it(spark):
-    def shrinks(before, after):  # defined here, so the executors get it by value
+    def shrinks(before, action, after):  # defined here, so the executors get it by value
         return all(len(b.log) <= len(a.log) for b, a in zip(before.replicas, after.replicas))
 
     STEP_INVARIANTS = (Property("NoLogShrinks", ALWAYS, "a test's step invariant", shrinks, on_step=True),
                        Property("EpochNeverDecreases", ALWAYS, "a test's step invariant",
-                                lambda before, after: after.controller.epoch >= before.controller.epoch, on_step=True))
+                                lambda before, action, after: after.controller.epoch >= before.controller.epoch,
+                                on_step=True))
     result, _ = run_spark_check(TRUNCATING, STEP_INVARIANTS, keep_going=True, spark=spark, kernel=False)
     local = check(TRUNCATING, STEP_INVARIANTS, keep_going=True)
     assert result.violated == local.violated == ("NoLogShrinks",)

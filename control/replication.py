@@ -1,0 +1,50 @@
+"""The replication model as a `model.interface.Model`: the transitions of
+`model.replication.ReplicationModel`, the properties to check (`properties.PROPERTIES` unless given)
+and the recoverability goal (`properties.recovery.GOAL`)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator
+
+from kafka_mc.model import Action, Config, ReplicationModel, State, parse_action
+from kafka_mc.model.interface import Property
+from kafka_mc.model.values import state_values
+from kafka_mc.properties import PROPERTIES
+from kafka_mc.properties.recovery import GOAL
+
+
+class ReplicationSystem:
+    """One partition's replication under `config`, with `properties` to check."""
+
+    name = "replication"
+    goal = GOAL
+
+    def __init__(self, config: Config, properties: Iterable[Property] = PROPERTIES):
+        self.config = config
+        self.properties = tuple(properties)
+        self.transitions = ReplicationModel(config)
+        self.action_names = self.transitions.action_names
+
+    def __reduce__(self):
+        return type(self), (self.config, self.properties)
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is type(self) and self.config == other.config  # type: ignore[attr-defined]
+                and self.properties == other.properties)  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((self.config, self.properties))
+
+    def initial_states(self) -> list[State]:
+        """Index i: replica i leads (`ReplicationModel.initial_states`)."""
+        return self.transitions.initial_states()
+
+    def successors(self, state: State) -> Iterator[tuple[Action, State]]:
+        return self.transitions.successors(state)
+
+    def parse_action(self, text: str) -> Action:
+        """`ProducerWrite(A)` and the like; ValueError naming the bad part and what is allowed."""
+        return parse_action(text, self.action_names, self.config.replicas)
+
+    def state_values(self, state: State) -> dict[str, Any]:
+        return state_values(state)

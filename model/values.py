@@ -1,0 +1,118 @@
+"""A state's variables as values, the way every report shows them. `state_values` gives the
+replication state's: records are named tuples, sequences lists, sets `SortedSet`s, functions dicts
+keyed in order (the ITF writer, the TLC-style text and the Markdown and HTML reports read these).
+For any model, `sorted_values` and `plain_values` give its `state_values` sorted, and as JSON."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from .interface import Model
+from .state import NO_LEADER, ROLE_NAMES, STATUS_NAMES, State, isr_members, record_name, replica_name
+
+
+class SortedSet(frozenset):
+    """A set that iterates in sorted order, so that it is written the same on every run."""
+
+    def __iter__(self):
+        return iter(sorted(frozenset.__iter__(self)))
+
+
+class LogRecord(NamedTuple):
+    msg: str
+    epoch: int
+
+
+class ReplicaVar(NamedTuple):
+    log: list[LogRecord]
+    unflushed: int
+    hw: int
+    leo: int
+    epochCache: list[tuple[int, int]]
+    status: str
+    role: str
+    leaderEpoch: int
+    reachesZooKeeper: bool
+    reachesBrokers: bool
+
+
+class ControllerVar(NamedTuple):
+    leader: str
+    epoch: int
+    isr: SortedSet
+
+
+def state_values(state: State) -> dict[str, Any]:
+    """The ITF variables of a state as Python values: records are named tuples, sequences
+    lists, sets SortedSets, functions dicts keyed in sorted order, tuples plain tuples."""
+    return {
+        "replicas": {replica_name(i): _replica_var(state, i) for i in range(len(state.replicas))},
+        "controller": ControllerVar(
+            leader_name(state),
+            state.controller.epoch,
+            SortedSet(replica_name(m) for m in isr_members(state.controller.isr)),
+        ),
+        "written": state.written,
+        "crashes": state.crashes,
+        "committed": SortedSet((offset, f"m{msg}") for offset, msg in state.committed),
+        "consumed": SortedSet((offset, f"m{msg}") for offset, msg in state.consumed),
+        "acked": SortedSet(acked_names(state)),
+    }
+
+
+def _replica_var(state: State, index: int) -> ReplicaVar:
+    replica = state.replicas[index]
+    return ReplicaVar(
+        log=[LogRecord(record_name(r), r.epoch) for r in replica.log],
+        unflushed=replica.unflushed,
+        hw=replica.hw,
+        leo=replica.leo,
+        epochCache=list(replica.epochs),
+        status=STATUS_NAMES[replica.status],
+        role=ROLE_NAMES[replica.role],
+        leaderEpoch=replica.epoch,
+        reachesZooKeeper=not state.zk_cut >> index & 1,
+        reachesBrokers=not state.peer_cut >> index & 1,
+    )
+
+
+def acked_names(state: State) -> list[str]:
+    return [f"m{msg}" for msg in range(1, state.acked.bit_length()) if state.acked >> msg & 1]
+
+
+def leader_name(state: State) -> str:
+    return "-" if state.controller.leader == NO_LEADER else replica_name(state.controller.leader)
+
+
+def sorted_values(model: Model, state) -> dict[str, Any]:
+    """A state's variables (`model.state_values`) with every set sorted and every map keyed in order."""
+    return {name: _sorted(value) for name, value in model.state_values(state).items()}
+
+
+def plain_values(model: Model, state) -> dict[str, Any]:
+    """A state's variables as JSON values (sets as sorted lists, map keys as strings): what the JSON
+    summary shows and what a scenario's checkpoints are compared with."""
+    return plain_value(sorted_values(model, state))
+
+
+def plain_value(value: Any) -> Any:
+    """A value of `control_values` as JSON: sets as sorted lists, named tuples as objects."""
+    if isinstance(value, frozenset):
+        return [plain_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(key): plain_value(v) for key, v in value.items()}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return {key: plain_value(v) for key, v in zip(value._fields, value)}  # as `_asdict()`
+    if isinstance(value, (list, tuple)):
+        return [plain_value(v) for v in value]
+    return value
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, frozenset):
+        return SortedSet(_sorted(v) for v in value)
+    if isinstance(value, dict):
+        return {key: _sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
