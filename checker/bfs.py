@@ -15,12 +15,13 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
+from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.model import Action, Config, ReplicationModel, State
 from kafka_mc.model.symmetry import canonical, rename, renaming
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
 from .partition import ROOT, LevelReport, without_cyclic_gc
-from .result import CheckResult, Stats, SystemTrace, Trace, Violation
+from .result import CheckResult, Stats, Trace, Violation
 from .workers import LocalPartitions, WorkerPartitions
 
 
@@ -58,7 +59,7 @@ def concrete_trace(model: ReplicationModel, initial: int, actions: list[Action],
     `represent` picks them); each is renamed to act on the concrete state, so the trace replays
     without symmetry."""
     if not symmetry:
-        return Trace(model.config, initial, tuple(actions))
+        return Trace(ReplicationSystem(model.config), initial, tuple(actions))
     state = model.initial_states()[initial]
     representative = represent(state)
     concrete = []
@@ -67,7 +68,7 @@ def concrete_trace(model: ReplicationModel, initial: int, actions: list[Action],
         following, represented = model.next_state(state, concrete[-1]), model.next_state(representative, action)
         assert following is not None and represented is not None  # every action of the path is enabled
         state, representative = following, represent(represented)
-    return Trace(model.config, initial, tuple(concrete))
+    return Trace(ReplicationSystem(model.config), initial, tuple(concrete))
 
 
 def check(
@@ -137,7 +138,7 @@ def stop_reason(found: Iterable[str], invariants: set[str], property_count: int,
 
 
 def search_result(engine: str, config: Config, properties: tuple[Property, ...],
-                  traces: Mapping[str, Trace | SystemTrace], complete: bool, stats: Stats,
+                  traces: Mapping[str, Trace], complete: bool, stats: Stats,
                   stopped_because: str) -> CheckResult:
     """The CheckResult of a search that found `traces` (property name -> shortest trace):
     violations shortest first, witnesses reached or not."""

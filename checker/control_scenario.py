@@ -31,7 +31,7 @@ from kafka_mc.control.system import parse_control_action
 from kafka_mc.model.interface import ALWAYS
 from kafka_mc.model.values import plain_values
 
-from .result import Replay, ReplayStep, SystemTrace
+from .result import Replay, ReplayStep, Trace
 
 TOP_LEVEL = {"model", "title", "source", "description", "article", "initial", "steps", "config", "checkpoint",
              "expected_violations"}
@@ -51,7 +51,7 @@ class ControlScenario:
     title: str
     source: str
     description: str
-    trace: SystemTrace
+    trace: Trace
     checkpoints: tuple[tuple[int, dict], ...]  # (after step, variable -> value)
     expected_violations: tuple[str, ...]
     article: str = ""
@@ -95,19 +95,19 @@ def parse_control_scenario(path: Path, data: dict, article: str) -> ControlScena
             raise ValueError(f"checkpoint 'after' must be a step number from 0 to {len(actions)}, not {after!r}")
         checkpoints.append((after, {key: value for key, value in entry.items() if key != "after"}))
     return ControlScenario(path, str(data.get("title", "")), str(data.get("source", "")),
-                           str(data.get("description", "")), SystemTrace(system, initial, actions), tuple(checkpoints),
+                           str(data.get("description", "")), Trace(system, initial, actions), tuple(checkpoints),
                            tuple(expected), article)
 
 
 def replay_control(scenario: ControlScenario):
     """Run the scenario step by step: each step's broken invariants and checkpoint differences;
     ReplayError names the first step that is not enabled."""
-    system = scenario.trace.system
+    system = scenario.trace.model
     result = Replay(scenario)
     before = None
     for number, (action, state) in enumerate(scenario.trace.steps()):
         broken = tuple(p.name for p in system.properties if p.kind == ALWAYS and not p.check(before, action, state))
-        values = plain_values(scenario.trace.system, state)
+        values = plain_values(scenario.trace.model, state)
         mismatches = tuple(f"{name} is {_at(values, name)!r}, expected {expected!r}"
                            for after, checkpoint in scenario.checkpoints if after == number
                            for name, expected in checkpoint.items() if _at(values, name) != expected)

@@ -11,7 +11,7 @@ rebalance model has no encoding: one of its steps is a whole run of the rebalanc
 `bounded_check` unrolls the relation depth by depth on one solver and asks, at each depth, for
 a violation of each invariant not yet violated (the first depth that answers is the shortest
 counterexample) and for each witness not yet reached. Every solver model is decoded into a
-`SystemTrace` and replayed through the explicit model; a disagreement is an internal error.
+`Trace` and replayed through the explicit model; a disagreement is an internal error.
 No violation up to the bound is reported as exactly that: the run is incomplete.
 """
 
@@ -30,7 +30,7 @@ from kafka_mc.control.system import ControlAction
 from kafka_mc.model.interface import ALWAYS
 
 from .bfs import Budget, search_result, stop_reason
-from .result import Stats, SystemTrace
+from .result import Stats, Trace
 
 ENGINE = "z3"
 
@@ -411,7 +411,7 @@ def bounded_check(model, depth: int, *, keep_going: bool = False, max_seconds: f
     solver.add(encoding.initial(states[0]))
     properties = model.properties
     invariants = {p.name for p in properties if p.kind == ALWAYS}
-    traces: dict[str, SystemTrace] = {}
+    traces: dict[str, Trace] = {}
     stopped_because, reached = "", 0
     for level in range(depth + 1):
         if level:
@@ -456,11 +456,11 @@ def bounded_check(model, depth: int, *, keep_going: bool = False, max_seconds: f
     return replace(result, bounded_to=depth)
 
 
-def _trace(encoding: Encoding, solver_model: z3.ModelRef, states: list, actions: list) -> SystemTrace:
-    """The solver's path as a SystemTrace, replayed through the explicit model and compared state by state."""
+def _trace(encoding: Encoding, solver_model: z3.ModelRef, states: list, actions: list) -> Trace:
+    """The solver's path as a Trace, replayed through the explicit model and compared state by state."""
     chosen = tuple(encoding.action_instances[solver_model.eval(a, model_completion=True).as_long()]
                    for a in actions)
-    trace = SystemTrace(encoding.model, 0, chosen)
+    trace = Trace(encoding.model, 0, chosen)
     replayed = trace.states()
     decoded = [encoding.decode(solver_model, s) for s in states]
     if replayed != decoded:

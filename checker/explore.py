@@ -16,7 +16,7 @@ from typing import Callable, Hashable
 from kafka_mc.model.interface import ALWAYS, Model
 
 from .bfs import Budget, Progress, search_result, stop_reason
-from .result import CheckResult, Stats, SystemTrace
+from .result import CheckResult, Stats, Trace
 
 ENGINE = "bfs"
 
@@ -76,7 +76,7 @@ def explore(system: Model, *, keep_going: bool = False, budget: Budget = Budget(
 
 
 def trace_to(system: Model, link_of: Callable[[Hashable], tuple], state: Hashable,
-             last_action=None) -> SystemTrace:
+             last_action=None) -> Trace:
     """The path to `state` by its parent links (`link_of(state)`: the parent and the action from
     it, or None and the initial index), then `last_action` if given."""
     actions = [] if last_action is None else [last_action]
@@ -84,4 +84,4 @@ def trace_to(system: Model, link_of: Callable[[Hashable], tuple], state: Hashabl
     while parent is not None:
         actions.append(link)
         parent, link = link_of(parent)
-    return SystemTrace(system, link, tuple(reversed(actions)))
+    return Trace(system, link, tuple(reversed(actions)))

@@ -16,10 +16,11 @@ from typing import Any, Callable
 
 import networkx as nx
 
+from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.model import Config, ReplicationModel, fingerprint
 from kafka_mc.properties.recovery import RECOVERABILITY, live_replicas_agree
 
-from .result import SystemTrace, Trace
+from .result import Trace
 
 DEFAULT_GRAPH_LIMIT = 200_000
 
@@ -72,7 +73,7 @@ class Recoverability:
     property: str
     states: int
     unrecoverable: int
-    example: Trace | SystemTrace | None  # a shortest trace to an unrecoverable state
+    example: Trace | None  # a shortest trace to an unrecoverable state
 
     @builtins.property  # the field `property` shadows the builtin in this class's body
     def holds(self) -> bool:
@@ -81,13 +82,13 @@ class Recoverability:
 
 def check_recoverability(config: Config, graph: nx.DiGraph) -> Recoverability:
     return _recoverability(RECOVERABILITY, graph, live_replicas_agree,
-                           lambda initial, actions: Trace(config, initial, actions))
+                           lambda initial, actions: Trace(ReplicationSystem(config), initial, actions))
 
 
 def check_goal(system, graph: nx.DiGraph) -> Recoverability:
     """AG EF of a control-plane model's goal: from every reachable state the goal is reachable."""
     return _recoverability(system.goal.name, graph, system.goal.holds,
-                           lambda initial, actions: SystemTrace(system, initial, actions))
+                           lambda initial, actions: Trace(system, initial, actions))
 
 
 def _recoverability(name: str, graph: nx.DiGraph, good: Callable, trace: Callable) -> Recoverability:

@@ -25,10 +25,11 @@ from hypothesis import reproduce_failure as hypothesis_reproduce_failure
 from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
+from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.model import Action, Config, ReplicationModel, State, fingerprint
 from kafka_mc.properties import ALWAYS, INVARIANTS, PROPERTIES, Property
 
-from .result import CheckResult, Stats, SystemTrace, Trace, Violation
+from .result import CheckResult, Stats, Trace, Violation
 
 ENGINE = "hypothesis"
 CI_PROFILE, LONG_PROFILE = "kafka-mc-ci", "kafka-mc-long"
@@ -44,7 +45,7 @@ Settings.register_profile(LONG_PROFILE, max_examples=5000, stateful_step_count=2
 class PropertyViolated(AssertionError):
     """A property broken along a behaviour of the machine; `trace` is that behaviour."""
 
-    def __init__(self, invariant: str, trace: Trace | SystemTrace):
+    def __init__(self, invariant: str, trace: Trace):
         steps = ", ".join(map(str, trace.actions)) or "none"
         super().__init__(f"{invariant} is violated after {len(trace)} steps: {steps}")
         self.invariant = invariant
@@ -81,7 +82,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         type(self).tally.examples += 1
 
     def trace(self) -> Trace:
-        return Trace(self.config, self.initial, tuple(self.actions))
+        return Trace(ReplicationSystem(self.config), self.initial, tuple(self.actions))
 
     def _saw(self, before: State | None, action: Action | None, state: State) -> None:
         tally = self.tally

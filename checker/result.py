@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kafka_mc.model import Action, Config, ReplicationModel, State
+from kafka_mc.model import Action, Config, State
 from kafka_mc.model.interface import next_state
 
 
@@ -41,27 +41,31 @@ class _Steps:
 
 @dataclass(frozen=True)
 class Trace(_Steps):
-    """A behaviour: an initial state (by its index among the model's initial states) and the
-    actions taken from it. States are rebuilt by re-running the model, so any engine's
-    trace can be replayed and re-checked by the explicit model; it pickles small."""
+    """A behaviour of a model (`model.interface.Model`): an initial state (by its index among the
+    model's initial states) and the actions taken from it. States are rebuilt by re-running the
+    model, so any engine's trace can be replayed and re-checked by the explicit model; it pickles
+    small."""
 
-    config: Config
+    model: Any
     initial: int
-    actions: tuple[Action, ...]
-    start: State | None = None  # a given first state instead of an initial one (a counterexample to induction)
+    actions: tuple
+    start: Any = None  # a given first state instead of an initial one (a counterexample to induction)
 
-    def states(self) -> list[State]:
+    @property
+    def config(self) -> Any:
+        return self.model.config
+
+    def states(self) -> list:
         """The initial state and the state after each action; ReplayError if a step is disabled."""
-        model = ReplicationModel(self.config)
         if self.start is not None:
             states = [self.start]
         else:
-            initial_states = model.initial_states()
+            initial_states = self.model.initial_states()
             if not 0 <= self.initial < len(initial_states):
                 raise ReplayError(0, "Init", f"there is no initial state {self.initial}")
             states = [initial_states[self.initial]]
         for number, action in enumerate(self.actions, start=1):
-            following = model.next_state(states[-1], action)
+            following = next_state(self.model, states[-1], action)
             if following is None:
                 raise ReplayError(number, action, "not enabled in the state before it")
             states.append(following)
@@ -71,7 +75,7 @@ class Trace(_Steps):
 @dataclass(frozen=True)
 class Violation:
     invariant: str
-    trace: Trace | SystemTrace  # a SystemTrace for a control-plane model
+    trace: Trace
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,7 @@ class CheckResult:
     violations: tuple[Violation, ...]
     witnesses: dict[str, bool]
     stopped_because: str = ""
-    witness_traces: dict[str, Trace | SystemTrace] = field(default_factory=dict)
+    witness_traces: dict[str, Trace] = field(default_factory=dict)
     bounded_to: int | None = None  # bounded model checking: the depth asked for (never complete)
 
     @property
@@ -121,33 +125,6 @@ class CheckResult:
     @property
     def passed(self) -> bool:
         return self.complete and not self.violations and not self.unreached_witnesses
-
-
-@dataclass(frozen=True)
-class SystemTrace(_Steps):
-    """A behaviour of a control-plane model (`model.interface.Model`): an initial
-    state by index and the actions taken from it, replayed by the model as `Trace` is."""
-
-    system: Any
-    initial: int
-    actions: tuple
-
-    @property
-    def config(self):
-        return self.system.config
-
-    def states(self) -> list:
-        """The initial state and the state after each action; ReplayError if a step is disabled."""
-        initial_states = self.system.initial_states()
-        if not 0 <= self.initial < len(initial_states):
-            raise ReplayError(0, "Init", f"there is no initial state {self.initial}")
-        states = [initial_states[self.initial]]
-        for number, action in enumerate(self.actions, start=1):
-            following = next_state(self.system, states[-1], action)
-            if following is None:
-                raise ReplayError(number, action, "not enabled in the state before it")
-            states.append(following)
-        return states
 
 
 @dataclass(frozen=True)

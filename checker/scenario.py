@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.model import Config, ConfigError, ReplicationModel, State, parse_action
 from kafka_mc.model.state import ROLE_NAMES, STATUS_NAMES, record_name, replica_index
 from kafka_mc.properties import failing_invariants
@@ -120,7 +121,7 @@ def _parse(path: Path, data: dict) -> Scenario | ControlScenario:
         title=_string(data, "title"),
         source=data.get("source", ""),
         description=data.get("description", ""),
-        trace=Trace(config, initial, actions),
+        trace=Trace(ReplicationSystem(config), initial, actions),
         checkpoints=tuple(_checkpoint(entry, len(actions), config) for entry in data.get("checkpoint", [])),
         expected_violations=_invariant_names(data, "expected_violations") or (),
         exhaustive_violations=_invariant_names(data, "exhaustive_violations"),

@@ -17,11 +17,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable
 
+from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.model import Action, Config, ReplicationModel, State, fingerprint
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
 from .partition import without_cyclic_gc
-from .result import CheckResult, Stats, SystemTrace, Trace, Violation
+from .result import CheckResult, Stats, Trace, Violation
 
 if TYPE_CHECKING:
     from kafka_mc.control.system import ControlAction
@@ -164,8 +165,8 @@ class _Walker:
         self.state_invariants = [p for p in properties if p.kind == ALWAYS and not p.on_step]
         self.step_invariants = [p for p in properties if p.kind == ALWAYS and p.on_step]
         self.witnesses = [p for p in properties if p.kind != ALWAYS]
-        self.violations: dict[str, Trace | SystemTrace] = {}
-        self.reached: dict[str, Trace | SystemTrace] = {}
+        self.violations: dict[str, Trace] = {}
+        self.reached: dict[str, Trace] = {}
         self.seen: set = set()
         self.states = self.steps = self.longest = 0
 
@@ -223,8 +224,8 @@ class _Walker:
             broken += [p.name for p in self.step_invariants if not p.holds(before, action, state)]
         for prop in self.witnesses:
             if prop.name not in self.reached and prop.check(before, action, state):
-                self.reached[prop.name] = Trace(self.config, initial, tuple(actions))
-        return self._found(broken, Trace(self.config, initial, without_loops(states, actions))) if broken else False
+                self.reached[prop.name] = Trace(ReplicationSystem(self.config), initial, tuple(actions))
+        return self._found(broken, Trace(ReplicationSystem(self.config), initial, without_loops(states, actions))) if broken else False
 
     def _found(self, broken: list[str], trace) -> bool:
         """Keep `trace` for the invariants it breaks (if new, or shorter); True when the run should end."""
@@ -272,10 +273,10 @@ class _SystemWalker(_Walker):
             broken += [p.name for p in self.step_invariants if not p.holds(before, action, state)]
         for prop in self.witnesses:
             if prop.name not in self.reached and prop.check(before, action, state):
-                self.reached[prop.name] = SystemTrace(self.system, initial, tuple(actions))
+                self.reached[prop.name] = Trace(self.system, initial, tuple(actions))
         if not broken:
             return False
-        return self._found(broken, SystemTrace(self.system, initial, without_loops(states, actions)))
+        return self._found(broken, Trace(self.system, initial, without_loops(states, actions)))
 
 
 def without_loops(states: list[State], actions: list[Action]) -> tuple[Action, ...]:

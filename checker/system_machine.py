@@ -2,7 +2,7 @@
 does for the replication model: an `initialize` rule picks the initial state, one rule takes one of
 the enabled actions, the model's state invariants are `@invariant`s and its step invariants are
 checked after each step. A broken invariant raises `machine.PropertyViolated` carrying the behaviour
-as a `SystemTrace`, so the shrunk example replays and renders as the other engines' traces do.
+as a `Trace`, so the shrunk example replays and renders as the other engines' traces do.
 
     from kafka_mc.checker.system_machine import system_machine
     TestController = system_machine(ControllerModel(ControllerConfig())).TestCase
@@ -19,7 +19,7 @@ from kafka_mc.control.system import ControlAction
 from kafka_mc.model.interface import ALWAYS
 
 from .machine import PropertyViolated, identifier_of
-from .result import SystemTrace
+from .result import Trace
 
 
 class SystemMachine(RuleBasedStateMachine):
@@ -33,8 +33,8 @@ class SystemMachine(RuleBasedStateMachine):
         self.state: Hashable | None = None
         self.actions: list[ControlAction] = []
 
-    def trace(self) -> SystemTrace:
-        return SystemTrace(self.system, self.initial, tuple(self.actions))
+    def trace(self) -> Trace:
+        return Trace(self.system, self.initial, tuple(self.actions))
 
     @rule(data=st.data())
     def step(self, data) -> None:

@@ -26,7 +26,7 @@ class ReplicationSystem:
         self.action_names = self.transitions.action_names
 
     def __reduce__(self):
-        return type(self), (self.config, self.properties)
+        return type(self), (self.config,) if self.properties == PROPERTIES else (self.config, self.properties)
 
     def __eq__(self, other: object) -> bool:
         return (type(other) is type(self) and self.config == other.config  # type: ignore[attr-defined]
@@ -41,6 +41,9 @@ class ReplicationSystem:
 
     def successors(self, state: State) -> Iterator[tuple[Action, State]]:
         return self.transitions.successors(state)
+
+    def next_state(self, state: State, action: Action) -> State | None:
+        return self.transitions.next_state(state, action)
 
     def parse_action(self, text: str) -> Action:
         """`ProducerWrite(A)` and the like; ValueError naming the bad part and what is allowed."""

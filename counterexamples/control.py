@@ -15,7 +15,7 @@ from typing import Any
 import itf_py
 from tabulate import tabulate
 
-from kafka_mc.checker.result import CheckResult, SystemTrace
+from kafka_mc.checker.result import CheckResult, Trace
 from kafka_mc.model.values import plain_value, sorted_values
 
 from .control_sequence import controller_sequence
@@ -30,15 +30,15 @@ from .views import result_view
 SEQUENCES = {"controller": controller_sequence}  # the models whose Markdown opens with a sequence diagram
 
 
-def _labelled_states(trace: SystemTrace) -> list[tuple[str, dict[str, Any]]]:
-    return [(INIT if action is None else str(action), sorted_values(trace.system, state)) for action, state in trace.steps()]
+def _labelled_states(trace: Trace) -> list[tuple[str, dict[str, Any]]]:
+    return [(INIT if action is None else str(action), sorted_values(trace.model, state)) for action, state in trace.steps()]
 
 
-def control_itf(trace: SystemTrace, violated: str | None) -> str:
+def control_itf(trace: Trace, violated: str | None) -> str:
     """The trace as ITF JSON text, its `#meta` naming the model, its configuration and the property."""
     states = _labelled_states(trace)
     meta: dict[str, Any] = {"format": "ITF", "format-description": FORMAT_DESCRIPTION, "source": "kafka-mc",
-                            "model": trace.system.name, "config": trace.config.to_dict(), "initial": trace.initial}
+                            "model": trace.model.name, "config": trace.config.to_dict(), "initial": trace.initial}
     if violated is not None:
         meta["invariant"] = violated
     itf = itf_py.Trace(meta=meta, params=[], vars=list(states[0][1]), loop=None,
@@ -47,7 +47,7 @@ def control_itf(trace: SystemTrace, violated: str | None) -> str:
     return json.dumps(itf_py.trace_to_json(itf), indent=2) + "\n"
 
 
-def control_text(trace: SystemTrace, violated: str | None) -> str:
+def control_text(trace: Trace, violated: str | None) -> str:
     """A TLC-style error trace; the last state, where the property first fails, carries a comment."""
     states = _labelled_states(trace)
     lines = []
@@ -74,7 +74,7 @@ def _verdict(violated: str | None, states: list) -> str:
             else "A behaviour of the model.")
 
 
-def control_markdown(trace: SystemTrace, violated: str | None, title: str) -> str:
+def control_markdown(trace: Trace, violated: str | None, title: str) -> str:
     """A table of the steps: each variable's value after each action, changed values in bold; for
     the controller model, a Mermaid sequence diagram of the messages first."""
     states = _labelled_states(trace)
@@ -84,8 +84,8 @@ def control_markdown(trace: SystemTrace, violated: str | None, title: str) -> st
         cells = [tla_value(values[name]).replace("\n", " ") for name in names]
         cells = [f"**{cell}**" if name in changed else cell for name, cell in zip(names, cells)]
         rows.append([number, label.replace("|", "\\|"), *(cell.replace("|", "\\|") for cell in cells)])
-    diagram = SEQUENCES[trace.system.name](trace) + [""] if trace.system.name in SEQUENCES else []
-    return "\n".join([f"# {title}", "", f"Model `{trace.system.name}`, {config_text(trace.config)}. "
+    diagram = SEQUENCES[trace.model.name](trace) + [""] if trace.model.name in SEQUENCES else []
+    return "\n".join([f"# {title}", "", f"Model `{trace.model.name}`, {config_text(trace.config)}. "
                       f"{_verdict(violated, states)}", "", *diagram,
                       tabulate(rows, headers=["step", "action", *names], tablefmt="github"), ""])
 
@@ -99,7 +99,7 @@ td.value { font-family: monospace; white-space: pre-wrap; }
 """.strip()
 
 
-def control_html(trace: SystemTrace, violated: str | None, title: str) -> str:
+def control_html(trace: Trace, violated: str | None, title: str) -> str:
     """One self-contained page: the configuration, the verdict, and a table of every step, changed
     values highlighted and the violating step framed (XHTML-compatible, as the replication page)."""
     states = _labelled_states(trace)
@@ -115,13 +115,13 @@ def control_html(trace: SystemTrace, violated: str | None, title: str) -> str:
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8"/>', f"<title>{escape(title)}</title>",
         f"<style>\n{STYLE}\n{TABLE_STYLE}\n</style>", "</head>", "<body>", f"<h1>{escape(title)}</h1>",
-        f"<p>Model <code>{escape(trace.system.name)}</code>.</p>", config_list(trace),
+        f"<p>Model <code>{escape(trace.model.name)}</code>.</p>", config_list(trace),
         f'<p class="verdict">{escape(verdict)}</p>',
         f'<table class="steps"><thead><tr>{header}</tr></thead><tbody>', *rows, "</tbody></table>",
         "</body>", "</html>"]) + "\n"
 
 
-def control_reports(trace: SystemTrace, violated: str | None, stem: str, title: str) -> dict[str, str]:
+def control_reports(trace: Trace, violated: str | None, stem: str, title: str) -> dict[str, str]:
     """Every report's file name and text."""
     return {f"{stem}.itf.json": control_itf(trace, violated), f"{stem}.txt": control_text(trace, violated),
             f"{stem}.md": control_markdown(trace, violated, title), f"{stem}.html": control_html(trace, violated, title)}
@@ -131,7 +131,6 @@ def write_control_reports(result: CheckResult, model_name: str, out_dir: Path) -
     """A report set for every violation of `result` in `out_dir` (see `reports.write_files`)."""
     files: dict[str, str] = {}
     for violation in result.violations:
-        assert isinstance(violation.trace, SystemTrace)  # a control-plane model's check
         files |= control_reports(violation.trace, violation.invariant, f"{model_name}-{violation.invariant}",
                                  f"{violation.invariant} violated in the {model_name} model")
     return write_files(out_dir, files) if files else []

@@ -4,11 +4,11 @@ its sender to the broker that handles it, obeyed or ignored."""
 
 from __future__ import annotations
 
-from kafka_mc.checker.result import SystemTrace
+from kafka_mc.checker.result import Trace
 from kafka_mc.control.controller import ControllerState
 
 
-def controller_sequence(trace: SystemTrace) -> list[str]:
+def controller_sequence(trace: Trace) -> list[str]:
     """The fenced Mermaid block's lines."""
     brokers = trace.config.brokers
     lines = ["```mermaid", "sequenceDiagram", "    participant ZK as ZooKeeper",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from html import escape
 
-from kafka_mc.checker.result import SystemTrace, Trace
+from kafka_mc.checker.result import Trace
 from kafka_mc.model.state import ROLE_NAMES, Record, Replica, State, record_name, replica_name
 
 from .steps import Step, controller_text, epoch_text, response_text, trace_steps, verdict
@@ -72,7 +72,7 @@ def trace_html(trace: Trace, invariant: str | None, title: str) -> str:
     return "\n".join(parts) + "\n"
 
 
-def config_list(trace: Trace | SystemTrace) -> str:
+def config_list(trace: Trace) -> str:
     """The trace's configuration as an HTML definition list (this page's and the control-plane page's)."""
     items = "".join(f"<dt>{escape(key)}</dt><dd>{escape(str(value))}</dd>"
                     for key, value in trace.config.to_dict().items())

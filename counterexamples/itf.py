@@ -12,6 +12,7 @@ from typing import Any
 
 import itf_py
 
+from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.checker.result import Trace
 from kafka_mc.model import Config, ReplicationModel, parse_action
 from kafka_mc.model.values import state_values
@@ -64,7 +65,7 @@ def itf_to_trace(data: dict) -> Trace:
         raise ValueError(f"not a kafka-mc ITF trace: the first state's action must be {INIT!r}")
     model = ReplicationModel(config)
     actions = tuple(parse_action(label, model.action_names, config.replicas) for label in labels[1:])
-    trace = Trace(config, initial, actions)
+    trace = Trace(ReplicationSystem(config), initial, actions)
     for index, (state, raw) in enumerate(zip(trace.states(), data["states"])):
         expected = itf_py.state_to_json(itf_py.State(meta={}, values=state_values(state)))
         differing = [name for name in ITF_VARS if raw.get(name) != expected[name]]

@@ -7,7 +7,7 @@ from typing import Any, Callable
 from tabulate import tabulate
 
 from kafka_mc.checker.graph import Recoverability
-from kafka_mc.checker.result import CheckResult, KernelStats, SystemTrace
+from kafka_mc.checker.result import CheckResult, KernelStats, Trace
 from kafka_mc.checker.scenario import Replay, Scenario
 from kafka_mc.model import Config
 from kafka_mc.model.values import leader_name, plain_values
@@ -91,12 +91,12 @@ def _replica_table(step) -> list[str]:
             tabulate(replica_rows(state), headers=TABLE_HEADERS)]
 
 
-def _control_changes(trace: SystemTrace) -> Callable[[Any], list[str]]:
+def _control_changes(trace: Trace) -> Callable[[Any], list[str]]:
     """A control-plane step: its action, then every variable that changed (all of them at step 0)."""
     previous: dict = {}
 
     def describe(step) -> list[str]:
-        values = plain_values(trace.system, step.state)
+        values = plain_values(trace.model, step.state)
         changed = [f"    {name} = {value}" for name, value in values.items() if previous.get(name) != value]
         previous.clear()
         previous.update(values)

@@ -13,8 +13,8 @@ import typer
 from tabulate import tabulate
 
 from kafka_mc import cli_spark, exitcodes
+from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.checker import Budget, CheckResult, ReplayError, check
-from kafka_mc.checker.result import SystemTrace
 from kafka_mc.checker.article import compare as compare_with_article
 from kafka_mc.checker.graph import GraphTooLarge, check_recoverability, state_graph
 from kafka_mc.checker.matrix import Axes, run_matrix, run_matrix_on_spark
@@ -269,7 +269,7 @@ def replay_command(
     if out:
         broken = next(iter(replayed.first_breaks), None)
         written = (write_files(out, control_reports(scenario.trace, broken, file.stem, scenario.title))
-                   if isinstance(scenario.trace, SystemTrace) else
+                   if not isinstance(scenario.trace.model, ReplicationSystem) else
                    write_reports(scenario.trace, broken, out, file.stem, scenario.title))
         for path in written:
             print(f"wrote {path}")

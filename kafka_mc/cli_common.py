@@ -21,8 +21,9 @@ from typing import Annotated, Collection, Iterator, Mapping, Optional, overload
 import typer
 
 from kafka_mc import exitcodes
+from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.checker import CheckResult
-from kafka_mc.checker.result import SystemTrace, Trace
+from kafka_mc.checker.result import Trace
 from kafka_mc.counterexamples.reports import write_reports
 from kafka_mc.counterexamples.summary import result_text
 from kafka_mc.counterexamples.text import trace_text
@@ -124,10 +125,10 @@ def write_violation_reports(result: CheckResult, out: Path) -> list[Path]:
     return written
 
 
-def replication_trace(trace: Trace | SystemTrace) -> Trace:
-    """A replication run's trace (a control-plane run's traces are `SystemTrace`s)."""
-    if not isinstance(trace, Trace):
-        raise TypeError(f"a replication run's trace, not {type(trace).__name__}")
+def replication_trace(trace: Trace) -> Trace:
+    """A replication run's trace (TypeError for another model's)."""
+    if not isinstance(trace.model, ReplicationSystem):
+        raise TypeError(f"a replication run's trace, not one of the {trace.model.name} model")
     return trace
 
 

@@ -8,7 +8,8 @@ from typing import Callable
 
 from tabulate import tabulate
 
-from kafka_mc.checker import CheckResult, Trace, check
+from kafka_mc.control.replication import ReplicationSystem
+from kafka_mc.checker import CheckResult, check
 from kafka_mc.checker.graph import Recoverability, check_recoverability, state_graph
 from kafka_mc.checker.scenario import Replay, Scenario, documented_scenarios, load_scenario, replay
 from kafka_mc.counterexamples.reports import write_files, write_reports
@@ -66,13 +67,13 @@ def reproduce_case(path: Path, out_dir: Path) -> CaseOutcome:
     scenario, stem, reports = replayed.scenario, path.stem, list(replayed.reports)
     result = check(scenario.config, keep_going=True)
     for violation in result.violations:
-        assert isinstance(violation.trace, Trace)  # a replication model's check
+        assert isinstance(violation.trace.model, ReplicationSystem)  # a replication model's check
         reports += write_reports(violation.trace, violation.invariant, out_dir,
                                  f"{stem}.shortest-{violation.invariant}",
                                  f"{scenario.title}: shortest violation of {violation.invariant}")
     recoverability = check_recoverability(scenario.config, state_graph(scenario.config))
     if recoverability.example is not None:
-        assert isinstance(recoverability.example, Trace)  # the replication model's graph
+        assert isinstance(recoverability.example.model, ReplicationSystem)  # the replication model's graph
         reports += write_reports(recoverability.example, None, out_dir, f"{stem}.unrecoverable",
                                  f"{scenario.title}: a shortest path to a state that can never recover")
     return CaseOutcome(scenario, replayed.replay, tuple(reports), result, recoverability)

@@ -67,5 +67,9 @@ class Model(Protocol):
 
 
 def next_state(model: Model, state: Hashable, action: Any) -> Any:
-    """The state `action` leads to from `state`, or None when it is not enabled there."""
+    """The state `action` leads to from `state`, or None when it is not enabled there (by the
+    model's own `next_state` where it has one, without computing the other successors)."""
+    own = getattr(model, "next_state", None)
+    if own is not None:
+        return own(state, action)
     return next((following for taken, following in model.successors(state) if taken == action), None)

@@ -141,7 +141,7 @@ def test_the_article_comparison_replays_every_expressible_case_and_agrees():
     scenario's bounds) loses none."""
     comparisons = {comparison.claim.case: comparison for comparison in compare()}
     assert set(comparisons) == {claim.case for claim in CLAIMS}
-    assert comparisons["partition-8"].scenario.trace.system.name == "replication-failover"
+    assert comparisons["partition-8"].scenario.trace.model.name == "replication-failover"
     for case, comparison in comparisons.items():
         assert comparison.replayed is not None and comparison.agrees, case
         assert comparison.model_loses_acked == comparison.claim.loses_acked, case

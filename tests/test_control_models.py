@@ -14,7 +14,7 @@ from kafka_mc import exitcodes
 from kafka_mc.checker import Budget, ReplayError
 from kafka_mc.checker.explore import explore
 from kafka_mc.checker.graph import GraphTooLarge, check_goal, system_graph
-from kafka_mc.checker.result import SystemTrace
+from kafka_mc.checker.result import Trace
 from kafka_mc.cli import main
 from kafka_mc.control import (MODELS, ControllerConfig, ControllerModel, PartitionFsmConfig, PartitionFsmModel,
                               RebalanceConfig, RebalanceModel)
@@ -115,12 +115,12 @@ def test_deleting_an_online_partition_directly_is_an_illegal_transition():
 
 def test_unclean_election_brings_back_a_partition_whose_isr_is_dead():
     system = PartitionFsmModel(PartitionFsmConfig(brokers=2, partitions=1, unclean=True))
-    trace = SystemTrace(system, 0, (ControlAction("CreateTopic"), ControlAction("ControllerElectLeader", (0,)),
+    trace = Trace(system, 0, (ControlAction("CreateTopic"), ControlAction("ControllerElectLeader", (0,)),
                                     ControlAction("BrokerFailure", (1,)), ControlAction("BrokerFailure", (0,)),
                                     ControlAction("BrokerStartup", (1,)), ControlAction("ControllerElectLeader", (0,))))
     last = trace.states()[-1]
     assert last.states == (ONLINE,) and last.leaders == (1,)
-    clean = SystemTrace(PartitionFsmModel(PartitionFsmConfig(brokers=2, partitions=1)), 0, trace.actions)
+    clean = Trace(PartitionFsmModel(PartitionFsmConfig(brokers=2, partitions=1)), 0, trace.actions)
     with pytest.raises(ReplayError, match="step 6"):
         clean.states()
 

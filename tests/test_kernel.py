@@ -5,6 +5,8 @@ engine's counts, verdicts and traces."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -102,7 +104,7 @@ def test_symmetry_gives_the_bfs_engines_counts_verdicts_and_shortest_lengths(con
 
 
 def test_users_properties_run_the_bfs_engine():
-    own = INVARIANTS[0]._replace(holds=lambda state: True)
+    own = dataclasses.replace(INVARIANTS[0], holds=lambda state: True)
     assert kernel_check(Config("hw", messages=1), (own,)).engine == "bfs"
 
 

@@ -4,6 +4,7 @@ import dataclasses
 
 import pytest
 
+from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.checker import ReplayError
 from kafka_mc.checker.scenario import ScenarioError, documented_scenarios, load_scenario, replay
 
@@ -82,7 +83,7 @@ def test_back_to_back_elections_lose_a_committed_record_until_kafka_7415():
     for name in ("leader-epoch", "kip-279"):
         scenario = load_scenario(FINDINGS["back-to-back-elections-kip-279"])
         scenario = dataclasses.replace(scenario, trace=dataclasses.replace(
-            scenario.trace, config=dataclasses.replace(scenario.config, protocol=name)))
+            scenario.trace, model=ReplicationSystem(dataclasses.replace(scenario.config, protocol=name))))
         replayed = replay(scenario)
         assert replayed.first_breaks == {"NoCommittedDataLoss": 24, "NoAckedDataLoss": 24, "NoConsumedRecordLost": 24}
     assert replay(load_scenario(FINDINGS["back-to-back-elections-kip-320"])).first_breaks == {}

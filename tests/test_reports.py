@@ -12,6 +12,7 @@ import itf_py
 import pytest
 
 from kafka_mc.checker import Trace, check
+from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.counterexamples.html import trace_html
 from kafka_mc.counterexamples.itf import ITF_VARS, itf_text, itf_to_trace, trace_to_itf
 from kafka_mc.counterexamples.markdown import trace_markdown
@@ -40,7 +41,7 @@ def leader_epoch_trace() -> Trace:
     """Case D under leader-epoch: exercises ISR shrink and the OffsetsForLeaderEpoch exchange."""
     config = Config(protocol="leader-epoch", messages=3, unclean=True)
     model = ReplicationModel(config)
-    return Trace(config, 0, tuple(parse_action(step, model.action_names, config.replicas)
+    return Trace(ReplicationSystem(config), 0, tuple(parse_action(step, model.action_names, config.replicas)
                                   for step in CASE_D_LEADER_EPOCH))
 
 

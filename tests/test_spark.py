@@ -38,7 +38,7 @@ def assert_same(spark_result, local_result):
     for name, trace in s.witness_traces.items():  # and every witness trace ends where it holds
         states = trace.states()
         prop = properties[name]
-        assert prop.holds(states[-2], states[-1]) if prop.on_step else prop.holds(states[-1])
+        assert prop.holds(states[-2], trace.actions[-1], states[-1]) if prop.on_step else prop.holds(states[-1])
 
 
 TRUNCATING = Config(protocol="hw", messages=2, crashes=1, elections=1)  # a follower truncates at depth 7
@@ -190,4 +190,4 @@ def test_a_step_invariant_is_found_where_it_breaks_as_the_local_engine_finds_it(
     assert result.violated == local.violated == ("NoLogShrinks",)
     assert len(result.violations[0].trace) == len(local.violations[0].trace) == 6
     states = result.violations[0].trace.states()
-    assert not STEP_INVARIANTS[0].holds(states[-2], states[-1])
+    assert not STEP_INVARIANTS[0].holds(states[-2], result.violations[0].trace.actions[-1], states[-1])

@@ -16,6 +16,7 @@ from typing import Callable, Iterable
 
 import z3
 
+from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.checker.result import CheckResult, Stats, Trace, Violation
 from kafka_mc.model import Action, Config
 from kafka_mc.properties import INVARIANTS, Property, failing_invariants
@@ -82,7 +83,7 @@ class Unrolling:
             raise EncodingMismatch(f"the solver's initial state is not an initial state: {decoded[0]}")
         actions: list[Action] = [self.symbolic.slots[as_int(model.eval(a, model_completion=True))]
                                  for a in self.actions[:length]]
-        trace = Trace(self.symbolic.config, initial_states.index(decoded[0]), tuple(actions))
+        trace = Trace(ReplicationSystem(self.symbolic.config), initial_states.index(decoded[0]), tuple(actions))
         for number, (replayed, solved) in enumerate(zip(_replay(trace), decoded)):
             if replayed != solved:
                 raise EncodingMismatch(f"step {number} ({actions[number - 1] if number else 'Init'}): the explicit "

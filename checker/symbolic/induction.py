@@ -28,6 +28,7 @@ from typing import Callable, Iterable, Sequence
 
 import z3
 
+from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.checker.result import Trace
 from kafka_mc.model import PROTOCOLS, Action, Config, ReplicationModel, State
 from kafka_mc.model.config import SIMULATION_COUNT_LIMIT, ConfigError
@@ -372,9 +373,9 @@ def replay_trace(config: Config, unbounded: frozenset[str], states: tuple[State,
         starts = model.initial_states()
         if states[0] not in starts:
             raise EncodingMismatch(f"the solver's first state is not an initial state: {states[0]}")
-        trace = Trace(replay, starts.index(states[0]), actions)
+        trace = Trace(ReplicationSystem(replay), starts.index(states[0]), actions)
     else:
-        trace = Trace(replay, 0, actions, start=states[0])
+        trace = Trace(ReplicationSystem(replay), 0, actions, start=states[0])
     for before, action, solved in zip(states, actions, states[1:]):
         try:
             explicit = model.next_state(before, action)
