@@ -17,6 +17,12 @@ explores exhaustively when the configuration is within `check`'s bounds and its 
 most AUTO_MAX_STATES, and hands larger ones to Hypothesis. On failure the assertion message holds
 the trace as a step table, the report files written (ITF, text, Markdown, HTML) and how to
 reproduce it.
+
+A pass is only a PASSED when every reachable state was explored. A test that checked a property by
+sampling (Hypothesis) and found nothing reads SAMPLED (counted as "sampled" in pytest's summary
+line, listed with its runs, states met and seed at the end); `--kafka-mc-require-exhaustive` makes
+it fail instead. Hypothesis keeps the examples it finds failing in its example database
+(`.hypothesis/` in the working directory) and tries them first on the next run.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from kafka_mc.properties import ALWAYS, SOMETIMES, Property
 
 ENGINES = ("auto", "bfs", "hypothesis")
 AUTO_MAX_STATES = 100_000  # auto: exhaustive up to this many distinct states, then Hypothesis
+SAMPLED = "kafka_mc_sampled"  # a test's user property: a property it checked by sampling, and how
 DEFAULT_MAX_EXAMPLES = 200
 DEFAULT_STEPS = 50  # Hypothesis: steps per example
 _OPTIONS = pytest.StashKey["PluginOptions"]()
@@ -49,6 +56,7 @@ class PluginOptions:
     seed: int
     seed_given: bool
     reports: Path | None
+    require_exhaustive: bool
 
 
 class PropertyFailed(AssertionError):
@@ -77,6 +85,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=f"Hypothesis examples per property. Default: {DEFAULT_MAX_EXAMPLES}.")
     group.addoption("--kafka-mc-seed", default=None, metavar="S",
                     help="Seed of the Hypothesis engine (default: a random one, shown in the header).")
+    group.addoption("--kafka-mc-require-exhaustive", action="store_true", default=False,
+                    help="Fail a property that was checked by sampling (Hypothesis) instead of on every "
+                         "reachable state. Without it such a test reports SAMPLED, not PASSED.")
     group.addoption("--kafka-mc-reports", default=None, metavar="DIR",
                     help="Write the reports of failing properties here (default: under pytest's basetemp).")
 
@@ -94,7 +105,8 @@ def pytest_configure(config: pytest.Config) -> None:
         reports = Path(reports)
         if reports.exists() and not reports.is_dir():
             raise pytest.UsageError(f"--kafka-mc-reports {reports} exists and is not a directory")
-    config.stash[_OPTIONS] = PluginOptions(engine, max_examples, seed, seed_text is not None, reports)
+    config.stash[_OPTIONS] = PluginOptions(engine, max_examples, seed, seed_text is not None, reports,
+                                           config.getoption("--kafka-mc-require-exhaustive"))
 
 
 def _positive(text: str, flag: str, least: int) -> int:
@@ -113,6 +125,30 @@ def pytest_report_header(config: pytest.Config) -> str:
     reports = options.reports if options.reports is not None else "<basetemp>/kafka-mc-reports"
     return (f"kafka-mc: engine {options.engine}, max examples {options.max_examples}, "
             f"seed {options.seed}, reports {reports}")
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
+    """A test that passed having checked a property by sampling reads SAMPLED, not PASSED (counted
+    as "sampled" in pytest's summary line; the exit status stays 0)."""
+    if report.when == "call" and report.passed and any(key == SAMPLED for key, _ in report.user_properties):
+        return "sampled", "S", ("SAMPLED", {"yellow": True})
+    return None
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """Which properties were sampled, how, and how to check every state instead."""
+    sampled = terminalreporter.stats.get("sampled", [])
+    if not sampled:
+        return
+    terminalreporter.section("kafka-mc: properties checked by sampling, not on every state", yellow=True)
+    for report in sampled:
+        for key, text in report.user_properties:
+            if key == SAMPLED:
+                terminalreporter.line(f"{report.nodeid}: {text}")
+    terminalreporter.line("Each held in every state its runs met, but other states were never explored. A "
+                          "configuration with fewer states (auto explores up to "
+                          f"{AUTO_MAX_STATES:,}) or --kafka-mc-engine bfs checks every state; "
+                          "--kafka-mc-require-exhaustive makes a sampled property fail.")
 
 
 @pytest.fixture
@@ -176,8 +212,24 @@ class KafkaMc:
             result = _bfs(config, prop, AUTO_MAX_STATES if engine == "auto" else None)
             if result.complete or _counterexample(result, prop) is not None:
                 return self._verdict(result, prop, predicate, "bfs", complete=result.complete)
+            why = f"auto: more than {AUTO_MAX_STATES:,} states"
+        else:
+            why = ("--kafka-mc-engine hypothesis" if engine == "hypothesis" else
+                   "auto: bounds beyond the exhaustive search's (Config.for_simulation)")
         result = self._hypothesis(config, prop, predicate, max_examples, steps)
-        return self._verdict(result, prop, predicate, "hypothesis", complete=False)
+        outcome = self._verdict(result, prop, predicate, "hypothesis", complete=False)
+        self._sampled(name, outcome, why, steps or DEFAULT_STEPS, result.seed)
+        return outcome
+
+    def _sampled(self, name: str, outcome: Outcome, why: str, steps: int, seed: int) -> None:
+        """Mark the test: a property held in every state of `outcome.examples` random runs, not in
+        every reachable state. With --kafka-mc-require-exhaustive that is a failure."""
+        __tracebackhide__ = True
+        text = (f"{name} held in {outcome.examples} Hypothesis runs of up to {steps} steps "
+                f"({outcome.states:,} distinct states met, seed {seed}; {why}): sampled, not exhaustive")
+        if self.options.require_exhaustive:
+            pytest.fail(f"kafka-mc: {text}; --kafka-mc-require-exhaustive asks for every state", pytrace=False)
+        self.request.node.user_properties.append((SAMPLED, text))
 
     def _hypothesis(self, config: Config, prop: Property, predicate: Callable, max_examples: int | None,
                     steps: int | None):
@@ -190,7 +242,7 @@ class KafkaMc:
         seed = getattr(predicate, "_hypothesis_internal_use_seed", None)
         reproduce = getattr(predicate, "_hypothesis_internal_use_reproduce_failure", None)
         chosen = settings(max_examples=max_examples or self.options.max_examples,
-                          stateful_step_count=steps or DEFAULT_STEPS, deadline=None, database=None,
+                          stateful_step_count=steps or DEFAULT_STEPS, deadline=None,
                           print_blob=True, report_multiple_bugs=False,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                  HealthCheck.filter_too_much])

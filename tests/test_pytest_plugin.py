@@ -104,7 +104,36 @@ def test_the_fixture_checks_exhaustively_when_it_can_and_with_hypothesis_beyond(
             with pytest.raises(ValueError, match="bfs engine explores at most 9"):
                 kafka_mc.check(Config.for_simulation(messages=20), leader_in_isr, engine="bfs")
     ''')
-    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=3)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.parseoutcomes() == {"passed": 2, "sampled": 1}  # test_large did not see every state
+
+
+LARGE_PROPERTY = '''
+from kafka_mc.model import Config
+from kafka_mc.pytest_plugin import always
+
+
+@always(Config.for_simulation(protocol="kip-279", replicas=3, messages=20, crashes=10), max_examples=10)
+def test_hw_never_passes_leo(state):
+    assert all(replica.hw <= replica.leo for replica in state.replicas)
+'''
+
+
+def test_a_sampled_property_never_reads_as_a_plain_pass(pytester):
+    """Beyond the exhaustive search's reach the property is only sampled: the test reads SAMPLED
+    and the summary says how it was checked; --kafka-mc-require-exhaustive makes it a failure."""
+    pytester.makepyfile(test_large=LARGE_PROPERTY)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-v", "--kafka-mc-seed", "3")
+    assert result.ret == 0 and result.parseoutcomes() == {"sampled": 1}
+    result.stdout.fnmatch_lines(["*test_hw_never_passes_leo SAMPLED*",
+                                 "*kafka-mc: properties checked by sampling, not on every state*",
+                                 "test_large.py::test_hw_never_passes_leo: test_hw_never_passes_leo held in 10 "
+                                 "Hypothesis runs of up to 50 steps (* distinct states met, seed 3; auto: bounds "
+                                 "beyond the exhaustive search's (Config.for_simulation)): sampled, not exhaustive"])
+    assert "PASSED" not in result.stdout.str()
+    strict = pytester.runpytest("-p", "no:cacheprovider", "--kafka-mc-require-exhaustive")
+    strict.assert_outcomes(failed=1)
+    strict.stdout.fnmatch_lines(["*sampled, not exhaustive; --kafka-mc-require-exhaustive asks for every state*"])
 
 
 def test_a_property_with_a_wrong_signature_is_an_error_at_collection(pytester):
