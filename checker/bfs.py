@@ -1,11 +1,13 @@
-"""Exhaustive breadth-first exploration with shortest counterexamples.
+"""Exhaustive breadth-first exploration of any model (`model.interface.Model`) with shortest
+counterexamples.
 
-Visited states are kept as fingerprints only (`model.state.fingerprint`), split over
-one or more partitions (`checker.partition`); parents and action indices live in
-compact arrays, and a trace is rebuilt from them and replayed through the model. Level
-by level, every new state is checked against the invariants not yet violated, so the
-first violation found for an invariant is a shortest one. Counts, verdicts and traces
-do not depend on the number of workers.
+For the replication model, visited states are kept as fingerprints only
+(`model.state.fingerprint`), split over one or more partitions (`checker.partition`); parents
+and action indices live in compact arrays. Any other model's states are kept as they are
+(`checker.state_pool`). Level by level, every new state is checked against the invariants not
+yet violated and every transition against the step properties, so the first violation found for
+an invariant is a shortest one; a trace is rebuilt from the parent links and replayed through the
+model. Counts, verdicts and traces do not depend on the number of workers.
 """
 
 from __future__ import annotations
@@ -13,15 +15,17 @@ from __future__ import annotations
 import time
 from contextlib import closing
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Hashable, Iterable, Mapping
 
 from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.model import Action, Config, ReplicationModel, State
+from kafka_mc.model.interface import Model
 from kafka_mc.model.symmetry import canonical, rename, renaming
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
 from .partition import ROOT, LevelReport, without_cyclic_gc
 from .result import CheckResult, Stats, Trace, Violation
+from .state_pool import StatePool
 from .workers import LocalPartitions, WorkerPartitions
 
 
@@ -72,8 +76,8 @@ def concrete_trace(model: ReplicationModel, initial: int, actions: list[Action],
 
 
 def check(
-    config: Config,
-    properties: Iterable[Property] = PROPERTIES,
+    model: Model | Config,
+    properties: Iterable[Property] | None = None,
     *,
     keep_going: bool = False,
     symmetry: bool = False,
@@ -81,24 +85,30 @@ def check(
     budget: Budget = Budget(),
     progress: Callable[[Progress], None] | None = None,
 ) -> CheckResult:
-    """Explore every state reachable under `config`.
+    """Explore every state reachable in `model`: any `model.interface.Model`, or a `Config` of the
+    replication model (checked for `properties`, all of `properties.PROPERTIES` unless given; a
+    model's own properties are part of it).
 
     Stops after the level of the first invariant violation unless `keep_going`, in which
     case it explores everything and reports the shortest violation of each invariant
     (stopping early only once every property is decided: all violated or reached).
     With `symmetry`, states equal up to renaming replicas count once (see
     `model.symmetry`); verdicts are the same and traces stay concrete. `workers` > 1
-    spreads the visited set over that many processes, with the same results.
+    spreads the visited set over that many processes, with the same results. The replication
+    model's visited set keeps fingerprints of packed states (`checker.partition`); another
+    model's keeps the states (`checker.state_pool`), in this process and without symmetry.
     """
+    if isinstance(model, Config):
+        model = ReplicationSystem(model, PROPERTIES if properties is None else properties)
+    elif properties is not None:
+        raise ValueError(f"the {model.name} model checks its own properties; give a Config to choose them")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, not {workers!r}")
-    properties = tuple(properties)
+    config, properties = model.config, model.properties
     invariants = {p.name for p in properties if p.kind == ALWAYS}
-    model = ReplicationModel(config)
     started = time.perf_counter()
     found: dict[str, tuple] = {}  # property -> (key, where), from the first level it shows in
-    pool = (LocalPartitions(config, properties, symmetry) if workers == 1
-            else WorkerPartitions(config, properties, symmetry, workers))
+    pool = _pool(model, symmetry, workers)
     with without_cyclic_gc(), closing(pool):
         totals = LevelReport()
         _record(found, pool.seed(), totals)
@@ -122,6 +132,18 @@ def check(
     return search_result(engine, config, properties, traces, not frontier and not stopped_because,
                          Stats(totals.new_states, totals.generated, depth, time.perf_counter() - started),
                          stopped_because)
+
+
+def _pool(model: Model, symmetry: bool, workers: int):
+    """The visited set for `model`: the replication model's partitions, or its states."""
+    if isinstance(model, ReplicationSystem):
+        return (LocalPartitions(model.config, model.properties, symmetry) if workers == 1
+                else WorkerPartitions(model.config, model.properties, symmetry, workers))
+    for wanted, option in ((symmetry, "symmetry"), (workers > 1, "more than one worker")):
+        if wanted:
+            raise ValueError(f"{option} is for the replication model; the {model.name} model is explored "
+                             "in one process without it")
+    return StatePool(model)
 
 
 def stop_reason(found: Iterable[str], invariants: set[str], property_count: int, keep_going: bool,
@@ -164,8 +186,9 @@ def _record(found: dict[str, tuple], reports: list[LevelReport], level: LevelRep
         found.setdefault(name, entry)
 
 
-def _trace(model: ReplicationModel, pool, where: tuple, symmetry: bool) -> Trace:
-    """The trace to (partition, node), or for a step witness to (partition, node, action)."""
+def _trace(model: Model, pool, where: tuple, symmetry: bool) -> Trace:
+    """The trace to (partition, node), or for a step property to (partition, node, action): the
+    replication model's partitions keep action slots, a `StatePool` the actions."""
     partition, node, *last = where
     actions = list(last)
     while True:
@@ -174,4 +197,19 @@ def _trace(model: ReplicationModel, pool, where: tuple, symmetry: bool) -> Trace
             break
         actions.append(action)
         partition, node = parent_partition, parent_node
-    return concrete_trace(model, action, [model.action_at(a) for a in reversed(actions)], symmetry)
+    actions.reverse()
+    if isinstance(model, ReplicationSystem):
+        transitions = model.transitions
+        return concrete_trace(transitions, action, [transitions.action_at(a) for a in actions], symmetry)
+    return Trace(model, action, tuple(actions))
+
+
+def trace_to(model: Model, link_of: Callable[[Hashable], tuple], state: Hashable, last_action=None) -> Trace:
+    """The path to `state` by parent links kept by state (`link_of(state)`: the parent and the
+    action from it, or None and the initial index), then `last_action` if given."""
+    actions = [] if last_action is None else [last_action]
+    parent, link = link_of(state)
+    while parent is not None:
+        actions.append(link)
+        parent, link = link_of(parent)
+    return Trace(model, link, tuple(reversed(actions)))

@@ -11,7 +11,7 @@ lineage), and the properties are checked on the executors: step properties on ev
 state properties on every new state. The driver only counts, collects what broke (at most a
 few records per property) and rebuilds each trace by looking up parents, one partition per
 lookup. The stop rule and the result are the local engines' (`bfs.stop_reason`,
-`bfs.search_result`), so counts, verdicts and shortest lengths equal `checker.explore`'s; when a
+`bfs.search_result`), so counts, verdicts and shortest lengths equal `checker.bfs.check`'s; when a
 level holds several shortest traces, which one is kept may differ.
 """
 
@@ -23,7 +23,7 @@ from typing import Callable, Hashable
 from kafka_mc.model.interface import ALWAYS
 
 from .bfs import Budget, Progress, search_result, stop_reason
-from .explore import trace_to
+from .bfs import trace_to
 from .result import CheckResult, Stats
 from .shipping import ship
 

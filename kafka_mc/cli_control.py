@@ -19,9 +19,8 @@ from typing import Optional
 import typer
 
 from kafka_mc import exitcodes
-from kafka_mc.checker import Budget
+from kafka_mc.checker import Budget, check
 from kafka_mc.checker.control_z3 import ENCODINGS, bounded_check
-from kafka_mc.checker.explore import explore
 from kafka_mc.checker.graph import GraphTooLarge, check_goal, system_graph
 from kafka_mc.checker.simulate import simulate_system
 from kafka_mc.cli_common import (
@@ -136,11 +135,11 @@ def control_command(
 
 def run_system(system, *, keep_going: bool, budget, goal: bool, quiet: bool, as_json: bool,
                out: Optional[Path], search=None) -> None:
-    """Explore every state of `system` (with `search`, by default `checker.explore.explore`), check
+    """Explore every state of `system` (with `search`, by default `checker.bfs.check`), check
     its goal if asked, print and write the reports as `check` does, and exit with `check`'s code."""
     reporter = ProgressReporter(enabled=not quiet)
     try:
-        result = (search or explore)(system, keep_going=keep_going, budget=budget, progress=reporter)
+        result = (search or check)(system, keep_going=keep_going, budget=budget, progress=reporter)
     finally:
         reporter.close()
     recovery = _check_goal(system) if goal else None

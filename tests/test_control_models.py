@@ -11,8 +11,7 @@ import networkx as nx
 import pytest
 
 from kafka_mc import exitcodes
-from kafka_mc.checker import Budget, ReplayError
-from kafka_mc.checker.explore import explore
+from kafka_mc.checker import Budget, ReplayError, check
 from kafka_mc.checker.graph import GraphTooLarge, check_goal, system_graph
 from kafka_mc.checker.result import Trace
 from kafka_mc.cli import main
@@ -57,7 +56,7 @@ def _first_failures(system, graph):
 
 @pytest.mark.parametrize("system", SMALL_SYSTEMS, ids=lambda s: f"{s.name}-{s.config}")
 def test_the_engine_agrees_with_the_state_graph_on_counts_verdicts_and_shortest_lengths(system):
-    result = explore(system, keep_going=True)
+    result = check(system, keep_going=True)
     graph = system_graph(system)
     assert result.complete
     assert result.stats.distinct_states == graph.number_of_nodes()
@@ -76,13 +75,13 @@ def test_the_engine_agrees_with_the_state_graph_on_counts_verdicts_and_shortest_
 
 def test_controller_fencing_holds_and_every_witness_is_reached():
     system = ControllerModel(ControllerConfig())
-    result = explore(system)
+    result = check(system)
     assert result.passed, result
     assert check_goal(system, system_graph(system)).holds
 
 
 def test_without_fencing_a_deposed_controller_is_obeyed_in_five_steps():
-    result = explore(ControllerModel(ControllerConfig(fence_epochs=False)))
+    result = check(ControllerModel(ControllerConfig(fence_epochs=False)))
     assert result.violated == ("StaleControllerIgnored",)
     actions = [str(a) for a in result.violations[0].trace.actions]
     assert actions[0] == "BrokerWinsElection(0)" and actions[1] == "SessionExpire(0)" and len(actions) == 5
@@ -91,7 +90,7 @@ def test_without_fencing_a_deposed_controller_is_obeyed_in_five_steps():
 
 
 def test_an_unconditional_epoch_write_lets_two_controllers_share_an_epoch():
-    result = explore(ControllerModel(ControllerConfig(atomic_epoch=False)))
+    result = check(ControllerModel(ControllerConfig(atomic_epoch=False)))
     assert result.violated == ("OneControllerPerEpoch",)
     last = result.violations[0].trace.states()[-1]
     assert sorted(last.acting) == [0, 1, 1]
@@ -99,7 +98,7 @@ def test_an_unconditional_epoch_write_lets_two_controllers_share_an_epoch():
 
 def test_partition_fsm_takes_every_legal_edge_and_no_other():
     system = PartitionFsmModel(PartitionFsmConfig(brokers=3, partitions=2))
-    result = explore(system, keep_going=True)
+    result = check(system, keep_going=True)
     assert result.passed
     taken = {edge for a, b in system_graph(system).edges
              for edge in zip(a.states, b.states) if edge[0] != edge[1]}
@@ -108,7 +107,7 @@ def test_partition_fsm_takes_every_legal_edge_and_no_other():
 
 
 def test_deleting_an_online_partition_directly_is_an_illegal_transition():
-    result = explore(PartitionFsmModel(PartitionFsmConfig(delete_online=True)))
+    result = check(PartitionFsmModel(PartitionFsmConfig(delete_online=True)))
     assert result.violated == ("OnlyLegalTransitions",)
     assert [str(a) for a in result.violations[0].trace.actions] == ["CreateTopic()", "DeleteTopic()"]
 
@@ -127,13 +126,13 @@ def test_unclean_election_brings_back_a_partition_whose_isr_is_dead():
 
 def test_rebalance_restores_preferred_leaders_at_the_default_percentage():
     system = RebalanceModel(RebalanceConfig(brokers=4, partitions=6, replication_factor=3, failures=3))
-    assert explore(system).passed
+    assert check(system).passed
     assert check_goal(system, system_graph(system)).holds
 
 
 def test_a_high_imbalance_percentage_leaves_leaders_off_their_preferred_replicas_for_good():
     system = RebalanceModel(RebalanceConfig(partitions=6, imbalance_percentage=50))
-    result = explore(system, keep_going=True)
+    result = check(system, keep_going=True)
     assert result.violated == ("PreferredLeadersRestored",)
     goal = check_goal(system, system_graph(system))
     assert not goal.holds and goal.example is not None
@@ -155,12 +154,12 @@ def test_the_state_graph_has_a_limit():
 
 
 def test_a_state_budget_leaves_the_run_incomplete():
-    result = explore(ControllerModel(ControllerConfig()), budget=Budget(max_states=100))
+    result = check(ControllerModel(ControllerConfig()), budget=Budget(max_states=100))
     assert not result.complete and not result.passed and "state budget" in result.stopped_because
 
 
 def test_reports_show_every_state_and_mark_the_violation():
-    result = explore(ControllerModel(ControllerConfig(fence_epochs=False)))
+    result = check(ControllerModel(ControllerConfig(fence_epochs=False)))
     trace = result.violations[0].trace
     itf = json.loads(control_itf(trace, "StaleControllerIgnored"))
     assert itf["#meta"]["model"] == "controller" and len(itf["states"]) == len(trace) + 1
@@ -387,8 +386,8 @@ def test_a_controller_failover_changes_no_verdict_and_no_shortest_length(setting
     from kafka_mc.control.failover import FailoverConfig, FailoverModel
 
     plain = check(FailoverConfig(controller_failures=0, **settings), keep_going=True)
-    never = explore(FailoverModel(FailoverConfig(controller_failures=0, **settings)), keep_going=True)
-    failing = explore(FailoverModel(FailoverConfig(controller_failures=1, **settings)), keep_going=True)
+    never = check(FailoverModel(FailoverConfig(controller_failures=0, **settings)), keep_going=True)
+    failing = check(FailoverModel(FailoverConfig(controller_failures=1, **settings)), keep_going=True)
     assert plain.complete and never.complete and failing.complete
     assert never.stats.distinct_states == plain.stats.distinct_states
     assert failing.stats.distinct_states > plain.stats.distinct_states
@@ -474,7 +473,7 @@ def test_spark_explores_the_control_models_as_the_local_engine_does():
     from kafka_mc.checker.spark_systems import spark_explore
 
     for system in SPARK_SYSTEMS:
-        local = explore(system, keep_going=True)
+        local = check(system, keep_going=True)
         spark = spark_explore(system, master="local[2]", partitions=3, keep_going=True)
         assert spark.engine == "spark" and spark.complete
         assert (spark.stats.distinct_states, spark.stats.states_generated, spark.stats.depth) == \
@@ -546,7 +545,7 @@ def test_z3_bounded_model_checking_finds_what_the_explicit_search_finds(system, 
     """Every witness is within `depth` steps, so the bounded search must find them all."""
     from kafka_mc.checker.control_z3 import bounded_check
 
-    explicit = explore(system, keep_going=True)
+    explicit = check(system, keep_going=True)
     bounded = bounded_check(system, depth, keep_going=True)
     assert bounded.engine == "z3" and bounded.bounded_to == depth and not bounded.complete
     assert explicit.complete and all(len(t) <= depth for t in explicit.witness_traces.values())
@@ -586,8 +585,18 @@ def test_tlc_on_the_controller_twin_agrees_with_kafka_mc(config):
     from kafka_mc.checker.tlc_control import run_controller_tlc
 
     tlc = run_controller_tlc(config)
-    ours = explore(ControllerModel(config), keep_going=True)
+    ours = check(ControllerModel(config), keep_going=True)
     assert (tlc.distinct_states, tlc.states_generated, tlc.depth - 1) == \
         (ours.stats.distinct_states, ours.stats.states_generated, ours.stats.depth)
     assert {name: tlc.shortest_actions(name) for name in tlc.violations} == \
         {v.invariant: len(v.trace) for v in ours.violations}
+
+
+def test_the_breadth_first_engine_refuses_by_name_what_it_cannot_do_for_a_model_without_packing():
+    model = ControllerModel(ControllerConfig())
+    with pytest.raises(ValueError, match="symmetry is for the replication model; the controller model"):
+        check(model, symmetry=True)
+    with pytest.raises(ValueError, match="more than one worker is for the replication model"):
+        check(model, workers=2)
+    with pytest.raises(ValueError, match="the controller model checks its own properties"):
+        check(model, model.properties)
