@@ -1,4 +1,4 @@
-"""Random simulation: many random walks through the model, as TLC's `-simulate` and Quint's `run`.
+"""Random simulation: many random walks through a model, as TLC's `-simulate` and Quint's `run`.
 
 Each run starts in a random initial state and takes a uniformly random enabled action at every
 step, until `depth` steps or until no action is enabled; every state is checked against the state
@@ -15,17 +15,15 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import Callable, Iterable
 
 from kafka_mc.control.replication import ReplicationSystem
-from kafka_mc.model import Action, Config, ReplicationModel, State, fingerprint
+from kafka_mc.model import Action, Config, State, fingerprint
+from kafka_mc.model.interface import Model
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
 from .partition import without_cyclic_gc
 from .result import CheckResult, Stats, Trace, Violation
-
-if TYPE_CHECKING:
-    from kafka_mc.control.system import ControlAction
 
 ENGINE = "simulate"
 TIME_CHECK_STEPS = 1024  # how often (in steps) a long run looks at the time budget
@@ -72,8 +70,8 @@ def run_generator(seed: int, run: int) -> random.Random:
 
 
 def simulate(
-    config: Config,
-    properties: Iterable[Property] = PROPERTIES,
+    model: Model | Config,
+    properties: Iterable[Property] | None = None,
     *,
     runs: int = 1000,
     depth: int = 100,
@@ -82,21 +80,20 @@ def simulate(
     max_seconds: float | None = None,
     progress: Callable[[SimulationProgress], None] | None = None,
 ) -> SimulationResult:
-    """Make `runs` random walks of at most `depth` steps and check `properties` along them.
+    """Make `runs` random walks of at most `depth` steps through `model` (any
+    `model.interface.Model`, or a `Config` of the replication model, checked for `properties`, all
+    of `properties.PROPERTIES` unless given) and check its properties along them.
 
     Stops after the run of the first invariant violation unless `keep_going`, in which case every
     run is made and the shortest violation found of each invariant is reported. `max_seconds`
     ends the simulation early (the runs made so far count).
     """
-    return _simulate(_Walker(config, tuple(properties), keep_going), runs, depth, seed, keep_going, max_seconds,
-                     progress)
-
-
-def simulate_system(system, *, runs: int = 1000, depth: int = 100, seed: int = 0, keep_going: bool = False,
-                    max_seconds: float | None = None,
-                    progress: Callable[[SimulationProgress], None] | None = None) -> SimulationResult:
-    """`simulate` for a control-plane model (`control.system`), checking its own properties."""
-    return _simulate(_SystemWalker(system, keep_going), runs, depth, seed, keep_going, max_seconds, progress)
+    if isinstance(model, Config):
+        model = ReplicationSystem(model, PROPERTIES if properties is None else properties)
+    elif properties is not None:
+        raise ValueError(f"the {model.name} model checks its own properties; give a Config to choose them")
+    walker = _ReplicationWalker(model, keep_going) if isinstance(model, ReplicationSystem) else _Walker(model, keep_going)
+    return _simulate(walker, runs, depth, seed, keep_going, max_seconds, progress)
 
 
 def _simulate(walker, runs: int, depth: int, seed: int, keep_going: bool, max_seconds: float | None,
@@ -149,19 +146,15 @@ def _simulate(walker, runs: int, depth: int, seed: int, keep_going: bool, max_se
 
 
 class _Walker:
-    """The model, the properties still to look for, and what the runs found so far."""
+    """The model, the properties still to look for, and what the runs found so far. A step takes
+    one of the enabled actions (`model.successors`) uniformly at random."""
 
-    def __init__(self, config: Config, properties: tuple[Property, ...], keep_going: bool):
-        self.config = config
-        self.model = ReplicationModel(config)
-        self.initial_states = self.model.initial_states()
-        self.slots = [(Action(name, replica), self.model.transitions[name], replica)
-                      for name in self.model.action_names for replica in range(config.replicas)]
-        self._track(properties, keep_going)
+    key = staticmethod(lambda state: state)  # what `seen` keeps of a state
 
-    def _track(self, properties: tuple, keep_going: bool) -> None:
-        """The properties still to look for, by kind, and nothing found yet."""
-        self.keep_going = keep_going
+    def __init__(self, model: Model, keep_going: bool):
+        self.model, self.config, self.keep_going = model, model.config, keep_going
+        self.initial_states = model.initial_states()
+        properties = model.properties
         self.state_invariants = [p for p in properties if p.kind == ALWAYS and not p.on_step]
         self.step_invariants = [p for p in properties if p.kind == ALWAYS and p.on_step]
         self.witnesses = [p for p in properties if p.kind != ALWAYS]
@@ -172,12 +165,73 @@ class _Walker:
 
     def walk(self, rng: random.Random, depth: int, deadline: float | None) -> bool:
         """One run; False when the time budget ran out in the middle of it (the run does not count)."""
-        model, slots, uniform = self.model, self.slots, rng.random
+        initial = rng.randrange(len(self.initial_states))
+        states = [self.initial_states[initial]]
+        actions: list = []
+        if self._check(initial, states, actions):
+            return self._counted(states)
+        for step in range(depth):
+            if deadline is not None and step % TIME_CHECK_STEPS == TIME_CHECK_STEPS - 1 \
+                    and time.perf_counter() >= deadline:
+                return False
+            enabled = list(self.model.successors(states[-1]))
+            if not enabled:
+                break
+            action, following = enabled[rng.randrange(len(enabled))]
+            actions.append(action)
+            states.append(following)
+            if self._check(initial, states, actions):
+                break
+        return self._counted(states)
+
+    def _counted(self, states: list) -> bool:
+        self.states += len(states)
+        self.steps += len(states) - 1
+        self.longest = max(self.longest, len(states) - 1)
+        self.seen.update(map(self.key, states))
+        return True
+
+    def _check(self, initial: int, states: list, actions: list) -> bool:
+        """Check the newest state (and step); True when the run should end: at any violation, or
+        with `keep_going` at the violation of an invariant no run has broken yet (a shorter trace
+        of one already broken is still kept)."""
+        before, action, state = (states[-2], actions[-1], states[-1]) if actions else (None, None, states[0])
+        broken = [p.name for p in self.state_invariants if not p.holds(state)]
+        if before is not None:
+            broken += [p.name for p in self.step_invariants if not p.holds(before, action, state)]
+        for prop in self.witnesses:
+            if prop.name not in self.reached and prop.check(before, action, state):
+                self.reached[prop.name] = Trace(self.model, initial, tuple(actions))
+        if not broken:
+            return False
+        trace = Trace(self.model, initial, without_loops(states, actions))
+        new = [name for name in broken if name not in self.violations]
+        for name in broken:
+            if name in new or len(trace) < len(self.violations[name]):
+                self.violations[name] = trace
+        return bool(new) or not self.keep_going
+
+
+class _ReplicationWalker(_Walker):
+    """The walker of the replication model: an action slot (action and replica) is drawn from a
+    uniformly random order until one is enabled, without computing the other successors; the
+    states it met are kept as fingerprints."""
+
+    key = staticmethod(fingerprint)
+
+    def __init__(self, model: ReplicationSystem, keep_going: bool):
+        super().__init__(model, keep_going)
+        transitions = model.transitions
+        self.slots = [(Action(name, replica), transitions.transitions[name], replica)
+                      for name in transitions.action_names for replica in range(model.config.replicas)]
+
+    def walk(self, rng: random.Random, depth: int, deadline: float | None) -> bool:
+        transitions, slots, uniform = self.model.transitions, self.slots, rng.random
         initial = int(uniform() * len(self.initial_states))
         state = self.initial_states[initial]
         states: list[State] = [state]
         actions: list[Action] = []
-        if self._check(initial, states, actions, None, state):
+        if self._check(initial, states, actions):
             return self._counted(states)
         order = list(range(len(slots)))
         for step in range(depth):
@@ -192,91 +246,17 @@ class _Walker:
                 order[pick], order[remaining - 1] = order[remaining - 1], slot
                 remaining -= 1
                 action, transition, replica = slots[slot]
-                following = transition(model, state, replica)
+                following = transition(transitions, state, replica)
                 if following is not None:
                     break
             if following is None:
                 break  # no action is enabled: the run ends here
             actions.append(action)
             states.append(following)
-            before, state = state, following
-            if self._check(initial, states, actions, before, state):
+            state = following
+            if self._check(initial, states, actions):
                 break
         return self._counted(states)
-
-    def _counted(self, states: list[State]) -> bool:
-        self.states += len(states)
-        self.steps += len(states) - 1
-        self.longest = max(self.longest, len(states) - 1)
-        self.seen.update(map(self.key, states))
-        return True
-
-    key = staticmethod(fingerprint)  # what `seen` keeps of a state
-
-    def _check(self, initial: int, states: list[State], actions: list[Action], before: State | None,
-               state: State) -> bool:
-        """Check the newest state (and step); True when the run should end: at any violation, or
-        with `keep_going` at the violation of an invariant no run has broken yet (a shorter trace
-        of one already broken is still kept)."""
-        action = actions[-1] if before is not None else None
-        broken = [p.name for p in self.state_invariants if not p.holds(state)]
-        if before is not None:
-            broken += [p.name for p in self.step_invariants if not p.holds(before, action, state)]
-        for prop in self.witnesses:
-            if prop.name not in self.reached and prop.check(before, action, state):
-                self.reached[prop.name] = Trace(ReplicationSystem(self.config), initial, tuple(actions))
-        return self._found(broken, Trace(ReplicationSystem(self.config), initial, without_loops(states, actions))) if broken else False
-
-    def _found(self, broken: list[str], trace) -> bool:
-        """Keep `trace` for the invariants it breaks (if new, or shorter); True when the run should end."""
-        new = [name for name in broken if name not in self.violations]
-        for name in broken:
-            if name in new or len(trace) < len(self.violations[name]):
-                self.violations[name] = trace
-        return bool(new) or not self.keep_going
-
-
-class _SystemWalker(_Walker):
-    """The walker for a control-plane model: actions and properties are the model's own."""
-
-    key = staticmethod(lambda state: state)
-
-    def __init__(self, system, keep_going: bool):
-        self.system, self.config = system, system.config
-        self.initial_states = system.initial_states()
-        self._track(system.properties, keep_going)
-
-    def walk(self, rng: random.Random, depth: int, deadline: float | None) -> bool:
-        initial = rng.randrange(len(self.initial_states))
-        states = [self.initial_states[initial]]
-        actions: list[ControlAction] = []
-        if self._check_step(initial, states, actions):
-            return self._counted(states)
-        for step in range(depth):
-            if deadline is not None and step % TIME_CHECK_STEPS == TIME_CHECK_STEPS - 1 \
-                    and time.perf_counter() >= deadline:
-                return False
-            enabled = list(self.system.successors(states[-1]))
-            if not enabled:
-                break
-            action, following = enabled[rng.randrange(len(enabled))]
-            actions.append(action)
-            states.append(following)
-            if self._check_step(initial, states, actions):
-                break
-        return self._counted(states)
-
-    def _check_step(self, initial: int, states: list, actions: list) -> bool:
-        before, action, state = (states[-2], actions[-1], states[-1]) if actions else (None, None, states[0])
-        broken = [p.name for p in self.state_invariants if not p.holds(state)]
-        if before is not None:
-            broken += [p.name for p in self.step_invariants if not p.holds(before, action, state)]
-        for prop in self.witnesses:
-            if prop.name not in self.reached and prop.check(before, action, state):
-                self.reached[prop.name] = Trace(self.system, initial, tuple(actions))
-        if not broken:
-            return False
-        return self._found(broken, Trace(self.system, initial, without_loops(states, actions)))
 
 
 def without_loops(states: list[State], actions: list[Action]) -> tuple[Action, ...]:

@@ -22,16 +22,16 @@ from kafka_mc import exitcodes
 from kafka_mc.checker import Budget, check
 from kafka_mc.checker.control_z3 import ENCODINGS, bounded_check
 from kafka_mc.checker.graph import GraphTooLarge, check_goal, system_graph
-from kafka_mc.checker.simulate import simulate_system
+from kafka_mc.checker.simulate import simulate
 from kafka_mc.cli_common import (
     Exit, OutputFormat, config_errors, flag_of, number, out_dir, refuse_unusable, verdict_code,
 )
 from kafka_mc.cli_simulate import chosen_seed, simulation_code, simulation_text, simulation_view, with_progress
 from kafka_mc.cli_spark import spark_system_search
 from kafka_mc.control import MODELS
-from kafka_mc.model.interface import ALWAYS
 from kafka_mc.counterexamples.control import control_result_view, control_text, write_control_reports
 from kafka_mc.counterexamples.summary import result_text
+from kafka_mc.model.interface import ALWAYS
 from kafka_mc.progress import ProgressReporter
 
 DEFAULT_MODEL_HELP = ", ".join(MODELS)
@@ -156,7 +156,7 @@ def _simulate(system, runs, depth, seed, keep_going, max_seconds, quiet, as_json
     run_count = number("--runs", runs or str(DEFAULT_RUNS), positive=True)
     depth_bound = number("--depth", depth or str(DEFAULT_DEPTH), positive=True)
     seed_value = chosen_seed(seed)
-    result = with_progress(lambda reporter: simulate_system(system, runs=run_count, depth=depth_bound, seed=seed_value,
+    result = with_progress(lambda reporter: simulate(system, runs=run_count, depth=depth_bound, seed=seed_value,
                                                             keep_going=keep_going, max_seconds=max_seconds,
                                                             progress=reporter),
                            run_count, depth_bound, seed_value, quiet)

@@ -19,8 +19,8 @@ from kafka_mc.control import (MODELS, ControllerConfig, ControllerModel, Partiti
                               RebalanceConfig, RebalanceModel)
 from kafka_mc.control.partition_fsm import LEGAL, NON_EXISTENT, ONLINE
 from kafka_mc.control.system import ConfigError, ControlAction
-from kafka_mc.model.interface import ALWAYS
 from kafka_mc.counterexamples.control import control_html, control_itf, control_markdown, control_text
+from kafka_mc.model.interface import ALWAYS
 
 SMALL_SYSTEMS = [
     ControllerModel(ControllerConfig(brokers=2, expirations=1)),
@@ -309,16 +309,16 @@ def test_cli_replays_a_control_scenario_with_reports(capsys, tmp_path):
 
 
 def test_random_simulation_finds_the_unfenced_controller_and_repeats_with_its_seed():
-    from kafka_mc.checker.simulate import simulate_system
+    from kafka_mc.checker.simulate import simulate
 
     system = ControllerModel(ControllerConfig(fence_epochs=False))
-    first = simulate_system(system, runs=300, depth=30, seed=7)
-    again = simulate_system(system, runs=300, depth=30, seed=7)
+    first = simulate(system, runs=300, depth=30, seed=7)
+    again = simulate(system, runs=300, depth=30, seed=7)
     assert first.violated == ("StaleControllerIgnored",) and not first.complete
     assert first.violations[0].trace.actions == again.violations[0].trace.actions
     states = first.violations[0].trace.states()
     assert not stale_step_ok(states[-2], first.violations[0].trace.actions[-1], states[-1])
-    fenced = simulate_system(ControllerModel(ControllerConfig()), runs=300, depth=30, seed=7)
+    fenced = simulate(ControllerModel(ControllerConfig()), runs=300, depth=30, seed=7)
     assert fenced.violations == () and all(fenced.witnesses.values()) and fenced.runs == 300
 
 
