@@ -1,10 +1,11 @@
-"""Hypothesis' stateful testing over the model: a RuleBasedStateMachine generated from it.
+"""Hypothesis' stateful testing over any model: a RuleBasedStateMachine generated from it.
 
-`machine_for(config, properties)` builds the machine from the model, with nothing written per
-action: an `initialize` rule picks the initial leader (and, for swarm testing, action kinds to
-avoid while others are enabled), one rule draws one of the enabled actions of the model's action
-slots and takes it, every state property is an `@invariant`, and every step property is checked
-after each step. A broken property raises `PropertyViolated`, which carries the behaviour so far
+`machine_for(model)` builds the machine from a `model.interface.Model` (or `machine_for(config,
+properties)` from the replication model's configuration), with nothing written per action: an
+`initialize` rule picks the initial state (the replication model's: its leader) and, for swarm
+testing, action kinds to avoid while others are enabled; one rule draws one of the enabled actions
+in the model's order and takes it; every `always` state property is an `@invariant`, and every
+`always` step property is checked after each step. A broken property raises `PropertyViolated`, which carries the behaviour so far
 as a `Trace`; the shrunk failing example Hypothesis reports therefore replays through the
 explicit model and renders with the same reports as every other engine's trace.
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Hashable, Iterable
 
 from hypothesis import HealthCheck, settings as Settings, strategies as st
 from hypothesis import reproduce_failure as hypothesis_reproduce_failure
@@ -26,7 +27,8 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
 from kafka_mc.control.replication import ReplicationSystem
-from kafka_mc.model import Action, Config, ReplicationModel, State, fingerprint
+from kafka_mc.model import Config, fingerprint
+from kafka_mc.model.interface import Model
 from kafka_mc.properties import ALWAYS, INVARIANTS, PROPERTIES, Property
 
 from .result import CheckResult, Stats, Trace, Violation
@@ -59,15 +61,14 @@ class Tally:
     examples: int = 0
     steps: int = 0
     longest: int = 0
-    seen: set[int] = field(default_factory=set)
+    seen: set = field(default_factory=set)
     reached: dict[str, Trace] = field(default_factory=dict)
 
 
-class ReplicationMachine(RuleBasedStateMachine):
+class ModelMachine(RuleBasedStateMachine):
     """The base of every generated machine; `machine_for` fills in the class attributes."""
 
-    config: Config
-    model: ReplicationModel
+    model: Model
     state_properties: tuple[Property, ...] = ()
     step_properties: tuple[Property, ...] = ()
     witnesses: tuple[Property, ...] = ()
@@ -76,30 +77,30 @@ class ReplicationMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.initial = 0
-        self.state: State | None = None
+        self.state: Hashable | None = None
         self.actions: list = []
         self.avoided: frozenset[str] = frozenset()
         type(self).tally.examples += 1
 
     def trace(self) -> Trace:
-        return Trace(ReplicationSystem(self.config), self.initial, tuple(self.actions))
+        return Trace(self.model, self.initial, tuple(self.actions))
 
-    def _saw(self, before: State | None, action: Action | None, state: State) -> None:
+    def _saw(self, before: Hashable | None, action: Any, state: Hashable) -> None:
         tally = self.tally
-        tally.seen.add(fingerprint(state))
+        tally.seen.add(fingerprint(state) if isinstance(self.model, ReplicationSystem) else state)
         for prop in self.witnesses:
             if prop.name not in tally.reached and prop.check(before, action, state):
                 tally.reached[prop.name] = self.trace()
 
-    def _start(self, leader: int, avoid: frozenset[str]) -> None:
-        self.initial, self.avoided = leader, avoid
-        self.state = self.model.initial_states()[leader]
+    def _start(self, initial: int, avoid: frozenset[str]) -> None:
+        self.initial, self.avoided = initial, avoid
+        self.state = self.model.initial_states()[initial]
         self._saw(None, None, self.state)
 
     @rule(data=st.data())
     def step(self, data) -> None:
         """Take one of the enabled actions; none enabled: the behaviour has ended (a stutter)."""
-        assert self.state is not None  # the initialize rule (`_start`) runs before any other rule
+        assert self.state is not None  # the initialize rule (`start`) runs before any other rule
         enabled = {str(action): (action, following) for action, following in self.model.successors(self.state)}
         if not enabled:
             return
@@ -121,14 +122,20 @@ class ReplicationMachine(RuleBasedStateMachine):
             raise PropertyViolated(prop.name, self.trace())
 
 
-def machine_for(config: Config, properties: Iterable[Property] = INVARIANTS) -> type[ReplicationMachine]:
-    """A RuleBasedStateMachine for `config`: `always` state properties become `@invariant`s named
-    after them, `always` step properties are checked after every step, `sometimes` ones are noted
-    in the class's `tally` when reached."""
-    properties = tuple(properties)
-    model = ReplicationModel(config)
+def machine_for(model: Model | Config, properties: Iterable[Property] | None = None) -> type[ModelMachine]:
+    """A RuleBasedStateMachine for `model` (or for a `Config` of the replication model, checking
+    `properties`, its invariants unless given): `always` state properties become `@invariant`s
+    named after them, `always` step properties are checked after every step, `sometimes` ones are
+    noted in the class's `tally` when reached."""
+    if isinstance(model, Config):
+        model = ReplicationSystem(model, INVARIANTS if properties is None else properties)
+    elif properties is not None:
+        raise ValueError(f"the {model.name} model checks its own properties; give a Config to choose them")
+    properties = model.properties
+    names = [p.name for p in properties]
+    if len(set(names)) < len(names):
+        raise ValueError(f"two properties have the same name: {sorted(n for n in set(names) if names.count(n) > 1)}")
     namespace: dict = {
-        "config": config,
         "model": model,
         "state_properties": tuple(p for p in properties if p.kind == ALWAYS and not p.on_step),
         "step_properties": tuple(p for p in properties if p.kind == ALWAYS and p.on_step),
@@ -136,30 +143,33 @@ def machine_for(config: Config, properties: Iterable[Property] = INVARIANTS) -> 
         "tally": Tally(),
     }
     namespace["start"] = initialize(
-        leader=st.integers(0, config.replicas - 1), avoid=st.frozensets(st.sampled_from(model.action_names)),
+        initial=st.integers(0, len(model.initial_states()) - 1),
+        avoid=st.frozensets(st.sampled_from(model.action_names)),
     )(_start_method())
-    names = [p.name for p in properties]
-    if len(set(names)) < len(names):
-        raise ValueError(f"two properties have the same name: {sorted(n for n in set(names) if names.count(n) > 1)}")
     for prop in namespace["state_properties"]:
         method_name = identifier_of(prop.name)
-        if method_name in namespace or hasattr(ReplicationMachine, method_name):
+        if method_name in namespace or hasattr(ModelMachine, method_name):
             method_name = f"invariant_{method_name}"  # a property called, say, `step`
         namespace[method_name] = invariant()(_invariant_method(prop, method_name))
-    name = f"Replication_{identifier_of(config.protocol)}_{config.replicas}r"
-    return type(name, (ReplicationMachine,), namespace)
+    return type(_machine_name(model), (ModelMachine,), namespace)
+
+
+def _machine_name(model: Model) -> str:
+    if isinstance(model, ReplicationSystem):
+        return f"Replication_{identifier_of(model.config.protocol)}_{model.config.replicas}r"
+    return f"{identifier_of(model.name).title().replace('_', '')}Machine"
 
 
 def _start_method():
-    def start(self: ReplicationMachine, leader: int, avoid: frozenset[str]) -> None:
-        """An initial state (its leader); action kinds to avoid while others are enabled (swarm testing)."""
-        self._start(leader, avoid)
+    def start(self: ModelMachine, initial: int, avoid: frozenset[str]) -> None:
+        """An initial state; action kinds to avoid while others are enabled (swarm testing)."""
+        self._start(initial, avoid)
 
     return start
 
 
 def _invariant_method(prop: Property, method_name: str):
-    def check(self: ReplicationMachine) -> None:
+    def check(self: ModelMachine) -> None:
         self._check(prop)
 
     check.__name__ = check.__qualname__ = method_name
@@ -186,20 +196,25 @@ class HypothesisResult(CheckResult):
 
 
 def hypothesis_check(
-    config: Config,
-    properties: Iterable[Property] = PROPERTIES,
+    model: Model | Config,
+    properties: Iterable[Property] | None = None,
     *,
     settings: Settings | None = None,
     seed: int | None = None,
     reproduce: tuple[str, bytes] | None = None,
 ) -> HypothesisResult:
-    """Run the machine of `config` under `settings` (when None, the current Hypothesis profile
+    """Run the machine of `model` (or of a `Config` of the replication model, checking `properties`,
+    all of `properties.PROPERTIES` unless given) under `settings` (when None, the current Hypothesis profile
     with no deadline, no example database and the reproduce blob printed),
     seeded with `seed`, or replaying a `reproduce` = (version, blob) of `@reproduce_failure`.
     A failing example is shrunk by Hypothesis, replayed through the explicit model and returned
     as the violation's trace; with no failure the result says how much was tried."""
-    properties = tuple(properties)
-    machine = machine_for(config, properties)
+    if isinstance(model, Config):
+        model = ReplicationSystem(model, PROPERTIES if properties is None else properties)
+    elif properties is not None:
+        raise ValueError(f"the {model.name} model checks its own properties; give a Config to choose them")
+    machine = machine_for(model)
+    properties = model.properties
     if seed is not None:
         machine = hypothesis_seed(seed)(machine)
     if reproduce is not None:
@@ -223,7 +238,7 @@ def hypothesis_check(
     seconds = time.perf_counter() - started
     return HypothesisResult(
         engine=ENGINE,
-        config=config,
+        config=model.config,
         complete=False,
         stats=Stats(len(tally.seen), tally.examples + tally.steps, tally.longest, seconds),
         violations=violations,
@@ -251,5 +266,5 @@ def _replayed(error: PropertyViolated, properties: tuple[Property, ...]) -> Viol
     return Violation(error.invariant, trace)
 
 
-__all__ = ["CI_PROFILE", "LONG_PROFILE", "HypothesisResult", "PropertyViolated", "ReplicationMachine",
+__all__ = ["CI_PROFILE", "LONG_PROFILE", "HypothesisResult", "ModelMachine", "PropertyViolated",
            "hypothesis_check", "machine_for"]

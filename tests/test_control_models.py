@@ -354,12 +354,12 @@ def test_hypothesis_state_machine_over_a_control_model():
     from hypothesis.stateful import run_state_machine_as_test
 
     from kafka_mc.checker.machine import PropertyViolated
-    from kafka_mc.checker.system_machine import system_machine
+    from kafka_mc.checker.machine import machine_for
 
     quick = settings(max_examples=150, stateful_step_count=30, deadline=None, database=None)
-    run_state_machine_as_test(system_machine(ControllerModel(ControllerConfig())), settings=quick)
+    run_state_machine_as_test(machine_for(ControllerModel(ControllerConfig())), settings=quick)
     with pytest.raises(PropertyViolated) as caught:
-        run_state_machine_as_test(system_machine(ControllerModel(ControllerConfig(atomic_epoch=False))),
+        run_state_machine_as_test(machine_for(ControllerModel(ControllerConfig(atomic_epoch=False))),
                                   settings=quick)
     assert caught.value.invariant == "OneControllerPerEpoch"
     from kafka_mc.control.controller import one_controller_per_epoch
