@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Iterable
+from typing import Any, Hashable, Iterable, cast
 
 from hypothesis import HealthCheck, settings as Settings, strategies as st
 from hypothesis import reproduce_failure as hypothesis_reproduce_failure
@@ -27,7 +27,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
 from kafka_mc.control.replication import ReplicationSystem
-from kafka_mc.model import Config, fingerprint
+from kafka_mc.model import Config, State, fingerprint
 from kafka_mc.model.interface import Model
 from kafka_mc.properties import ALWAYS, INVARIANTS, PROPERTIES, Property
 
@@ -87,7 +87,7 @@ class ModelMachine(RuleBasedStateMachine):
 
     def _saw(self, before: Hashable | None, action: Any, state: Hashable) -> None:
         tally = self.tally
-        tally.seen.add(fingerprint(state) if isinstance(self.model, ReplicationSystem) else state)
+        tally.seen.add(fingerprint(cast(State, state)) if isinstance(self.model, ReplicationSystem) else state)
         for prop in self.witnesses:
             if prop.name not in tally.reached and prop.check(before, action, state):
                 tally.reached[prop.name] = self.trace()

@@ -79,10 +79,10 @@ def cell_name(config: Config) -> str:
 def check_cell(config: Config, budget: Budget = Budget(), kernel: bool = True) -> Cell:
     """One cell, every property decided, by the kernel (on one thread) or the explicit model."""
     if kernel:
-        from .kernel import kernel_check as explore
-    else:
-        explore = check
-    return Cell(config, explore(config, _CHECKED, keep_going=True, symmetry=True, budget=budget))
+        from .kernel import kernel_check
+
+        return Cell(config, kernel_check(config, _CHECKED, keep_going=True, symmetry=True, budget=budget))
+    return Cell(config, check(config, _CHECKED, keep_going=True, symmetry=True, budget=budget))
 
 
 def run_matrix(axes: Axes, bounds: Config = DEFAULT_BOUNDS, *, workers: int = 1, budget: Budget = Budget(),

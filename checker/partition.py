@@ -68,7 +68,7 @@ class LevelReport:
     frontier: int = 0
     found: dict[str, tuple] = field(default_factory=dict)
 
-    def offer(self, name: str, key: int, where: tuple) -> None:
+    def offer(self, name: str, key: int | tuple[int, int], where: tuple) -> None:
         if name not in self.found or key < self.found[name][0]:
             self.found[name] = (key, where)
 

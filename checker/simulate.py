@@ -221,12 +221,12 @@ class _ReplicationWalker(_Walker):
 
     def __init__(self, model: ReplicationSystem, keep_going: bool):
         super().__init__(model, keep_going)
-        transitions = model.transitions
+        self.transitions = transitions = model.transitions
         self.slots = [(Action(name, replica), transitions.transitions[name], replica)
                       for name in transitions.action_names for replica in range(model.config.replicas)]
 
     def walk(self, rng: random.Random, depth: int, deadline: float | None) -> bool:
-        transitions, slots, uniform = self.model.transitions, self.slots, rng.random
+        transitions, slots, uniform = self.transitions, self.slots, rng.random
         initial = int(uniform() * len(self.initial_states))
         state = self.initial_states[initial]
         states: list[State] = [state]

@@ -7,7 +7,7 @@ import json
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import typer
 from tabulate import tabulate
@@ -185,9 +185,11 @@ def check_command(
         cli_spark.run_spark(config, keep_going=keep_going, symmetry=symmetry, budget=budget, quiet=quiet,
                             spark_master=spark_master, spark_partitions=spark_partitions,
                             checkpoint_dir=checkpoint_dir, resume=resume, output_format=output_format, out=out)
-    explore = check
+    explore: Callable[..., CheckResult] = check
     if engine is Engine.kernel:
-        from kafka_mc.checker.kernel import kernel_check as explore  # deferred: numba (~0.5 s), for the kernel only
+        from kafka_mc.checker.kernel import kernel_check  # deferred: numba (~0.5 s), for the kernel only
+
+        explore = kernel_check
     reporter = ProgressReporter(enabled=not quiet)
     try:
         result = explore(config, keep_going=keep_going, symmetry=symmetry, workers=worker_count, budget=budget,
