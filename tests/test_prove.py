@@ -1,7 +1,9 @@
 """`kafka-mc prove`: the shipped lemmas prove NoCommittedDataLoss and NoLogDivergence for leader
-epochs with any number of crashes and elections; under hw they fail with a counterexample to
-induction, and bounded model checking shows the violation reachable; a counterexample replays
-and is reported; unknown is never proved; bad input is refused; users' own lemmas work."""
+epochs (0.11.0, 2.0.0 and 2.0.1: with and without KAFKA-7415's epoch at election) with any number
+of crashes and elections, and hold in every reachable state, also where the variants' steps mix;
+for the diverging-fetch variants and under hw they fail with a counterexample to induction, and
+bounded model checking shows hw's violation reachable; a counterexample replays and is reported;
+unknown is never proved; bad input is refused; users' own lemmas work."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import z3
 from kafka_mc import cli, exitcodes
 from kafka_mc.checker.symbolic.bmc import EncodingMismatch
 from kafka_mc.checker.symbolic.induction import (
+    DEFAULT_PROPERTIES,
     UNBOUNDED,
     Lemma,
     failing_in,
@@ -24,11 +27,14 @@ from kafka_mc.checker.symbolic.induction import (
 from kafka_mc.checker.symbolic.layout import Shape, constant
 from kafka_mc.checker.symbolic.lemmas import LEMMAS
 from kafka_mc.cli_prove import prove_command
-from kafka_mc.model import Config, ReplicationModel
+from kafka_mc.model import Config, ReplicationModel, State
+from kafka_mc.model.protocols import latest_epoch
+from kafka_mc.model.state import NO_LEADER
 from kafka_mc.properties import INVARIANTS
 from kafka_mc.testing import reachable_states
 
 PROPERTIES = {p.name: p for p in INVARIANTS}
+PROVED = ["leader-epoch", "kip-279", "kip-320"]  # the variants the shipped lemmas prove
 
 if not any(command.name == "prove" for command in cli.app.registered_commands):
     cli.app.command("prove")(prove_command)
@@ -40,7 +46,7 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-@pytest.mark.parametrize("protocol", ["kip-320"])
+@pytest.mark.parametrize("protocol", PROVED)
 def test_shipped_lemmas_prove_both_properties_for_any_crashes_and_elections(protocol):
     result = prove(Config(protocol, messages=2))
     assert result.status == "proved", result.reason
@@ -53,21 +59,52 @@ def test_shipped_lemmas_prove_both_properties_for_any_crashes_and_elections(prot
     assert all(query.answer == "holds" for query in result.queries)
 
 
-@pytest.mark.parametrize("protocol", ["kip-320"])
+@pytest.mark.parametrize("protocol", PROVED)
 def test_every_shipped_lemma_holds_in_every_reachable_state_of_a_bounded_run(protocol):
     config = Config(protocol, messages=2, crashes=2, elections=2)
     assert failing_in(LEMMAS, Shape.of(config, integers=True), reachable_states(config)) == {}
 
 
-@pytest.mark.parametrize("protocol", ["leader-epoch", "kip-279"])
-def test_the_shipped_lemmas_are_not_claimed_before_kafka_7415(protocol):
-    """0.11.0 and 2.0.0 cache a new leader's epoch only with its first append: the lemmas that say
-    the leader's latest cached epoch is its own are false from the initial state on."""
-    config = Config(protocol, messages=2, crashes=2, elections=2)
-    assert set(failing_in(LEMMAS, Shape.of(config, integers=True), reachable_states(config))) == \
-        {"LeaderCacheLatest", "CurrentEpochCached"}
+def mixed_reachable_states(protocols: list[str], **bounds) -> list[State]:
+    """Every state reachable when each step may be any of the variants' steps (a new leader that
+    caches its epoch at one election and not at the next, ...)."""
+    models = [ReplicationModel(Config(protocol, **bounds)) for protocol in protocols]
+    seen = {state for model in models for state in model.initial_states()}
+    frontier, states = list(seen), []
+    while frontier:
+        states += frontier
+        following = []
+        for state in frontier:
+            for model in models:
+                for _, successor in model.indexed_successors(state):
+                    if successor not in seen:
+                        seen.add(successor)
+                        following.append(successor)
+        frontier = following
+    return states
+
+
+def test_one_lemma_set_serves_the_variants_with_and_without_an_epoch_at_election():
+    """Each variant's consecution is checked against the same lemmas, so they must hold wherever
+    the variants' steps mix; and both ways an epoch enters a cache are exercised."""
+    bounds = dict(messages=2, crashes=2, elections=2)
+    states = mixed_reachable_states(PROVED, **bounds)
+    shape = Shape.of(Config("kip-320", **bounds), integers=True)
+    assert failing_in(LEMMAS, shape, states) == {}
+    assert all(PROPERTIES[name].holds(state) for state in states for name in DEFAULT_PROPERTIES)
+    # a leader that has not cached its epoch (before KAFKA-7415: LeaderCacheLatest's second case),
+    # and a latest cached epoch without a record (KAFKA-7415: EmptyLatestAtHw's premise)
+    assert any(state.controller.leader != NO_LEADER
+               and latest_epoch(state.replicas[state.controller.leader]) != state.controller.epoch for state in states)
+    assert any(replica.epochs and replica.epochs[-1][1] == replica.leo for state in states for replica in state.replicas)
+
+
+@pytest.mark.parametrize("protocol", ["diverging-epoch", "kafka-13141"])
+def test_the_shipped_lemmas_do_not_cover_a_diverging_fetch(protocol):
     result = prove(Config(protocol, messages=2))
-    assert result.status == "failed" and result.counterexample.kind == "initiation"
+    cti = result.counterexample
+    assert result.status == "failed" and cti.kind == "consecution"
+    assert cti.lemma == "ResponseAtLeo" and cti.action.name == "LeaderHandleFetchRequest"
 
 
 def test_same_lemmas_fail_for_hw_and_bounded_model_checking_shows_the_violation_reachable():
@@ -125,7 +162,7 @@ def test_k_induction_base_case_and_step():
     assert two.status == "failed" and two.counterexample.kind == "initiation"  # reachable in one step
     assert [action.name for action in two.counterexample.actions] == ["ProducerWrite"]
     assert two.counterexample.trace.states()[-1].written == 1
-    proof = prove(Config("kip-320", messages=2), k=2)
+    proof = prove(Config("leader-epoch", messages=2), k=2)
     assert proof.status == "proved" and {q.depth for q in proof.queries if q.kind == "initiation"} == {0, 1}
 
 

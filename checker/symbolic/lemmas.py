@@ -1,8 +1,15 @@
 """The shipped strengthening lemmas: with them, `prove` shows NoCommittedDataLoss and
-NoLogDivergence for `kip-320` (Kafka 2.0.1) with 2 replicas, acks=all, clean elections, flushed
-writes and no network failure, for any number of crashes and elections. `leader-epoch` (0.11.0)
-and `kip-279` (2.0.0) cache a new leader's epoch only with its first append, so
-`LeaderCacheLatest` and `CurrentEpochCached` do not hold there (`tests/test_prove.py`).
+NoLogDivergence for `leader-epoch` (Kafka 0.11.0), `kip-279` (2.0.0) and `kip-320` (2.0.1) with
+2 replicas, acks=all, clean elections, flushed writes and no network failure, for any number of
+crashes and elections (2 or 3 messages). `diverging-epoch` and `kafka-13141` are not proved:
+`ResponseAtLeo` does not hold for a diverging fetch's response.
+
+One set serves the variants before and after KAFKA-7415: a new leader's epoch enters its cache at
+election (`kip-320`) or with its first appended record (`leader-epoch`, `kip-279`), and the
+lemmas that speak of it (`LeaderCacheLatest`, `EmptyLatestAtHw`) say so. Since each variant's
+consecution is checked against the same set, the set also holds in every state reachable by
+mixing the variants' steps (a leader that caches its epoch at one election and not at the next);
+`tests/test_prove.py` checks it on every such state of a bounded run.
 
 Each lemma is a plain function from a `SymState` to a Z3 formula; its name names it in the
 proof's queries and its docstring's first paragraph says what it claims. They were found from
@@ -103,6 +110,18 @@ def agree(a: SymReplica, b: SymReplica) -> z3.BoolRef:
     return z3.And([z3.Implies(z3.And(o < a.log_len, o < b.log_len),
                               z3.And(a.log_msg[o] == b.log_msg[o], a.log_epoch[o] == b.log_epoch[o]))
                    for o in range(len(a.log_msg))])
+
+
+def holds_epoch(s: SymState, epoch) -> z3.BoolRef:
+    """Some log, response or epoch cache holds `epoch`."""
+    terms = [z3.And(present, e == epoch) for _, present, _, e in records(s)]
+    terms += [z3.And(present, e == epoch) for r in s.replicas for present, e, _ in cache_entries(r)]
+    return z3.Or(terms)
+
+
+def latest_is_empty(r: SymReplica) -> z3.BoolRef:
+    """The replica's latest cached epoch starts at its log end: it holds no record of it."""
+    return z3.And(r.cache_len > 0, pick(r.cache_start, r.cache_len - 1) == r.log_len)
 
 
 def pairs(s: SymState) -> Iterator[tuple[int, SymReplica, int, SymReplica]]:
@@ -222,12 +241,12 @@ def FollowerPrefixOfOther(s: SymState):
 
 
 def RemoteLeoPrefix(s: SymState):
-    """What a leader knows of another replica's LEO is at most that LEO, and the two logs agree
+    """What a leader knows of an ISR member's LEO is at most that LEO, and the two logs agree
     below it."""
     terms = []
     for _, leader, q, other in pairs(s):
         known = leader.remote_leo[q]
-        terms.append(z3.Implies(leader.role == LEADER, z3.And(
+        terms.append(z3.Implies(z3.And(leader.role == LEADER, s.isr[q]), z3.And(
             known <= other.log_len,
             *[z3.Implies(o < known, z3.And(o < leader.log_len, leader.log_msg[o] == other.log_msg[o]))
               for o in range(len(leader.log_msg))])))
@@ -258,6 +277,16 @@ def LeaderHwCoversCommitted(s: SymState):
     """Every committed offset is below the HW of the controller's leader."""
     return z3.And([z3.Implies(z3.And(flag, s.leader == j), o < r.hw)
                    for j, r in enumerate(s.replicas) for flag, o, _ in committed_entries(s)])
+
+
+def HwWithinLog(s: SymState):
+    """Every replica's HW is at most its LEO."""
+    return z3.And([r.hw <= r.log_len for r in s.replicas])
+
+
+def ResponseHwCoversHw(s: SymState):
+    """A fetch response in flight carries a HW at least its follower's HW."""
+    return z3.And([z3.Implies(r.has_response, r.resp_hw >= r.hw) for r in s.replicas])
 
 
 # ------------------------------------------------------------------ epoch caches
@@ -309,16 +338,19 @@ def SameEpochSameStart(s: SymState):
 
 
 def LeaderCacheLatest(s: SymState):
-    """The controller's leader, up or crashed, has the controller's epoch as its latest cached epoch."""
-    return z3.And([z3.Implies(s.leader == i, latest_is(r, s.epoch)) for i, r in enumerate(s.replicas) if r.cache_epoch])
+    """The controller's leader, up or crashed, has the controller's epoch as its latest cached
+    epoch, or no log, response or epoch cache holds that epoch yet: under KAFKA-7415 a new leader
+    caches its epoch at election, before it with its first appended record."""
+    return z3.And([z3.Implies(s.leader == i, z3.Or(latest_is(r, s.epoch), z3.Not(holds_epoch(s, s.epoch))))
+                   for i, r in enumerate(s.replicas) if r.cache_epoch])
 
 
-def CurrentEpochCached(s: SymState):
-    """Some replica's latest cached epoch is the controller's epoch: its leader keeps it until a
-    later epoch makes it truncate (vacuous without epoch caches)."""
-    if not s.replicas[0].cache_epoch:
-        return z3.BoolVal(True)
-    return z3.Or([latest_is(r, s.epoch) for r in s.replicas])
+def EmptyLatestAtHw(s: SymState):
+    """A replica whose latest cached epoch starts at its log end has its HW at its LEO: it cached
+    that epoch when elected in it (KAFKA-7415) and appended nothing in it, and a new leader's HW
+    reaches its LEO (it is the only ISR member then). Vacuous before KAFKA-7415, where every
+    cached epoch starts at a record."""
+    return z3.And([z3.Implies(latest_is_empty(r), r.hw == r.log_len) for r in s.replicas if r.cache_epoch])
 
 
 def IsrRespectsCaches(s: SymState):
@@ -337,18 +369,29 @@ def IsrRespectsCaches(s: SymState):
     return z3.And(terms)
 
 
-def IsrAgreesWithEpochHolders(s: SymState):
-    """An ISR member's log and the log of any other replica whose latest cached epoch is the
-    controller's epoch are prefixes of one another."""
-    return z3.And([z3.Implies(z3.And(s.isr[a], latest_is(holder, s.epoch)), agree(member, holder))
-                   for a, member, _, holder in pairs(s) if holder.cache_epoch])
+def IsrAgreesWithNewerCaches(s: SymState):
+    """An ISR member's log and the log of any other replica whose latest cached epoch is at least
+    the member's are prefixes of one another (an empty cache has no latest epoch, below every
+    epoch; vacuous without epoch caches)."""
+    return z3.And([z3.Implies(z3.And(s.isr[a], latest_epoch(other) >= latest_epoch(member)), agree(member, other))
+                   for a, member, _, other in pairs(s) if other.cache_epoch])
+
+
+def IsrPrefixOfLeader(s: SymState):
+    """The log of every ISR member is a prefix of the log of the controller's leader, up or
+    crashed: a leader is elected as the only ISR member, and the other joins by fetching from it
+    (two replicas)."""
+    return z3.And([z3.Implies(z3.And(s.isr[a], s.leader == h), prefix_of(log_view(member), leader))
+                   for a, member, h, leader in pairs(s)])
 
 
 def SafeTruncationPoint(s: SymState):
     """Below the offset a replica would truncate to on the answer of the controller's leader or of
-    an ISR member to OffsetsForLeaderEpoch (Kafka 0.11.0's answer for its latest epoch, or its own
-    HW when that is undefined), its log agrees with that replica's log. (KIP-279 truncates no
-    further than where this lemma makes logs agree; the lemma serves both lookups.)"""
+    an ISR member to OffsetsForLeaderEpoch as Kafka 0.11.0 gives it (`endOffsetFor` of the
+    replica's latest epoch; its own HW when that is undefined, as it is for an epoch older than
+    the answering cache's first), its log agrees with that replica's log. The lemma speaks of
+    0.11.0's answer whatever the variant proved: it is a fact about the logs and caches, not about
+    the variant's own lookup."""
     terms = []
     for q, leader, _, other in pairs(s):
         offset, _ = kip_101_truncation_point(leader, other, epoch_on_election=False)
@@ -364,8 +407,8 @@ LEMMAS: tuple[Lemma, ...] = tuple(Lemma.of(function) for function in (
     DownReplicasForget, LeaderIsControllers, ControllersLeaderLeadsOrCrashed, LeaderInIsr, LeaderlessIsrSingle,
     ResponseToFollower, ResponseAtLeo, NoOutOfRange,
     WrittenBound, MessageUnique, LeaderHoldsItsEpoch, FollowerPrefixOfOther, RemoteLeoPrefix,
-    HwCommitted, CommittedInIsr, LeaderHwCoversCommitted,
-    CacheSorted, CacheBounds, CacheCoversLog, CacheExact, SameEpochSameStart, LeaderCacheLatest,
-    CurrentEpochCached, IsrRespectsCaches, IsrAgreesWithEpochHolders, SafeTruncationPoint,
+    HwCommitted, CommittedInIsr, LeaderHwCoversCommitted, HwWithinLog, ResponseHwCoversHw,
+    CacheSorted, CacheBounds, CacheCoversLog, CacheExact, SameEpochSameStart, LeaderCacheLatest, EmptyLatestAtHw,
+    IsrRespectsCaches, IsrAgreesWithNewerCaches, IsrPrefixOfLeader, SafeTruncationPoint,
 ))
 """The lemma set that proves NoCommittedDataLoss and NoLogDivergence (see the module docstring)."""
