@@ -163,3 +163,16 @@ def test_the_kernel_shipped_in_a_zip_is_cached_by_its_sources_not_by_the_zips_pa
     assert first.get_source_stamp() == second.get_source_stamp() != changed.get_source_stamp()
     assert ShippedKernelLocator.from_function(function, str(tmp_path / "a" / "kafka_mc-x.zip" / "kafka_mc/model/state.py")) is None
     assert ShippedKernelLocator.from_function(function, __file__) is None  # not in a zip: numba's own locators
+
+
+def test_importing_the_kernel_starts_numbas_parallel_backend():
+    """A kernel function loaded from numba's cache may not start the parallel backend itself (an
+    entry compiled beside a cached parallel callee lacks the hook that does): the kernel package
+    starts it, or such an entry runs the parallel loop with no threads (a segmentation fault)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "import kafka_mc.checker.kernel\n"
+                           "from numba.np.ufunc import parallel\nprint(parallel._is_initialized)"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr

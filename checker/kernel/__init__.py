@@ -10,6 +10,13 @@ register_locators()  # before any kernel function is decorated
 serialize_cache_saves()
 # GNU OpenMP threads spin between parallel regions by default, taking a core from other work
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# Start numba's parallel backend before any kernel function runs. A function loaded from numba's
+# cache starts it only if its cache entry says so, and an entry for a caller of the parallel
+# `expand_block` compiled in a process that had loaded `expand_block` from the cache does not:
+# loaded in a new process, it ran the parallel loop with no backend started (a segmentation fault).
+from numba.np.ufunc.parallel import _launch_threads  # noqa: E402
+
+_launch_threads()
 
 from .engine import KernelStats, kernel_check, supports  # noqa: E402
 
