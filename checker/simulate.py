@@ -52,7 +52,7 @@ class SimulationResult(CheckResult):
     runs_requested: int = 0
     depth_bound: int = 0
     steps: int = 0  # actions taken over all runs
-    failing_run: int | None = None  # the run of the first violation
+    failing_run: int | None = None  # the number (from 1) of the run with the first violation
 
     @property
     def steps_per_second(self) -> float:
@@ -117,11 +117,11 @@ def _simulate(walker, runs: int, depth: int, seed: int, keep_going: bool, max_se
                 break
             finished += 1
             if walker.violations and failing_run is None:
-                failing_run = run
+                failing_run = run + 1
             if progress:
                 progress(SimulationProgress(finished, runs, walker.steps, time.perf_counter() - started))
             if walker.violations and not keep_going:
-                stopped_because = f"stopped after run {run} of seed {seed}, the first with a violation"
+                stopped_because = f"stopped after run {run + 1:,} of {runs:,} with seed {seed}, the first with a violation"
                 break
     seconds = time.perf_counter() - started
     if not stopped_because:

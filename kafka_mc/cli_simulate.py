@@ -186,10 +186,11 @@ def with_progress(run: Callable[[SimulationReporter], SimulationResult], run_cou
 
 def simulation_text(result: SimulationResult) -> str:
     """What a simulation adds to `check`'s text: runs, steps, speed and how to reproduce it."""
-    lines = [f"Simulated {result.runs} of {result.runs_requested} runs of up to {result.depth_bound} steps "
-             f"with seed {result.seed}: {result.steps:,} steps, {result.steps_per_second:,.0f} steps/s."]
+    lines = [f"Simulated {result.runs:,} of {result.runs_requested:,} runs of up to {result.depth_bound} steps "
+             f"with seed {result.seed}: {result.steps:,} steps ({result.stats.states_generated:,} states with the "
+             f"runs' initial states), {result.steps_per_second:,.0f} steps/s."]
     if result.violations:
-        lines.append(f"Use --seed {result.seed} to reproduce (run {result.failing_run} has the first violation).")
+        lines.append(f"Use --seed {result.seed} to reproduce (run {result.failing_run:,} has the first violation).")
     return "\n".join(lines)
 
 
