@@ -56,9 +56,12 @@ def result_text(result: CheckResult, recoverability: Recoverability | None = Non
              for name, reached in result.witnesses.items()]
     if recoverability is not None:
         verdict = ("holds" if recoverability.holds else
-                   f"violated: {recoverability.unrecoverable} of {recoverability.states} states can never recover")
+                   f"violated: {recoverability.unrecoverable:,} states can never recover")
         rows.append((f"{recoverability.property} (recoverability)", verdict))
     lines += ["", tabulate(rows, headers=("property", "verdict"))]
+    if recoverability is not None:
+        lines.append(f"Recoverability is decided on the whole state graph ({recoverability.states:,} states), "
+                     "built apart from the run above, whatever it explored.")
     return "\n".join(lines)
 
 
