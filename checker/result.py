@@ -11,12 +11,18 @@ from kafka_mc.model.interface import next_state
 
 
 class ReplayError(ValueError):
-    """A trace step that is not enabled in the state before it."""
+    """A trace step that is not enabled in the state before it: `state` is that state (None for a
+    missing initial state) and `enabled` the actions enabled there."""
 
-    def __init__(self, step: int, action: Action | str, reason: str):
-        super().__init__(f"step {step} ({action}): {reason}")
+    def __init__(self, step: int, action: Action | str, reason: str, state: Any = None,
+                 enabled: tuple[str, ...] = ()):
+        where = "" if state is None else (f"; enabled there: {', '.join(enabled)}" if enabled
+                                          else "; no action is enabled there")
+        super().__init__(f"step {step} ({action}): {reason}{where}")
         self.step = step
         self.action = action
+        self.state = state
+        self.enabled = enabled
 
 
 class _HasSteps(Protocol):
@@ -67,7 +73,8 @@ class Trace(_Steps):
         for number, action in enumerate(self.actions, start=1):
             following = next_state(self.model, states[-1], action)
             if following is None:
-                raise ReplayError(number, action, "not enabled in the state before it")
+                enabled = tuple(str(taken) for taken, _ in self.model.successors(states[-1]))
+                raise ReplayError(number, action, "not enabled in the state before it", states[-1], enabled)
             states.append(following)
         return states
 

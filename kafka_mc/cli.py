@@ -58,6 +58,7 @@ from kafka_mc.counterexamples.dot import write_dot
 from kafka_mc.counterexamples.reports import ReportConflict, write_files, write_reports
 from kafka_mc.counterexamples.summary import replay_text
 from kafka_mc.model import PROTOCOLS, Config
+from kafka_mc.model.values import plain_values
 from kafka_mc.progress import ProgressReporter
 from kafka_mc.reproduce import SUMMARY_HEADERS, reproduce, summary_rows
 
@@ -253,6 +254,14 @@ def _write_tla(config: Config, out: Path) -> None:
         print(f"wrote {path}", file=sys.stderr)
 
 
+def _state_before(model, error: ReplayError) -> str:
+    """The state a replay stopped in, one variable a line, for its error message."""
+    if error.state is None:
+        return ""
+    values = plain_values(model, error.state)
+    return "\nThe state before it:\n" + "\n".join(f"  {name} = {json.dumps(value)}" for name, value in values.items())
+
+
 @app.command("replay")
 def replay_command(
     file: Path = typer.Argument(..., help="A scenario file (TOML) with a configuration and steps."),
@@ -266,7 +275,7 @@ def replay_command(
     except ScenarioError as error:
         raise Exit(exitcodes.BAD_SPEC, str(error)) from None
     except ReplayError as error:
-        raise Exit(exitcodes.BAD_SPEC, f"{file}: {error}") from None
+        raise Exit(exitcodes.BAD_SPEC, f"{file}: {error}{_state_before(scenario.trace.model, error)}") from None
     print(replay_text(replayed))
     if out:
         broken = next(iter(replayed.first_breaks), None)

@@ -231,3 +231,16 @@ def test_write_tla_goes_with_the_z3_engine_too(capsys, tmp_path):
     code, _, _ = run(capsys, "check", "--engine", "z3", "--depth", "3", "--write-tla", str(tmp_path / "tla"), *SMALL)
     assert code == exitcodes.OK
     assert (tmp_path / "tla" / "KafkaHw.tla").is_file() and (tmp_path / "tla" / "KafkaHw.cfg").is_file()
+
+
+def test_a_replay_that_stops_on_a_disabled_step_shows_that_state_and_what_is_enabled(capsys, tmp_path):
+    """(The third step of Case L, A's fetch response, replaced by a restart of A, which is up.)"""
+    case_l = next(p for p in documented_scenarios() if p.stem == "case-l-hw")
+    text = case_l.read_text()
+    broken = tmp_path / "broken.toml"
+    broken.write_text(text.replace('"FollowerHandleFetchResponse(A)"', '"ReplicaRestart(A)"', 1))
+    code, _, err = run(capsys, "replay", str(broken))
+    assert code == exitcodes.BAD_SPEC
+    assert "step 3 (ReplicaRestart(A)): not enabled in the state before it; enabled there: ProducerWrite(B), " \
+           "FollowerHandleFetchResponse(A)," in err
+    assert "The state before it:" in err and '  controller = {"leader": "B", "epoch": 0, "isr": ["A", "B"]}' in err
