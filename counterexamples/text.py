@@ -11,18 +11,21 @@ from kafka_mc.model.values import state_values
 from .steps import first_failure, trace_steps
 
 
-def trace_text(trace: Trace, invariant: str | None) -> str:
-    """A TLC-style error trace; the first state where `invariant` fails carries a comment."""
+def trace_text(trace: Trace, invariant: str | tuple[str, ...] | None) -> str:
+    """A TLC-style error trace of one invariant's violation, or of several that this same trace
+    violates (each a shortest violation, so they break first in its last state); the first state
+    where they fail carries a comment."""
+    names = (invariant,) if isinstance(invariant, str) else tuple(invariant or ())
     steps = trace_steps(trace)
-    breaking = first_failure(steps, invariant)
-    lines = []
-    if invariant is not None:
-        lines += [f"Error: Invariant {invariant} is violated.", "Error: The behavior up to this point is:"]
+    breaking = first_failure(steps, names[0]) if names else None
+    lines = [f"Error: Invariant {name} is violated." for name in names]
+    if names:
+        lines.append("Error: The behavior up to this point is:")
     for step in steps:
         predicate = "Initial predicate" if step.action is None else step.label
         lines.append(f"State {step.number + 1}: <{predicate}>")
         if step.number == breaking:
-            lines.append(f"\\* {invariant} is violated in this state")
+            lines.append(f"\\* {', '.join(names)} {'is' if len(names) == 1 else 'are'} violated in this state")
         values = state_values(step.state)
         lines += [conjunct(name, values[name]) for name in sorted(values)]
         lines.append("")

@@ -132,6 +132,14 @@ def replication_trace(trace: Trace) -> Trace:
     return trace
 
 
+def shared_traces(result: CheckResult) -> list[tuple[Trace, tuple[str, ...]]]:
+    """Each distinct violation trace with the invariants it violates, shortest first."""
+    grouped: dict[Trace, list[str]] = {}
+    for violation in result.violations:
+        grouped.setdefault(violation.trace, []).append(violation.invariant)
+    return [(trace, tuple(names)) for trace, names in grouped.items()]
+
+
 def print_result(result: CheckResult, recovery, output_format: OutputFormat, written: list[Path]) -> None:
     """A replication run on stdout: TLC-style traces and the summary, or one JSON object."""
     if output_format is OutputFormat.json:
@@ -143,8 +151,8 @@ def print_result(result: CheckResult, recovery, output_format: OutputFormat, wri
         view["reports"] = [str(path) for path in written]
         print(json.dumps(view, indent=2))
         return
-    for violation in result.violations:
-        print(trace_text(replication_trace(violation.trace), violation.invariant))
+    for trace, invariants in shared_traces(result):  # a trace that violates several invariants, printed once
+        print(trace_text(replication_trace(trace), invariants))
         print()
     if recovery is not None and recovery.example is not None:
         print(f"{recovery.property} cannot be reached again from the last state of this trace:")

@@ -244,3 +244,10 @@ def test_a_replay_that_stops_on_a_disabled_step_shows_that_state_and_what_is_ena
     assert "step 3 (ReplicaRestart(A)): not enabled in the state before it; enabled there: ProducerWrite(B), " \
            "FollowerHandleFetchResponse(A)," in err
     assert "The state before it:" in err and '  controller = {"leader": "B", "epoch": 0, "isr": ["A", "B"]}' in err
+
+
+def test_a_trace_that_violates_several_invariants_is_printed_once(capsys):
+    code, out, _ = run(capsys, "check", "--protocol", "hw", "--quiet")
+    assert code == exitcodes.VIOLATION
+    assert out.count("State 1: <Initial predicate>") == 1 and out.count("Error: The behavior up to this point is:") == 1
+    assert "\\* NoAckedDataLoss, NoCommittedDataLoss, NoConsumedRecordLost are violated in this state" in out
