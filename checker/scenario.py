@@ -23,6 +23,7 @@ A file with a `model` key is a control-plane model's scenario (`checker.control_
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
@@ -80,10 +81,27 @@ def documented_scenarios(folder: str = "") -> list[Path]:
     return sorted(Path(str(entry)) for entry in root.iterdir() if entry.name.endswith(".toml"))
 
 
+def shipped_scenarios() -> dict[str, Path]:
+    """Every scenario file shipped with kafka-mc (documented cases, findings, the catalogue, the
+    control-plane scenarios, Kafka's own tests), by name (the file name without `.toml`)."""
+    root = Path(str(resources.files("kafka_mc.scenarios")))
+    return {path.stem: path for path in sorted(root.rglob("*.toml"))}
+
+
 def load_scenario(path: Path) -> Scenario | ControlScenario:
-    """Read and validate a scenario file; ScenarioError names what is wrong."""
+    """Read and validate a scenario file, or a shipped one by its name (`case-l-hw`);
+    ScenarioError names what is wrong."""
+    path = Path(path)
+    if not path.exists() and path.parent == Path(".") and path.suffix != ".toml":
+        shipped = shipped_scenarios()
+        if path.name not in shipped:
+            close = difflib.get_close_matches(path.name, list(shipped), n=5)
+            hint = f"; shipped scenarios with a similar name: {', '.join(close)}" if close else ""
+            raise ScenarioError(f"{path}: no such file, and no shipped scenario of that name ({len(shipped)} "
+                                f"are shipped, e.g. case-l-hw){hint}")
+        path = shipped[path.name]
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ScenarioError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as error:

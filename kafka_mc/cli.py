@@ -264,7 +264,8 @@ def _state_before(model, error: ReplayError) -> str:
 
 @app.command("replay")
 def replay_command(
-    file: Path = typer.Argument(..., help="A scenario file (TOML) with a configuration and steps."),
+    file: Path = typer.Argument(..., help="A scenario file (TOML) with a configuration and steps, or the name "
+                                          "of a shipped one, e.g. case-l-hw."),
     out: Optional[Path] = typer.Option(None, help="Also write the report set for the replayed trace here."),
 ) -> None:
     """Run a documented step sequence, printing a table per step and where invariants break."""

@@ -251,3 +251,12 @@ def test_a_trace_that_violates_several_invariants_is_printed_once(capsys):
     assert code == exitcodes.VIOLATION
     assert out.count("State 1: <Initial predicate>") == 1 and out.count("Error: The behavior up to this point is:") == 1
     assert "\\* NoAckedDataLoss, NoCommittedDataLoss, NoConsumedRecordLost are violated in this state" in out
+
+
+def test_a_shipped_scenario_replays_by_name_and_a_wrong_name_gets_close_ones(capsys):
+    code, out, _ = run(capsys, "replay", "case-l-hw")
+    assert code == exitcodes.OK and "NoCommittedDataLoss at step 13" in out
+    code, _, err = run(capsys, "replay", "case-l-hv")
+    assert code == exitcodes.BAD_SPEC
+    assert "case-l-hv: no such file, and no shipped scenario of that name" in err
+    assert "similar name: case-l-hw" in err
