@@ -17,11 +17,11 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import Callable, Hashable, Iterable, Mapping
 
-from kafka_mc.control.replication import ReplicationSystem
+from kafka_mc.control.replication import ReplicationSystem, model_of
 from kafka_mc.model import Action, Config, ReplicationModel, State
 from kafka_mc.model.interface import Model
 from kafka_mc.model.symmetry import canonical, rename, renaming
-from kafka_mc.properties import ALWAYS, PROPERTIES, Property
+from kafka_mc.properties import ALWAYS, Property
 
 from .partition import ROOT, LevelReport, without_cyclic_gc
 from .result import CheckResult, Stats, Trace, Violation
@@ -98,10 +98,7 @@ def check(
     model's visited set keeps fingerprints of packed states (`checker.partition`); another
     model's keeps the states (`checker.state_pool`), in this process and without symmetry.
     """
-    if isinstance(model, Config):
-        model = ReplicationSystem(model, PROPERTIES if properties is None else properties)
-    elif properties is not None:
-        raise ValueError(f"the {model.name} model checks its own properties; give a Config to choose them")
+    model = model_of(model, properties)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, not {workers!r}")
     config, properties = model.config, model.properties

@@ -19,17 +19,17 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Iterable, cast
+from typing import Any, Callable, Hashable, Iterable
 
 from hypothesis import HealthCheck, settings as Settings, strategies as st
 from hypothesis import reproduce_failure as hypothesis_reproduce_failure
 from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
-from kafka_mc.control.replication import ReplicationSystem
-from kafka_mc.model import Config, State, fingerprint
+from kafka_mc.control.replication import ReplicationSystem, model_of
+from kafka_mc.model import Config, fingerprint
 from kafka_mc.model.interface import Model
-from kafka_mc.properties import ALWAYS, INVARIANTS, PROPERTIES, Property
+from kafka_mc.properties import ALWAYS, INVARIANTS, Property
 
 from .result import CheckResult, Stats, Trace, Violation
 
@@ -72,6 +72,7 @@ class ModelMachine(RuleBasedStateMachine):
     state_properties: tuple[Property, ...] = ()
     step_properties: tuple[Property, ...] = ()
     witnesses: tuple[Property, ...] = ()
+    seen_key: Callable[[Any], Hashable]  # what the tally keeps of a state met
     tally: Tally
 
     def __init__(self) -> None:
@@ -87,7 +88,7 @@ class ModelMachine(RuleBasedStateMachine):
 
     def _saw(self, before: Hashable | None, action: Any, state: Hashable) -> None:
         tally = self.tally
-        tally.seen.add(fingerprint(cast(State, state)) if isinstance(self.model, ReplicationSystem) else state)
+        tally.seen.add(self.seen_key(state))
         for prop in self.witnesses:
             if prop.name not in tally.reached and prop.check(before, action, state):
                 tally.reached[prop.name] = self.trace()
@@ -127,10 +128,7 @@ def machine_for(model: Model | Config, properties: Iterable[Property] | None = N
     `properties`, its invariants unless given): `always` state properties become `@invariant`s
     named after them, `always` step properties are checked after every step, `sometimes` ones are
     noted in the class's `tally` when reached."""
-    if isinstance(model, Config):
-        model = ReplicationSystem(model, INVARIANTS if properties is None else properties)
-    elif properties is not None:
-        raise ValueError(f"the {model.name} model checks its own properties; give a Config to choose them")
+    model = model_of(model, properties, default=INVARIANTS)
     properties = model.properties
     names = [p.name for p in properties]
     if len(set(names)) < len(names):
@@ -140,6 +138,8 @@ def machine_for(model: Model | Config, properties: Iterable[Property] | None = N
         "state_properties": tuple(p for p in properties if p.kind == ALWAYS and not p.on_step),
         "step_properties": tuple(p for p in properties if p.kind == ALWAYS and p.on_step),
         "witnesses": tuple(p for p in properties if p.kind != ALWAYS),
+        # the replication model's states kept as fingerprints, as the other engines keep them
+        "seen_key": staticmethod(fingerprint if isinstance(model, ReplicationSystem) else _itself),
         "tally": Tally(),
     }
     namespace["start"] = initialize(
@@ -152,6 +152,10 @@ def machine_for(model: Model | Config, properties: Iterable[Property] | None = N
             method_name = f"invariant_{method_name}"  # a property called, say, `step`
         namespace[method_name] = invariant()(_invariant_method(prop, method_name))
     return type(_machine_name(model), (ModelMachine,), namespace)
+
+
+def _itself(state: Hashable) -> Hashable:
+    return state
 
 
 def _machine_name(model: Model) -> str:
@@ -209,10 +213,7 @@ def hypothesis_check(
     seeded with `seed`, or replaying a `reproduce` = (version, blob) of `@reproduce_failure`.
     A failing example is shrunk by Hypothesis, replayed through the explicit model and returned
     as the violation's trace; with no failure the result says how much was tried."""
-    if isinstance(model, Config):
-        model = ReplicationSystem(model, PROPERTIES if properties is None else properties)
-    elif properties is not None:
-        raise ValueError(f"the {model.name} model checks its own properties; give a Config to choose them")
+    model = model_of(model, properties)
     machine = machine_for(model)
     properties = model.properties
     if seed is not None:

@@ -117,16 +117,29 @@ class Outbox:
     objects: list = field(default_factory=list)
 
 
-class Partition:
+class Watching:
+    """The properties a breadth-first search still looks for, by kind (`watch`); `settle` stops
+    looking for those whose first occurrence is known. The base of every visited set's level."""
+
+    def watch(self, properties: tuple[Property, ...]) -> None:
+        self.invariants = [p for p in properties if p.kind == ALWAYS and not p.on_step]
+        self.step_invariants = [p for p in properties if p.kind == ALWAYS and p.on_step]
+        self.state_witnesses = [p for p in properties if p.kind != ALWAYS and not p.on_step]
+        self.step_witnesses = [p for p in properties if p.kind != ALWAYS and p.on_step]
+
+    def settle(self, names: set[str]) -> None:
+        """Stop looking for properties whose first occurrence is known."""
+        for group in (self.invariants, self.step_invariants, self.state_witnesses, self.step_witnesses):
+            group[:] = [p for p in group if p.name not in names]
+
+
+class Partition(Watching):
     def __init__(self, config: Config, properties: tuple[Property, ...], index: int, count: int,
                  symmetry: bool):
         self.model = ReplicationModel(config)
         self.index, self.count = index, count
         self.represent: Callable[[State], State] = canonical if symmetry else (lambda state: state)
-        self.invariants = [p for p in properties if p.kind == ALWAYS and not p.on_step]
-        self.step_invariants = [p for p in properties if p.kind == ALWAYS and p.on_step]
-        self.state_witnesses = [p for p in properties if p.kind != ALWAYS and not p.on_step]
-        self.step_witnesses = [p for p in properties if p.kind != ALWAYS and p.on_step]
+        self.watch(properties)
         self.visited = FingerprintTable()  # the fingerprints of every state this partition owns
         self.parent_partition = array("b")
         self.parent_node = array("I")
@@ -137,11 +150,6 @@ class Partition:
         self._shared = [0] * count  # how many of our interned values each partition has had
         self._received: list[list] = [[] for _ in range(count)]  # every partition's interned values
         self._violations: list[tuple[str, int]] = []  # (invariant or witness, frontier position)
-
-    def settle(self, names: set[str]) -> None:
-        """Stop looking for properties whose first occurrence is known."""
-        for group in (self.invariants, self.step_invariants, self.state_witnesses, self.step_witnesses):
-            group[:] = [p for p in group if p.name not in names]
 
     def seed(self) -> LevelReport:
         """Take the initial states this partition owns."""

@@ -17,10 +17,10 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from kafka_mc.control.replication import ReplicationSystem
+from kafka_mc.control.replication import ReplicationSystem, model_of
 from kafka_mc.model import Action, Config, State, fingerprint
 from kafka_mc.model.interface import Model
-from kafka_mc.properties import ALWAYS, PROPERTIES, Property
+from kafka_mc.properties import ALWAYS, Property
 
 from .partition import without_cyclic_gc
 from .result import CheckResult, Stats, Trace, Violation
@@ -88,10 +88,7 @@ def simulate(
     run is made and the shortest violation found of each invariant is reported. `max_seconds`
     ends the simulation early (the runs made so far count).
     """
-    if isinstance(model, Config):
-        model = ReplicationSystem(model, PROPERTIES if properties is None else properties)
-    elif properties is not None:
-        raise ValueError(f"the {model.name} model checks its own properties; give a Config to choose them")
+    model = model_of(model, properties)
     walker = _ReplicationWalker(model, keep_going) if isinstance(model, ReplicationSystem) else _Walker(model, keep_going)
     return _simulate(walker, runs, depth, seed, keep_going, max_seconds, progress)
 

@@ -9,22 +9,18 @@ from __future__ import annotations
 
 from typing import Any, Hashable
 
-from kafka_mc.model.interface import ALWAYS, Model
+from kafka_mc.model.interface import Model
 
-from .partition import ROOT, LevelReport
+from .partition import ROOT, LevelReport, Watching
 
 
-class StatePool:
+class StatePool(Watching):
     """Every state met, with its parent node and the action from it (an initial state's parent
     is ROOT and its action its index among the initial states)."""
 
     def __init__(self, model: Model):
         self.model = model
-        properties = model.properties
-        self.invariants = [p for p in properties if p.kind == ALWAYS and not p.on_step]
-        self.step_invariants = [p for p in properties if p.kind == ALWAYS and p.on_step]
-        self.state_witnesses = [p for p in properties if p.kind != ALWAYS and not p.on_step]
-        self.step_witnesses = [p for p in properties if p.kind != ALWAYS and p.on_step]
+        self.watch(model.properties)
         self.nodes: dict[Hashable, int] = {}
         self.parents: list[int] = []
         self.actions: list[Any] = []
@@ -42,8 +38,7 @@ class StatePool:
     def level(self, settled: set[str]) -> list[LevelReport]:
         """Expand the frontier: step properties on every transition, state properties on every
         new state; stop looking for the properties in `settled`."""
-        for group in (self.invariants, self.step_invariants, self.state_witnesses, self.step_witnesses):
-            group[:] = [p for p in group if p.name not in settled]
+        self.settle(settled)
         report = LevelReport()
         current, self.frontier = self.frontier, []
         for node, state in current:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator
 
 from kafka_mc.model import Action, Config, ReplicationModel, State, parse_action
-from kafka_mc.model.interface import Property
+from kafka_mc.model.interface import Model, Property
 from kafka_mc.model.values import state_values
 from kafka_mc.properties import PROPERTIES
 from kafka_mc.properties.recovery import GOAL
@@ -52,3 +52,14 @@ class ReplicationSystem:
 
     def state_values(self, state: State) -> dict[str, Any]:
         return state_values(state)
+
+
+def model_of(model: Model | Config, properties: Iterable[Property] | None = None,
+             default: Iterable[Property] = PROPERTIES) -> Model:
+    """What an engine runs: `model` itself (whose properties are its own: ValueError if others are
+    given), or for a `Config` the replication model checking `properties` (`default` unless given)."""
+    if isinstance(model, Config):
+        return ReplicationSystem(model, default if properties is None else properties)
+    if properties is not None:
+        raise ValueError(f"the {model.name} model checks its own properties; give a Config to choose them")
+    return model

@@ -93,19 +93,22 @@ class ConformanceReport:
         return "\n".join(lines)
 
 
-def reachable_states(config: Config) -> Iterator[State]:
-    """Every state reachable under `config`, breadth first, in the model's order."""
-    model = ReplicationModel(config)
-    seen = set(model.initial_states())
-    frontier = list(model.initial_states())
+def reachable_states(config: Config, *others: Config) -> Iterator[State]:
+    """Every state reachable under `config`, breadth first, in the model's order; with `others`,
+    every state reachable when each step may be a step of any of these configurations (variants
+    mixed: a new leader that caches its epoch at one election and not at the next, ...)."""
+    models = [ReplicationModel(each) for each in (config, *others)]
+    frontier = list(dict.fromkeys(state for model in models for state in model.initial_states()))
+    seen = set(frontier)
     while frontier:
         yield from frontier
         following = []
         for state in frontier:
-            for _, successor in model.indexed_successors(state):
-                if successor not in seen:
-                    seen.add(successor)
-                    following.append(successor)
+            for model in models:
+                for _, successor in model.indexed_successors(state):
+                    if successor not in seen:
+                        seen.add(successor)
+                        following.append(successor)
         frontier = following
 
 

@@ -27,7 +27,7 @@ from kafka_mc.checker.symbolic.induction import (
 from kafka_mc.checker.symbolic.layout import Shape, constant
 from kafka_mc.checker.symbolic.lemmas import LEMMAS
 from kafka_mc.cli_prove import prove_command
-from kafka_mc.model import Config, ReplicationModel, State
+from kafka_mc.model import Config, ReplicationModel
 from kafka_mc.model.protocols import latest_epoch
 from kafka_mc.model.state import NO_LEADER
 from kafka_mc.properties import INVARIANTS
@@ -65,30 +65,11 @@ def test_every_shipped_lemma_holds_in_every_reachable_state_of_a_bounded_run(pro
     assert failing_in(LEMMAS, Shape.of(config, integers=True), reachable_states(config)) == {}
 
 
-def mixed_reachable_states(protocols: list[str], **bounds) -> list[State]:
-    """Every state reachable when each step may be any of the variants' steps (a new leader that
-    caches its epoch at one election and not at the next, ...)."""
-    models = [ReplicationModel(Config(protocol, **bounds)) for protocol in protocols]
-    seen = {state for model in models for state in model.initial_states()}
-    frontier, states = list(seen), []
-    while frontier:
-        states += frontier
-        following = []
-        for state in frontier:
-            for model in models:
-                for _, successor in model.indexed_successors(state):
-                    if successor not in seen:
-                        seen.add(successor)
-                        following.append(successor)
-        frontier = following
-    return states
-
-
 def test_one_lemma_set_serves_the_variants_with_and_without_an_epoch_at_election():
     """Each variant's consecution is checked against the same lemmas, so they must hold wherever
     the variants' steps mix; and both ways an epoch enters a cache are exercised."""
     bounds = dict(messages=2, crashes=2, elections=2)
-    states = mixed_reachable_states(PROVED, **bounds)
+    states = list(reachable_states(*(Config(protocol, **bounds) for protocol in PROVED)))
     shape = Shape.of(Config("kip-320", **bounds), integers=True)
     assert failing_in(LEMMAS, shape, states) == {}
     assert all(PROPERTIES[name].holds(state) for state in states for name in DEFAULT_PROPERTIES)
