@@ -21,7 +21,7 @@ from kafka_mc.model.values import plain_value, sorted_values
 from .control_sequence import controller_sequence
 from .html import STYLE, config_list
 from .itf import FORMAT_DESCRIPTION, INIT
-from .reports import write_files
+from .files import write_files
 from .summary import config_text
 from .text import conjunct, tla_value
 from .views import result_view

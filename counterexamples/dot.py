@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import networkx as nx
 
 from .views import state_label
 
 
-def write_dot(graph: nx.DiGraph, path: Path) -> None:
-    """Write the graph in the layout of TLC's `-dump dot`: a strict digraph, initial states
-    filled, every edge labelled with its action."""
+def dot_text(graph: nx.DiGraph) -> str:
+    """The graph in the layout of TLC's `-dump dot`: a strict digraph, initial states filled,
+    every edge labelled with its action."""
     lines = ["strict digraph DiskGraph {", "nodesep=0.35", "subgraph cluster_graph {", 'color="white"']
     for node, data in graph.nodes(data=True):
         style = ",style = filled" if data["initial"] else ""
@@ -20,7 +18,7 @@ def write_dot(graph: nx.DiGraph, path: Path) -> None:
         lines.append(f'{_node_id(source)} -> {_node_id(target)} [label="{_escape(str(action))}",'
                      'color="black",fontcolor="black"];')
     lines += ["}", "}"]
-    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return "\n".join(lines) + "\n"
 
 
 def _node_id(key: int) -> int:

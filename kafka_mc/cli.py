@@ -44,6 +44,7 @@ from kafka_mc.cli_common import (
     network_failure_bound,
     number,
     out_dir,
+    out_file,
     print_result,
     verdict_code,
     write_violation_reports,
@@ -54,8 +55,9 @@ from kafka_mc.cli_simulate import simulate_command
 from kafka_mc.control.failover import FailoverConfig, FailoverModel
 from kafka_mc.counterexamples import catalogue
 from kafka_mc.counterexamples.control import control_reports
-from kafka_mc.counterexamples.dot import write_dot
-from kafka_mc.counterexamples.reports import ReportConflict, write_files, write_reports
+from kafka_mc.counterexamples.dot import dot_text
+from kafka_mc.counterexamples.files import OutputError, ReportConflict, write_files
+from kafka_mc.counterexamples.reports import write_reports
 from kafka_mc.counterexamples.summary import replay_text
 from kafka_mc.model import PROTOCOLS, Config
 from kafka_mc.model.values import plain_values
@@ -154,6 +156,7 @@ def check_command(
                     number("--max-seconds", max_seconds, float, positive=True))
     worker_count = number("--workers", workers, positive=True)
     out = out_dir(out)
+    dump_dot = out_file(dump_dot, "--dump-dot")
     bounds = counts(flags, replicas=replicas, messages=messages, crashes=crashes, elections=elections,
                     min_isr=min_isr, partitions=failures_text)
     with config_errors(flags):
@@ -176,7 +179,7 @@ def check_command(
     takes = CHECK_ENGINE_FLAGS[Engine.python if engine is Engine.bfs else engine]
     refuse_unusable(f"--engine {engine.value}", takes, given, {e.value: flags for e, flags in CHECK_ENGINE_FLAGS.items()})
     if write_tla is not None:
-        _write_tla(config, out_dir(write_tla))
+        _write_tla(config, out_dir(write_tla, "--write-tla"))
     if engine is Engine.z3:
         result = _bounded_check(config, depth, keep_going, budget.max_seconds, quiet)
         written = write_violation_reports(result, out) if out else []
@@ -204,7 +207,7 @@ def check_command(
         except GraphTooLarge as error:
             raise Exit(exitcodes.BAD_INPUT, f"--dump-dot/--recoverability: {error}") from None
         if dump_dot is not None:
-            write_dot(graph, dump_dot)
+            print(f"wrote {write_files(dump_dot.parent, {dump_dot.name: dot_text(graph)})[0]}", file=sys.stderr)
         if recoverability:
             recovery = check_recoverability(config, graph)
     written = write_violation_reports(result, out) if out else []
@@ -425,7 +428,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     except Exit as error:
         print(f"kafka-mc: {error}", file=sys.stderr)
         return error.code
-    except ReportConflict as error:
+    except (ReportConflict, OutputError) as error:  # an output that would replace a user's file, or cannot be written
         print(f"kafka-mc: {error}", file=sys.stderr)
         return exitcodes.BAD_INPUT
     except KeyboardInterrupt:

@@ -24,6 +24,7 @@ from kafka_mc import exitcodes
 from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.checker import CheckResult
 from kafka_mc.checker.result import Trace
+from kafka_mc.counterexamples.files import OutputError, ReportConflict, check_output_dir, check_output_file
 from kafka_mc.counterexamples.reports import write_reports
 from kafka_mc.counterexamples.summary import result_text
 from kafka_mc.counterexamples.text import trace_text
@@ -49,17 +50,43 @@ def flag_of(field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
+# The largest value each numeric option takes (the smallest is 0, or above 0 where `positive`):
+# enough for every documented run, small enough that no value exhausts memory, file descriptors
+# or processes before the run starts.
+LIMITS: dict[str, int | float] = {
+    "--workers": 64,
+    "--max-states": 10**12,
+    "--max-seconds": 10**7,  # about 116 days
+    "--runs": 10**9,
+    "--depth": 10**6,
+    "--seed": 2**64 - 1,
+    "--spark-partitions": 10**5,
+}
+
+
 def number(flag: str, text: Optional[str], kind: type = int, positive: bool = False):
-    """The option's value as an int (or float); Exit naming the option and the value otherwise."""
+    """The option's value as an int (or a finite float), above 0 where `positive`, from 0 to
+    `LIMITS[flag]` where the flag has a limit; Exit naming the option, the value and the allowed
+    range otherwise."""
     if text is None:
         return None
+    noun = "an integer" if kind is int else "a number"
     try:
         value = kind(text)
-    except ValueError:
-        noun = "an integer" if kind is int else "a number"
+    except (ValueError, OverflowError):
         raise Exit(exitcodes.BAD_INPUT, f"{flag} must be {noun}, not {text!r}") from None
-    if positive and value <= 0:
-        raise Exit(exitcodes.BAD_INPUT, f"{flag} must be greater than 0, not {text}")
+    if value != value or value in (float("inf"), float("-inf")):
+        raise Exit(exitcodes.BAD_INPUT, f"{flag} must be a finite number, not {text!r}")
+    high = LIMITS.get(flag)
+    if high is None and not positive:
+        return value  # a count of the model: the configuration checks its range
+    if value < 0 or (positive and value == 0) or (high is not None and value > high):
+        if kind is float:
+            allowed = "greater than 0" if positive else "0 or more"
+            allowed += f" and at most {high:,}" if high is not None else ""
+        else:
+            allowed = f"from {int(positive)} to {high:,}" if high is not None else f"of at least {int(positive)}"
+        raise Exit(exitcodes.BAD_INPUT, f"{flag} must be {noun} {allowed}, not {text}")
     return value
 
 
@@ -88,18 +115,33 @@ def config_errors(flags: Mapping[str, str] | None = None) -> Iterator[None]:
 
 
 @overload
-def out_dir(out: Path) -> Path: ...
+def out_dir(out: Path, flag: str = "--out") -> Path: ...
 
 
 @overload
-def out_dir(out: None) -> None: ...
+def out_dir(out: None, flag: str = "--out") -> None: ...
 
 
-def out_dir(out: Optional[Path]) -> Optional[Path]:
-    """The --out directory, if given; Exit when it exists and is not a directory."""
-    if out is not None and out.exists() and not out.is_dir():
-        raise Exit(exitcodes.BAD_INPUT, f"--out {out} exists and is not a directory")
-    return out
+def out_dir(out: Optional[Path], flag: str = "--out") -> Optional[Path]:
+    """The output folder given as `flag`, if given, checked before any work: Exit when it cannot be
+    created or written (a file in its place, a name too long, a folder that cannot be written)."""
+    if out is None:
+        return None
+    try:
+        return check_output_dir(out, flag)
+    except OutputError as error:
+        raise Exit(exitcodes.BAD_INPUT, str(error)) from None
+
+
+def out_file(path: Optional[Path], flag: str) -> Optional[Path]:
+    """An output file given as `flag`, if given, checked before any work: Exit when it cannot be
+    written, and when it exists and kafka-mc did not write it (it is never overwritten)."""
+    if path is None:
+        return None
+    try:
+        return check_output_file(path, flag)
+    except (OutputError, ReportConflict) as error:
+        raise Exit(exitcodes.BAD_INPUT, str(error)) from None
 
 
 def verdict_code(result: CheckResult) -> int:

@@ -197,8 +197,4 @@ def simulation_text(result: SimulationResult) -> str:
 def chosen_seed(seed: Optional[str]) -> int:
     """The --seed given, or a random one; Exit naming a bad value."""
     chosen = number("--seed", seed)
-    if chosen is None:
-        return random.SystemRandom().randrange(2**32)
-    if chosen < 0:
-        raise Exit(exitcodes.BAD_INPUT, f"--seed must be a non-negative integer, not {seed}")
-    return chosen
+    return random.SystemRandom().randrange(2**32) if chosen is None else chosen

@@ -257,7 +257,8 @@ class KafkaMc:
         raise PropertyFailed(self._message(trace, prop, predicate, engine, result))
 
     def _message(self, trace, prop: Property, predicate: Callable, engine: str, result) -> str:
-        from kafka_mc.counterexamples.reports import ReportConflict, write_reports
+        from kafka_mc.counterexamples.files import ReportConflict
+        from kafka_mc.counterexamples.reports import write_reports
 
         node = self.request.node
         stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{node.path.stem}-{node.name}").strip("-")

@@ -12,7 +12,8 @@ from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.checker import CheckResult, check
 from kafka_mc.checker.graph import Recoverability, check_recoverability, state_graph
 from kafka_mc.checker.scenario import Replay, Scenario, documented_scenarios, load_scenario, replay
-from kafka_mc.counterexamples.reports import write_files, write_reports
+from kafka_mc.counterexamples.files import write_files
+from kafka_mc.counterexamples.reports import write_reports
 from kafka_mc.counterexamples.summary import config_text, invariant_verdicts
 
 

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -77,6 +78,28 @@ def test_dump_dot_in_tlc_layout(capsys, tmp_path):
     text = dot.read_text()
     assert code == exitcodes.OK and text.startswith("strict digraph DiskGraph {")
     assert text.count("style = filled") == 2 and '[label="ProducerWrite(A)"' in text
+    assert run(capsys, "check", "--protocol", "leader-epoch", "--dump-dot", str(dot), *SMALL)[0] == exitcodes.OK
+
+
+def test_dump_dot_never_replaces_a_users_file_and_refuses_before_the_run(capsys, tmp_path):
+    mine = tmp_path / "notes.txt"
+    mine.write_text("my notes")
+    code, out, err = run(capsys, "check", "--dump-dot", str(mine), *SMALL)
+    assert code == exitcodes.BAD_INPUT and f"{mine} exists and was not written by kafka-mc" in err
+    assert mine.read_text() == "my notes" and out == ""  # refused before any work
+
+
+@pytest.mark.parametrize("where, message", [
+    (lambda tmp: tmp / "file" / "out", "is a file, not a folder"),
+    (lambda tmp: tmp / ("x" * 300), "is longer than"),
+    (lambda tmp: tmp / ("x" * 300) / "out", "is longer than"),
+    (lambda tmp: Path("/proc/kafka-mc-out"), "cannot be written"),
+])
+@pytest.mark.parametrize("flag", ["--out", "--write-tla", "--dump-dot"])
+def test_output_paths_that_cannot_be_written_are_refused_before_the_run(capsys, tmp_path, flag, where, message):
+    (tmp_path / "file").write_text("x")
+    code, out, err = run(capsys, "check", flag, str(where(tmp_path)), *SMALL)
+    assert code == exitcodes.BAD_INPUT and message in err and err.count("\n") == 1 and out == ""
 
 
 def test_recoverability_fails_for_case_d_under_hw(capsys):
@@ -129,10 +152,17 @@ def test_reproduce_writes_every_case(capsys, tmp_path):
     (["check", "--min-isr", "3"], exitcodes.BAD_INPUT, "min_isr must be an integer from 1 to 2, not 3"),
     (["check", "--min-isr", "0"], exitcodes.BAD_INPUT, "min_isr must be an integer from 1 to 2, not 0"),
     (["check", "--format", "xml"], exitcodes.USAGE, "'xml' is not one of"),
-    (["check", "--max-states", "0"], exitcodes.BAD_INPUT, "--max-states must be greater than 0, not 0"),
-    (["check", "--workers", "0"], exitcodes.BAD_INPUT, "--workers must be greater than 0, not 0"),
+    (["check", "--max-states", "0"], exitcodes.BAD_INPUT, "--max-states must be an integer from 1 to 1,000,000,000,000, not 0"),
+    (["check", "--workers", "0"], exitcodes.BAD_INPUT, "--workers must be an integer from 1 to 64, not 0"),
     (["check", "--workers", "many"], exitcodes.BAD_INPUT, "--workers must be an integer, not 'many'"),
-    (["check", "--max-seconds", "-1"], exitcodes.BAD_INPUT, "--max-seconds must be greater than 0, not -1"),
+    (["check", "--max-seconds", "-1"], exitcodes.BAD_INPUT, "--max-seconds must be a number greater than 0 and at most 10,000,000, not -1"),
+    (["check", "--max-seconds", "nan"], exitcodes.BAD_INPUT, "--max-seconds must be a finite number, not 'nan'"),
+    (["check", "--max-seconds", "inf"], exitcodes.BAD_INPUT, "--max-seconds must be a finite number, not 'inf'"),
+    (["check", "--max-seconds", "1e400"], exitcodes.BAD_INPUT, "--max-seconds must be a finite number, not '1e400'"),
+    (["check", "--workers", "1" + "0" * 30], exitcodes.BAD_INPUT, "--workers must be an integer from 1 to 64, not 1000"),
+    (["check", "--max-states", "1e3"], exitcodes.BAD_INPUT, "--max-states must be an integer, not '1e3'"),
+    (["simulate", "--depth", "1" + "0" * 26], exitcodes.BAD_INPUT, "--depth must be an integer from 1 to 1,000,000"),
+    (["simulate", "--max-seconds", "-inf"], exitcodes.BAD_INPUT, "--max-seconds must be a finite number, not '-inf'"),
     (["check", "--unclean", "yes"], exitcodes.USAGE, "unexpected extra argument"),
     (["check", "--colour"], exitcodes.USAGE, "No such option: --colour"),
     (["replay"], exitcodes.USAGE, "Missing argument"),
@@ -167,7 +197,7 @@ def test_out_must_be_a_directory(capsys, tmp_path):
     target = tmp_path / "file"
     target.write_text("x")
     code, _, err = run(capsys, "check", "--out", str(target), *SMALL)
-    assert code == exitcodes.BAD_INPUT and "is not a directory" in err
+    assert code == exitcodes.BAD_INPUT and "exists and is not a folder" in err
 
 
 def test_dump_dot_refuses_configurations_too_large_for_a_graph(capsys, monkeypatch, tmp_path):

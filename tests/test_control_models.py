@@ -342,7 +342,7 @@ def test_cli_simulates_a_control_model(capsys):
     (["--runs", "5"], "--runs: not with --engine bfs"),
     (["--engine", "simulate", "--no-goal"], "--no-goal: not with --engine simulate"),
     (["--engine", "tlc"], "--engine 'tlc' is not allowed; allowed: bfs, spark, simulate, z3"),
-    (["--engine", "simulate", "--runs", "0"], "--runs must be greater than 0"),
+    (["--engine", "simulate", "--runs", "0"], "--runs must be an integer from 1 to 1,000,000,000, not 0"),
 ])
 def test_cli_engine_options_are_checked(capsys, argv, message):
     code, _, err = run(capsys, "control", "controller", *argv, "--quiet")

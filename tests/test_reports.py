@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import itf_py
 import pytest
 
 from kafka_mc.checker import Trace, check
 from kafka_mc.control.replication import ReplicationSystem
+from kafka_mc.counterexamples.files import LOCK, MANIFEST, ReportConflict, write_files
 from kafka_mc.counterexamples.html import trace_html
 from kafka_mc.counterexamples.itf import ITF_VARS, itf_text, itf_to_trace, trace_to_itf
 from kafka_mc.counterexamples.markdown import trace_markdown
-from kafka_mc.counterexamples.reports import MANIFEST, ReportConflict, read_itf_file, write_reports
+from kafka_mc.counterexamples.reports import read_itf_file, write_reports
 from kafka_mc.counterexamples.text import trace_text
 from kafka_mc.model import Config, ReplicationModel, parse_action
 
@@ -219,7 +222,7 @@ def test_writer_writes_regenerates_and_protects_foreign_files(violations, tmp_pa
 
     foreign = tmp_path / "out" / "mine.md"
     foreign.write_text("my notes\n", encoding="utf-8")
-    with pytest.raises(ReportConflict, match="mine.md.*--out") as raised:
+    with pytest.raises(ReportConflict, match="mine.md.*choose another path") as raised:
         write_reports(trace, invariant, tmp_path / "out", "mine", "Mine")
     assert isinstance(raised.value, FileExistsError)
     assert foreign.read_text(encoding="utf-8") == "my notes\n"
@@ -227,6 +230,29 @@ def test_writer_writes_regenerates_and_protects_foreign_files(violations, tmp_pa
 
     written = write_reports(trace, invariant, tmp_path / "out", "mine", "Mine", overwrite={foreign})
     assert foreign in written and foreign.read_text(encoding="utf-8").startswith("# Mine")
+    assert paths[0].stat().st_mode & 0o777 == 0o666 & ~_umask()  # as open() makes files, not private
+    assert {path.name for path in (tmp_path / "out").iterdir() if path.name.startswith(".")} <= {MANIFEST, LOCK}
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _write_many(out: str, first: int) -> None:
+    for index in range(first, first + 25):
+        write_files(Path(out), {f"run-{index}.txt": f"{index}\n"})
+
+
+def test_concurrent_writers_into_one_folder_lose_no_manifest_entry(tmp_path):
+    """Four processes writing 25 files each into one folder: the manifest lists all 100 (its
+    update is locked), so a later run may replace every one of them."""
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        pool.starmap(_write_many, [(str(tmp_path), first) for first in (0, 25, 50, 75)])
+    listed = {line for line in (tmp_path / MANIFEST).read_text(encoding="utf-8").splitlines() if not line.startswith("#")}
+    assert listed == {f"run-{index}.txt" for index in range(100)}
+    assert write_files(tmp_path, {f"run-{index}.txt": "again\n" for index in range(100)})
 
 
 @pytest.mark.parametrize("scenario, snippets", [

@@ -132,9 +132,9 @@ def test_a_time_budget_that_cuts_the_runs_short_exits_75(capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--messages", "100"], "--messages: messages must be an integer from 0 to 99, not 100"),
     (["--replicas", "6"], "--replicas: replicas must be an integer from 2 to 5, not 6"),
-    (["--runs", "0"], "--runs must be greater than 0, not 0"),
+    (["--runs", "0"], "--runs must be an integer from 1 to 1,000,000,000, not 0"),
     (["--depth", "ten"], "--depth must be an integer, not 'ten'"),
-    (["--seed", "-4"], "--seed must be a non-negative integer, not -4"),
+    (["--seed", "-4"], "--seed must be an integer from 0 to 18,446,744,073,709,551,615, not -4"),
     (["--format", "xml"], "--format must be one of text, json, not 'xml'"),
     (["--protocol", "kip-999"], "allowed: hw, leader-epoch, kip-279"),
     (["--max-seconds", "soon"], "--max-seconds must be a number, not 'soon'"),

@@ -119,7 +119,7 @@ def _same_as_local(view: dict, config: Config) -> None:
 
 def test_bad_spark_options_exit_151(tmp_path, capsys):
     assert main(["check", "--engine", "spark", "--spark-partitions", "0"]) == 151
-    assert "--spark-partitions must be greater than 0" in capsys.readouterr().err
+    assert "--spark-partitions must be an integer from 1 to 100,000" in capsys.readouterr().err
     assert main(["check", "--engine", "spark", "--resume", str(tmp_path)]) == 151
     assert "not a kafka-mc checkpoint" in capsys.readouterr().err
     assert main(["check", "--spark-master", "local[1]"]) == 151
