@@ -52,6 +52,11 @@ class Budget:
     def exceeded(self, distinct: int, seconds: float) -> str:
         if self.max_states is not None and distinct >= self.max_states:
             return f"state budget of {self.max_states} distinct states reached"
+        return self.out_of_time(seconds)
+
+    def out_of_time(self, seconds: float) -> str:
+        """Why a run stops after `seconds` ("" to go on): checked inside a level too, where the
+        state budget is not (so that every engine stops at the same state count)."""
         if self.max_seconds is not None and seconds >= self.max_seconds:
             return f"time budget of {self.max_seconds:g} s reached"
         return ""

@@ -29,12 +29,22 @@ from pathlib import Path
 from kafka_mc.control import MODELS
 from kafka_mc.control.system import parse_control_action
 from kafka_mc.model.interface import ALWAYS
+from kafka_mc.model.shape import ANY, Expect, check_shape, short_repr
 from kafka_mc.model.values import plain_values
 
 from .result import Replay, ReplayStep, Trace
 
-TOP_LEVEL = {"model", "title", "source", "description", "article", "initial", "steps", "config", "checkpoint",
-             "expected_violations"}
+
+# ------------------------------------------------------------------ control-plane scenarios
+
+SCENARIO_SHAPE = {
+    "model": str, "title": str, "source": str, "description": str, "article": str, "initial": ANY,
+    "steps": Expect([str], "a list of strings such as \"SessionExpire(0)\""),
+    "config": dict,
+    "checkpoint": [{"after": ANY, "*": ANY}],
+    "expected_violations": Expect([str], "a list of the model's invariant names"),
+}
+TOP_LEVEL = set(SCENARIO_SHAPE)
 
 
 def scenario_models() -> dict:
@@ -63,9 +73,7 @@ class ControlScenario:
 
 def parse_control_scenario(path: Path, data: dict, article: str) -> ControlScenario:
     """The scenario in `data` (a parsed TOML file); ValueError naming what is wrong."""
-    unknown = set(data) - TOP_LEVEL
-    if unknown:
-        raise ValueError(f"unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(TOP_LEVEL))}")
+    check_shape(data, SCENARIO_SHAPE)
     models = scenario_models()
     if data["model"] not in models:
         raise ValueError(f"model {data['model']!r} is unknown; allowed: replication (no key), {', '.join(models)}")
@@ -83,7 +91,8 @@ def parse_control_scenario(path: Path, data: dict, article: str) -> ControlScena
     initial = data.get("initial", 0)
     count = len(system.initial_states())
     if isinstance(initial, bool) or not isinstance(initial, int) or not 0 <= initial < count:
-        raise ValueError(f"initial must be the index of an initial state, from 0 to {count - 1}, not {initial!r}")
+        raise ValueError(f"initial must be the index of an initial state, from 0 to {count - 1}, "
+                         f"not {short_repr(initial)}")
     invariants = {p.name for p in system.properties if p.kind == ALWAYS}
     expected = data.get("expected_violations", [])
     if not isinstance(expected, list) or set(expected) - invariants:
@@ -92,7 +101,8 @@ def parse_control_scenario(path: Path, data: dict, article: str) -> ControlScena
     for entry in data.get("checkpoint", []):
         after = entry.get("after")
         if isinstance(after, bool) or not isinstance(after, int) or not 0 <= after <= len(actions):
-            raise ValueError(f"checkpoint 'after' must be a step number from 0 to {len(actions)}, not {after!r}")
+            raise ValueError(f"checkpoint 'after' must be a step number from 0 to {len(actions)}, "
+                             f"not {short_repr(after)}")
         checkpoints.append((after, {key: value for key, value in entry.items() if key != "after"}))
     return ControlScenario(path, str(data.get("title", "")), str(data.get("source", "")),
                            str(data.get("description", "")), Trace(system, initial, actions), tuple(checkpoints),

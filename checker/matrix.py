@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
+import signal
 from dataclasses import dataclass
 from functools import partial
 from itertools import product
@@ -98,8 +98,11 @@ def run_matrix(axes: Axes, bounds: Config = DEFAULT_BOUNDS, *, workers: int = 1,
         from .kernel.engine import compile_kernel
 
         compile_kernel()
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return [_reported(cell, progress) for cell in pool.map(run_cell, configs)]
+    # leaving the block (at the end, on an error or on Ctrl-C) terminates the workers, which leave
+    # Ctrl-C to this process
+    with multiprocessing.get_context("spawn").Pool(workers, initializer=signal.signal,
+                                                   initargs=(signal.SIGINT, signal.SIG_IGN)) as pool:
+        return [_reported(cell, progress) for cell in pool.imap(run_cell, configs)]
 
 
 def run_matrix_on_spark(axes: Axes, bounds: Config = DEFAULT_BOUNDS, *, master: str = "local[*]",

@@ -31,19 +31,43 @@ from pathlib import Path
 
 from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.model import Config, ConfigError, ReplicationModel, State, parse_action
+from kafka_mc.model.shape import ANY, Expect, check_shape, short_repr
 from kafka_mc.model.state import ROLE_NAMES, STATUS_NAMES, record_name, replica_index
 from kafka_mc.properties import failing_invariants
 
 from .control_scenario import ControlScenario, parse_control_scenario, replay_control
 from .result import Replay, ReplayError, ReplayStep, Trace
 
-REPLICA_FIELDS = {"log", "hw", "leo", "epochs", "role", "status"}
-TOP_LEVEL = {"title", "source", "initial_leader", "steps", "config", "checkpoint",
-             "expected_violations", "exhaustive_violations", "description", "article"}
 # What a catalogue scenario illustrates: a row of the table of ways to lose data in Vanlightly's
 # fault-tolerance article, one of its network partition scenarios, or the three-replica example
 # of the performance article (README "Sources"; its case id is still "seed-004").
 ARTICLE_CASES = (*(f"row-{n}" for n in range(1, 6)), *(f"partition-{n}" for n in range(1, 9)), "seed-004")
+
+# The shape of a scenario file (`model.shape.check_shape`); values are checked further as they are read.
+REPLICA_SHAPE = {
+    "log": Expect([str], "a list of record names such as \"m1\""),
+    "hw": int,
+    "leo": int,
+    "epochs": Expect([Expect([int], "an [epoch, start offset] pair")], "a list of [epoch, start offset] pairs"),
+    "role": str,
+    "status": str,
+}
+SCENARIO_SHAPE = {
+    "title": Expect(str, "a non-empty string"),
+    "source": str,
+    "description": str,
+    "initial_leader": Expect(str, "a non-empty string"),
+    "steps": Expect([str], "a list of strings such as \"ProducerWrite(A)\""),
+    "config": dict,
+    # a checkpoint's other keys are replica names
+    "checkpoint": [{"after": ANY, "figure": str,
+                    "*": Expect(REPLICA_SHAPE, f"a table of {', '.join(sorted(REPLICA_SHAPE))}")}],
+    "expected_violations": Expect([str], "a list of invariant names"),
+    "exhaustive_violations": Expect([str], "a list of invariant names"),
+    "article": Expect(str, f"one of {', '.join(ARTICLE_CASES)}"),
+}
+REPLICA_FIELDS = set(REPLICA_SHAPE)
+TOP_LEVEL = set(SCENARIO_SHAPE)
 
 
 class ScenarioError(ValueError):
@@ -106,8 +130,10 @@ def load_scenario(path: Path) -> Scenario | ControlScenario:
         raise ScenarioError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as error:
         raise ScenarioError(f"{path}: cannot be read ({error})") from None
-    except tomllib.TOMLDecodeError as error:
+    except ValueError as error:  # TOMLDecodeError, or a number too long to convert
         raise ScenarioError(f"{path}: not valid TOML ({error})") from None
+    except RecursionError:
+        raise ScenarioError(f"{path}: cannot be read: values nested too deeply") from None
     try:
         return _parse(Path(path), data)
     except (ConfigError, ValueError, TypeError) as error:
@@ -117,9 +143,7 @@ def load_scenario(path: Path) -> Scenario | ControlScenario:
 def _parse(path: Path, data: dict) -> Scenario | ControlScenario:
     if "model" in data:  # a control-plane model's scenario
         return parse_control_scenario(path, data, _article_case(data))
-    unknown = set(data) - TOP_LEVEL
-    if unknown:
-        raise ValueError(f"unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(TOP_LEVEL))}")
+    check_shape(data, SCENARIO_SHAPE)
     config_table = data.get("config")
     if not isinstance(config_table, dict):
         raise ValueError("a [config] table is required (protocol, replicas, messages, crashes, elections, ...)")
@@ -150,14 +174,14 @@ def _parse(path: Path, data: dict) -> Scenario | ControlScenario:
 def _article_case(data: dict) -> str:
     case = data.get("article", "")
     if case and case not in ARTICLE_CASES:
-        raise ValueError(f"article must be one of {', '.join(ARTICLE_CASES)}, not {case!r}")
+        raise ValueError(f"article must be one of {', '.join(ARTICLE_CASES)}, not {short_repr(case)}")
     return case
 
 
 def _string(data: dict, key: str) -> str:
     value = data.get(key)
     if not isinstance(value, str) or not value:
-        raise ValueError(f"{key} must be a non-empty string, not {value!r}")
+        raise ValueError(f"{key} must be a non-empty string, not {short_repr(value)}")
     return value
 
 
@@ -169,20 +193,17 @@ def _invariant_names(data: dict, key: str) -> tuple[str, ...] | None:
     names = data[key]
     known = [p.name for p in INVARIANTS]
     if not isinstance(names, list) or any(name not in known for name in names):
-        raise ValueError(f"{key} must list invariants among {', '.join(known)}, not {names!r}")
+        raise ValueError(f"{key} must list invariants among {', '.join(known)}, not {short_repr(names)}")
     return tuple(names)
 
 
 def _checkpoint(entry: dict, steps: int, config: Config) -> Checkpoint:
     after = entry.get("after")
     if isinstance(after, bool) or not isinstance(after, int) or not 0 <= after <= steps:
-        raise ValueError(f"checkpoint 'after' must be a step number from 0 to {steps}, not {after!r}")
+        raise ValueError(f"checkpoint 'after' must be a step number from 0 to {steps}, not {short_repr(after)}")
     replicas = {key: value for key, value in entry.items() if key not in ("after", "figure")}
-    for name, expected in replicas.items():
+    for name in replicas:  # each a table of REPLICA_FIELDS (SCENARIO_SHAPE)
         replica_index(name, config.replicas)
-        if not isinstance(expected, dict) or set(expected) - REPLICA_FIELDS:
-            raise ValueError(f"checkpoint after step {after}: replica {name} must be a table of "
-                             f"{', '.join(sorted(REPLICA_FIELDS))}, not {expected!r}")
     return Checkpoint(after, str(entry.get("figure", "")), replicas)
 
 

@@ -251,6 +251,10 @@ def session(master: str = "local[*]", partitions: int | None = None, app_name: s
     (`shipping.ship`) before its first job."""
     from pyspark.sql import SparkSession
 
+    # PySpark takes the executors' Python from this variable alone (pyspark/context.py, `pythonExec`,
+    # 3.5 and 4.x; the spark.pyspark.python setting is read only by spark-submit): without it they
+    # run whatever `python3` is first on PATH, which may lack pyarrow or be absent.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     log4j = Path(tempfile.gettempdir()) / "kafka-mc-spark-log4j2.properties"
     if not log4j.exists() or log4j.read_text() != _LOG4J:
         log4j.write_text(_LOG4J)
@@ -260,8 +264,6 @@ def session(master: str = "local[*]", partitions: int | None = None, app_name: s
                .config("spark.ui.enabled", "false")
                .config("spark.driver.extraJavaOptions", java_options)
                .config("spark.executor.extraJavaOptions", java_options)
-               .config("spark.pyspark.python", os.environ.get("PYSPARK_PYTHON") or sys.executable)
-               .config("spark.pyspark.driver.python", sys.executable)
                .config("spark.sql.adaptive.enabled", "false")
                .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
                .config("spark.sql.autoBroadcastJoinThreshold", "-1")

@@ -7,6 +7,8 @@ answer the coordinating process over a pipe.
 from __future__ import annotations
 
 import multiprocessing
+import signal
+import time
 
 from kafka_mc.model import Config
 from kafka_mc.properties import Property
@@ -35,6 +37,7 @@ class LocalPartitions:
 
 
 def _serve(config, properties, index, count, symmetry, commands, inboxes) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinating process's to act on
     with without_cyclic_gc():
         _serve_partition(config, properties, index, count, symmetry, commands, inboxes)
 
@@ -99,12 +102,17 @@ class WorkerPartitions:
         return self._receive(self.pipes[partition])
 
     def close(self) -> None:
+        """Stop the workers: at once when they are idle; those still busy (the run was interrupted
+        or failed inside a level) are terminated after half a second."""
         for pipe in self.pipes:
             try:
                 pipe.send(("stop", None))
             except OSError:
                 pass
+        deadline = time.monotonic() + 0.5
         for process in self.processes:
-            process.join(timeout=5)
+            process.join(timeout=max(deadline - time.monotonic(), 0))
+        for process in self.processes:
             if process.is_alive():
                 process.terminate()
+                process.join()

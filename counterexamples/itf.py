@@ -14,12 +14,23 @@ import itf_py
 
 from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.checker.result import Trace
-from kafka_mc.model import Config, ReplicationModel, parse_action
+from kafka_mc.model import Config, ConfigError, ReplicationModel, parse_action
+from kafka_mc.model.shape import ANY, Expect, Required, check_shape, short_repr
 from kafka_mc.model.values import state_values
 
 ITF_VARS = ("replicas", "controller", "written", "crashes", "committed", "consumed", "acked")
 INIT = "Init"
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
+# What `itf_to_trace` reads of an ITF object (`model.shape.check_shape`); the state variables are
+# compared with the replay's as they are.
+ACTION_SHAPE = Expect(str, "an action such as \"ProducerWrite(A)\"")
+ITF_SHAPE = {
+    "#meta": Required({"config": Required({name: ANY for name in Config.__dataclass_fields__}),
+                       "initial": Required(Expect(int, "the index of an initial state")), "*": ANY}),
+    "vars": Required([str]),
+    "states": Required([{"#meta": Required({"action": Required(ACTION_SHAPE), "*": ANY}), "*": ANY}]),
+    "*": ANY,
+}
 
 
 def trace_to_itf(trace: Trace, invariant: str | None) -> dict:
@@ -52,20 +63,34 @@ def itf_to_trace(data: dict) -> Trace:
     """The trace an ITF object written by `trace_to_itf` records. ValueError when the object
     lacks the configuration or the actions, or when replaying it gives other states."""
     try:
-        itf = itf_py.trace_from_json(data)
-        config = Config.for_simulation(**itf.meta["config"])
-        initial = itf.meta["initial"]
-        labels = [state.meta["action"] for state in itf.states]
-    except (KeyError, TypeError) as error:
-        raise ValueError(f"not a kafka-mc ITF trace: missing or malformed {error}") from error
-    if "start" in itf.meta:
+        check_shape(data, ITF_SHAPE, toml=False)
+    except ValueError as error:
+        raise ValueError(f"not a kafka-mc ITF trace: {error}") from None
+    meta = data["#meta"]
+    try:
+        config = Config.for_simulation(**meta["config"])
+    except ConfigError as error:
+        raise ValueError(f"not a kafka-mc ITF trace: #meta.config: {error}") from None
+    initial = meta["initial"]
+    labels = [state["#meta"]["action"] for state in data["states"]]
+    if "start" in meta:
         raise ValueError("this ITF trace starts in a given state, not an initial one (a counterexample to "
                          "induction): it has no replay from an initial state")
     if not labels or labels[0] != INIT:
         raise ValueError(f"not a kafka-mc ITF trace: the first state's action must be {INIT!r}")
     model = ReplicationModel(config)
-    actions = tuple(parse_action(label, model.action_names, config.replicas) for label in labels[1:])
-    trace = Trace(ReplicationSystem(config), initial, actions)
+    actions = []
+    for index, label in enumerate(labels[1:], start=1):
+        try:
+            actions.append(parse_action(label, model.action_names, config.replicas))
+        except ValueError as error:
+            raise ValueError(f"not a kafka-mc ITF trace: states[{index}].#meta.action: {error}") from None
+    system = ReplicationSystem(config)
+    count = len(system.initial_states())
+    if not 0 <= initial < count:
+        raise ValueError(f"not a kafka-mc ITF trace: #meta.initial must be the index of an initial state, from 0 to "
+                         f"{count - 1}, not {short_repr(initial)}")
+    trace = Trace(system, initial, tuple(actions))
     for index, (state, raw) in enumerate(zip(trace.states(), data["states"])):
         expected = itf_py.state_to_json(itf_py.State(meta={}, values=state_values(state)))
         differing = [name for name in ITF_VARS if raw.get(name) != expected[name]]

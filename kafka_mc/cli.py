@@ -423,7 +423,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     """Run the CLI; errors become a message and an exit code, never a traceback."""
     try:
         app(args=argv, prog_name="kafka-mc")  # standalone: usage errors print and exit 2
-    except SystemExit as done:
+    except SystemExit as done:  # typer turns Ctrl-C into a silent exit 130: say so
+        interrupt = _interrupt_behind(done)
+        if interrupt is not None:
+            return _interrupted(interrupt)
         return done.code if isinstance(done.code, int) else exitcodes.OK
     except Exit as error:
         print(f"kafka-mc: {error}", file=sys.stderr)
@@ -431,13 +434,26 @@ def main(argv: Optional[list[str]] = None) -> int:
     except (ReportConflict, OutputError) as error:  # an output that would replace a user's file, or cannot be written
         print(f"kafka-mc: {error}", file=sys.stderr)
         return exitcodes.BAD_INPUT
-    except KeyboardInterrupt:
-        print("kafka-mc: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as interrupt:
+        return _interrupted(interrupt)
     except Exception as error:  # an internal error: say so plainly, no traceback
         print(f"kafka-mc: internal error: {type(error).__name__}: {error}", file=sys.stderr)
         return exitcodes.INTERNAL
     return exitcodes.OK  # not reached: in standalone mode the app always leaves by SystemExit
+
+
+def _interrupt_behind(error: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C an exception was raised because of, if any."""
+    seen: BaseException | None = error
+    while seen is not None and not isinstance(seen, KeyboardInterrupt):
+        seen = seen.__cause__ or seen.__context__
+    return seen
+
+
+def _interrupted(interrupt: KeyboardInterrupt) -> int:
+    """One line on stderr, with how far the run got where the engine says (`Interrupted`); exit 130."""
+    print(f"kafka-mc: interrupted{f' {interrupt}' if str(interrupt) else ''}", file=sys.stderr)
+    return exitcodes.INTERRUPTED
 
 
 # Commands defined in modules of their own, registered last (the order `kafka-mc --help` lists them in).

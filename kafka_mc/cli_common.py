@@ -30,6 +30,7 @@ from kafka_mc.counterexamples.summary import result_text
 from kafka_mc.counterexamples.text import trace_text
 from kafka_mc.counterexamples.views import result_view
 from kafka_mc.model import PROTOCOLS, ConfigError
+from kafka_mc.model.config import SIMULATION_COUNT_LIMIT
 
 
 class OutputFormat(str, Enum):
@@ -61,6 +62,9 @@ LIMITS: dict[str, int | float] = {
     "--depth": 10**6,
     "--seed": 2**64 - 1,
     "--spark-partitions": 10**5,
+    "--k": 32,  # prove: k-induction
+    "--bmc-depth": 1000,  # prove: the search after a failed proof
+    "--epoch-cache": SIMULATION_COUNT_LIMIT + 1,  # prove: the exact cache of the most elections a bounded run takes
 }
 
 
@@ -71,12 +75,13 @@ def number(flag: str, text: Optional[str], kind: type = int, positive: bool = Fa
     if text is None:
         return None
     noun = "an integer" if kind is int else "a number"
+    shown = text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
     try:
         value = kind(text)
-    except (ValueError, OverflowError):
-        raise Exit(exitcodes.BAD_INPUT, f"{flag} must be {noun}, not {text!r}") from None
+    except (ValueError, OverflowError):  # int() of more than 4,300 digits is a ValueError too
+        raise Exit(exitcodes.BAD_INPUT, f"{flag} must be {noun}, not {shown!r}") from None
     if value != value or value in (float("inf"), float("-inf")):
-        raise Exit(exitcodes.BAD_INPUT, f"{flag} must be a finite number, not {text!r}")
+        raise Exit(exitcodes.BAD_INPUT, f"{flag} must be a finite number, not {shown!r}")
     high = LIMITS.get(flag)
     if high is None and not positive:
         return value  # a count of the model: the configuration checks its range
@@ -86,7 +91,7 @@ def number(flag: str, text: Optional[str], kind: type = int, positive: bool = Fa
             allowed += f" and at most {high:,}" if high is not None else ""
         else:
             allowed = f"from {int(positive)} to {high:,}" if high is not None else f"of at least {int(positive)}"
-        raise Exit(exitcodes.BAD_INPUT, f"{flag} must be {noun} {allowed}, not {text}")
+        raise Exit(exitcodes.BAD_INPUT, f"{flag} must be {noun} {allowed}, not {shown}")
     return value
 
 
@@ -270,7 +275,7 @@ def load_plugins(plugins: Optional[list[str]]) -> None:
                 if os.getcwd() not in sys.path:
                     sys.path.insert(0, os.getcwd())
                 importlib.import_module(plugin)
-        except (Exception, SystemExit) as error:
+        except BaseException as error:  # a user's code: SystemExit and KeyboardInterrupt at import too
             raise Exit(exitcodes.BAD_SPEC, f"--plugin {plugin}: it cannot be imported: "
                                            f"{type(error).__name__}: {error}") from None
 

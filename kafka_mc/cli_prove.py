@@ -6,13 +6,16 @@ helpers it shares with `check` are `kafka_mc.cli_common`'s.
 Exit codes: 0 proved; 12 a property is violated (bounded model checking after a failed proof, or
 Spacer, found a reachable violation); 1 not proved (a counterexample to induction whose
 reachability is not established, i.e. no violation within the search depth); 75 unknown or out of
-time; 151 a bad option value; 255 an internal error (the encoding disagrees with the model).
+time; 150 a --lemmas file that cannot be used (it fails at import, its LEMMAS is not a list of
+named functions, or a lemma raises or gives no Z3 formula); 151 a bad option value; 255 an
+internal error (the encoding disagrees with the model).
 """
 
 from __future__ import annotations
 
 import json
 import runpy
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -22,13 +25,16 @@ from tabulate import tabulate
 
 from kafka_mc import exitcodes
 from kafka_mc.checker.symbolic.bmc import EncodingMismatch
+from kafka_mc.checker.symbolic.budget import Deadline
 from kafka_mc.checker.symbolic.induction import DEFAULT_CACHE, DEFAULT_PROPERTIES, Lemma, prove, reachability
+from kafka_mc.checker.symbolic.lemma import LemmaError, raised, shown
 from kafka_mc.checker.symbolic.lemmas import LEMMAS
 from kafka_mc.checker.symbolic.properties import SYMBOLIC_INVARIANTS
 from kafka_mc.checker.symbolic.spacer import spacer_prove
 from kafka_mc.checker.symbolic.transitions import EncodingError
 from kafka_mc.cli_common import (
     AcksOption,
+    LIMITS,
     DeprecatedNetworkFailuresOption,
     Exit,
     MessagesOption,
@@ -84,21 +90,23 @@ def prove_command(
     method: str = typer.Option("lemmas", metavar="lemmas|spacer",
                                help="lemmas: the strengthening lemmas; spacer: Z3's Spacer looks for an invariant."),
     k: str = typer.Option("1", "--k", metavar="N",
-                          help="k-induction: the lemmas on N consecutive states imply the next."),
+                          help=f"k-induction: the lemmas on N consecutive states imply the next (1 to {LIMITS['--k']})."),
     lemma_file: Optional[Path] = typer.Option(None, "--lemmas", metavar="FILE",
                                               help="A Python file whose LEMMAS list adds lemmas (functions of the "
                                                    "symbolic state) to the shipped ones."),
     no_shipped: bool = typer.Option(False, "--no-shipped-lemmas", help="Use only the lemmas of --lemmas."),
     epoch_cache: Optional[str] = typer.Option(None, "--epoch-cache", metavar="N",
-                                              help="Epoch-cache capacity when elections are unbounded (default 4): "
-                                                   "the proof covers behaviours whose caches stay within N entries."),
+                                              help="Epoch-cache capacity when elections are unbounded (default 4; 1 "
+                                                   f"to {LIMITS['--epoch-cache']}): the proof covers behaviours whose caches "
+                                                   "stay within N entries."),
     bmc_depth: str = typer.Option(str(DEFAULT_BMC_DEPTH), "--bmc-depth", metavar="K",
                                   help="After a failed proof, search behaviours of up to K steps for a violation "
-                                       f"(0: do not search; at most {DEFAULT_SEARCH_SECONDS:g} s unless "
-                                       "--max-seconds bounds it)."),
+                                       f"(0 to {LIMITS['--bmc-depth']:,}; 0: do not search; at most "
+                                       f"{DEFAULT_SEARCH_SECONDS:g} s unless --max-seconds bounds it)."),
     max_seconds: Optional[str] = typer.Option(None, metavar="SECONDS",
-                                              help="Stop after this many seconds: unknown, exit 75 "
-                                                   f"(Spacer: default {DEFAULT_SPACER_SECONDS:g})."),
+                                              help="Stop after this many seconds in all (above 0, at most "
+                                                   f"{LIMITS['--max-seconds']:,}): unknown, exit 75 (Spacer: default "
+                                                   f"{DEFAULT_SPACER_SECONDS:g})."),
     output_format: str = typer.Option("text", "--format", metavar="text|json",
                                       help="text, or json: one JSON object on stdout."),
     out: Optional[Path] = typer.Option(None, help="Write the counterexample's reports (and a violation's) here."),
@@ -106,6 +114,7 @@ def prove_command(
 ) -> None:
     """Prove properties for any number of crashes and elections (replicas and messages bounded),
     with strengthening lemmas checked for initiation, consecution and safety, or with Spacer."""
+    started = time.perf_counter()  # --max-seconds counts from here
     load_plugins(plugin)
     failures_flag, failures_text = network_failure_bound(ctx, network_failures, partitions)
     flags = {"partitions": failures_flag}
@@ -121,8 +130,6 @@ def prove_command(
                        f"--property {name!r} is unknown; allowed: {', '.join(SYMBOLIC_INVARIANTS)}")
     depth = number("--k", k, positive=True)
     search_depth = number("--bmc-depth", bmc_depth)
-    if search_depth < 0:
-        raise Exit(exitcodes.BAD_INPUT, f"--bmc-depth must be 0 or more, not {bmc_depth}")
     budget = number("--max-seconds", max_seconds, float, positive=True)
     cache = number("--epoch-cache", epoch_cache, positive=True)
     out = out_dir(out)
@@ -144,27 +151,34 @@ def prove_command(
     unbounded = frozenset(lifted)
     if cache is None and "elections" in unbounded:
         cache = DEFAULT_CACHE
-    lemmas = _lemmas(lemma_file, no_shipped)
+    deadline = Deadline(budget, started)
+    lemmas, from_file = _lemmas(lemma_file, no_shipped)
     fmt = formats[output_format]
     reporter = ProgressReporter(enabled=not quiet)
+    # the search after a failed proof: within what is left of --max-seconds, or its own limit
+    search_deadline = deadline if budget is not None else None
     try:
         if method == "spacer":
-            limit = budget or DEFAULT_SPACER_SECONDS
-            reporter.note(f"Spacer: looking for an inductive invariant (at most {limit:g} s)")
-            spacer_result = spacer_prove(config, chosen, unbounded=unbounded, cache=cache,
-                                         max_seconds=limit)
+            if budget is None:
+                deadline = Deadline(DEFAULT_SPACER_SECONDS)
+            reporter.note(f"Spacer: looking for an inductive invariant (at most {deadline.seconds:g} s)")
+            spacer_result = spacer_prove(config, chosen, unbounded=unbounded, cache=cache, deadline=deadline)
             found = None
             if spacer_result.status == "refuted" and search_depth:
-                found = _search(config, unbounded, chosen, search_depth, None, DEFAULT_SEARCH_SECONDS, reporter)
+                found = _search(config, unbounded, chosen, search_depth, None, search_deadline, reporter)
             return _finish_spacer(spacer_result, found, unbounded, fmt, out)
         progress = _Progress(reporter)
         result = prove(config, lemmas, properties=chosen, unbounded=unbounded, k=depth, cache=cache,
-                       max_seconds=budget, progress=progress)
+                       deadline=deadline, progress=progress)
         found = None
         if result.status == "failed" and search_depth:
-            left = DEFAULT_SEARCH_SECONDS if budget is None else max(1.0, budget - result.seconds)
-            found = _search(config, unbounded, chosen, search_depth, result.counterexample, left, reporter)
+            found = _search(config, unbounded, chosen, search_depth, result.counterexample, search_deadline,
+                            reporter)
         _finish_proof(result, found, fmt, out)
+    except LemmaError as error:
+        if error.lemma in from_file:
+            raise Exit(exitcodes.BAD_SPEC, f"--lemmas {lemma_file}: {error}") from None
+        raise Exit(exitcodes.INTERNAL, f"internal error: shipped {error}") from None
     except EncodingError as error:
         raise Exit(exitcodes.BAD_INPUT, f"prove: {error}") from None
     except EncodingMismatch as error:
@@ -189,29 +203,50 @@ class _Progress:
             self.reporter.note(f"{query.kind}{where}")
 
 
-def _lemmas(path: Optional[Path], no_shipped: bool) -> list:
-    extra = []
+def _lemmas(path: Optional[Path], no_shipped: bool) -> tuple[list, set[str]]:
+    """The lemmas to prove with, and the names of those from `path`. The file runs guarded:
+    whatever it raises (SystemExit and KeyboardInterrupt included), or a LEMMAS that is not a
+    list of named functions with string docstrings, is an error in the file (exit 150)."""
+    extra: list[Lemma] = []
     if path is not None:
         if not path.is_file():
             raise Exit(exitcodes.BAD_INPUT, f"--lemmas {path}: no such file")
         try:
             namespace = runpy.run_path(str(path))
-        except Exception as error:
-            raise Exit(exitcodes.BAD_INPUT, f"--lemmas {path}: {type(error).__name__}: {error}") from None
+        except BaseException as error:  # user code: nothing it raises may end the command as a verdict
+            raise Exit(exitcodes.BAD_SPEC, f"--lemmas {path}: raised {raised(error)} at import") from None
         listed = namespace.get("LEMMAS")
-        if not isinstance(listed, (list, tuple)) or not all(callable(item) for item in listed):
-            raise Exit(exitcodes.BAD_INPUT, f"--lemmas {path} must define LEMMAS, a list of functions of the "
-                                            "symbolic state")
-        extra = [Lemma.of(item) for item in listed]
+        if not isinstance(listed, (list, tuple)):
+            raise Exit(exitcodes.BAD_SPEC, f"--lemmas {path} must define LEMMAS, a list of functions of the "
+                                           f"symbolic state, not {shown(listed)}")
+        try:
+            for position, item in enumerate(list(listed)):
+                try:
+                    extra.append(Lemma.of(item))
+                except LemmaError as error:
+                    raise Exit(exitcodes.BAD_SPEC, f"--lemmas {path}: LEMMAS[{position}]: {error}") from None
+        except Exit:
+            raise
+        except BaseException as error:  # a list subclass whose iteration raises
+            raise Exit(exitcodes.BAD_SPEC, f"--lemmas {path}: reading LEMMAS raised {raised(error)}") from None
     elif no_shipped:
         raise Exit(exitcodes.BAD_INPUT, "--no-shipped-lemmas needs --lemmas FILE")
-    return extra if no_shipped else [*LEMMAS, *extra]
+    chosen = extra if no_shipped else [*LEMMAS, *extra]
+    names = [item.name for item in chosen]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise Exit(exitcodes.BAD_SPEC, f"--lemmas {path}: lemma names must be distinct"
+                                       f"{'' if no_shipped else ', the shipped ones included'}; "
+                                       f"repeated: {', '.join(repeated)}")
+    return chosen, {item.name for item in extra}
 
 
-def _search(config, unbounded, properties, depth, counterexample, max_seconds, reporter):
+def _search(config, unbounded, properties, depth, counterexample, deadline, reporter):
+    """Bounded model checking after a failed proof or a refutation: until `deadline`, or for
+    DEFAULT_SEARCH_SECONDS without one."""
     reporter.note(f"bounded model checking up to {depth} steps for a reachable violation")
     target = counterexample.states[0] if counterexample and counterexample.kind == "consecution" else None
-    return reachability(config, unbounded, properties, depth, target, max_seconds)
+    return reachability(config, unbounded, properties, depth, target, DEFAULT_SEARCH_SECONDS, deadline=deadline)
 
 
 def _config_view(config: Config, unbounded: frozenset[str]) -> dict:

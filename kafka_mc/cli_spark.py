@@ -55,14 +55,7 @@ def run_spark(config: Config, *, keep_going: bool, symmetry: bool, budget: Budge
     # deferred: the Spark engine (numpy, ~80 ms; pyspark when the job starts) loads for --engine spark only
     from kafka_mc.checker.spark import CheckpointError, checkpoint_config, run_spark_check
 
-    partitions = None
-    if spark_partitions is not None:
-        try:
-            partitions = int(spark_partitions)
-        except ValueError:
-            raise Exit(exitcodes.BAD_INPUT, f"--spark-partitions must be an integer, not {spark_partitions!r}") from None
-        if partitions < 1:
-            raise Exit(exitcodes.BAD_INPUT, f"--spark-partitions must be greater than 0, not {spark_partitions}")
+    partitions = number("--spark-partitions", spark_partitions, positive=True)
     master = spark_master_url(spark_master)
     if resume is not None:
         if checkpoint_dir is not None and Path(checkpoint_dir).absolute() != Path(resume).absolute():

@@ -8,4 +8,5 @@ WITNESS_UNREACHED = 13  # a `sometimes` property was never reached in a complete
 INCOMPLETE = 75  # a state or time budget stopped the run: no verdict (EX_TEMPFAIL)
 BAD_SPEC = 150  # a scenario or trace file cannot be used (TLC: spec error)
 BAD_INPUT = 151  # an option value or output location is not allowed (TLC: config error)
+INTERRUPTED = 130  # Ctrl-C (128 + SIGINT): a partial run, no verdict
 INTERNAL = 255

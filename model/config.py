@@ -58,12 +58,14 @@ class Config:
         return SimulationConfig(**fields)
 
     def __post_init__(self) -> None:
+        check_str("protocol", self.protocol, tuple(PROTOCOLS))
         if self.protocol not in PROTOCOLS:
             raise ConfigError("protocol", f"protocol {self.protocol!r} is unknown; allowed: {', '.join(PROTOCOLS)}")
         check_int("replicas", self.replicas, MIN_REPLICAS, MAX_REPLICAS)
         check_int("messages", self.messages, 0, self.count_limit)
         check_int("crashes", self.crashes, 0, self.count_limit)
         check_int("elections", self.elections, 0, self.count_limit)
+        check_str("acks", self.acks, ACKS)
         if self.acks not in ACKS:
             raise ConfigError("acks", f"acks {self.acks!r} is not supported; allowed: {', '.join(ACKS)}")
         check_int("min_isr", self.min_isr, 1, self.replicas)
@@ -103,3 +105,8 @@ def check_int(name: str, value: object, low: int, high: int) -> None:
 def check_bool(name: str, value: object) -> None:
     if not isinstance(value, bool):
         raise ConfigError(name, f"{name} must be true or false, not {value!r}")
+
+
+def check_str(name: str, value: object, allowed: tuple[str, ...]) -> None:
+    if not isinstance(value, str):
+        raise ConfigError(name, f"{name} must be a string, one of {', '.join(allowed)}; not {value!r}")

@@ -51,3 +51,7 @@ def test_a_plugin_that_is_missing_or_broken_is_a_clear_error(tmp_path, monkeypat
     (tmp_path / "broken.py").write_text("raise RuntimeError('boom')\n", encoding="utf-8")
     assert main(["check", "--plugin", "broken.py", "--protocol", "hw"]) == 150
     assert "boom" in capsys.readouterr().err
+    for raised in ("SystemExit(0)", "KeyboardInterrupt()"):  # a user's code never ends the command as a verdict
+        (tmp_path / "leaves.py").write_text(f"raise {raised}\n", encoding="utf-8")
+        assert main(["check", "--plugin", "leaves.py", "--protocol", "hw"]) == 150
+        assert f"--plugin leaves.py: it cannot be imported: {raised.split('(')[0]}" in capsys.readouterr().err

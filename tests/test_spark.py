@@ -191,3 +191,20 @@ def test_a_step_invariant_is_found_where_it_breaks_as_the_local_engine_finds_it(
     assert len(result.violations[0].trace) == len(local.violations[0].trace) == 6
     states = result.violations[0].trace.states()
     assert not STEP_INVARIANTS[0].holds(states[-2], result.violations[0].trace.actions[-1], states[-1])
+
+
+def test_executors_run_the_drivers_python_without_it_on_path(tmp_path):
+    """With the driver's Python not on PATH and PYSPARK_PYTHON unset, the executors still run the
+    driver's Python (the `python3` found on PATH may lack pyarrow, or be absent)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {key: value for key, value in os.environ.items() if key != "PYSPARK_PYTHON"}
+    env["PATH"] = os.pathsep.join(folder for folder in ("/usr/bin", "/bin") if os.path.isdir(folder))
+    argv = ["--protocol", "hw", "--messages", "1", "--crashes", "1", "--elections", "1", "--format", "json", "--quiet"]
+    run = subprocess.run([sys.executable, "-m", "kafka_mc", "check", "--engine", "spark", "--spark-master", "local[1]",
+                          *argv], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    local = check(Config(protocol="hw", messages=1, crashes=1, elections=1))
+    assert run.returncode == (12 if local.violations else 0), run.stderr[-3000:]
+    assert json.loads(run.stdout)["distinct_states"] == local.stats.distinct_states

@@ -28,6 +28,7 @@ from kafka_mc.model import Config, ReplicationModel, State
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
 from ..bfs import Budget, Progress, check, concrete_trace, search_result, stop_reason
+from ..interrupts import Interrupted, deferred_interrupts
 from ..result import CheckResult, KernelStats, Trace
 from .cache import compile_lock
 from .explore import NO_PARENT, NOT_FOUND, explore_level, fingerprint, insert, pack_represented, unpack
@@ -36,6 +37,8 @@ from .layout import WIDTH, decode, encode, packing, settings
 from .transitions import slot_codes
 
 INITIAL_TABLE_SLOTS = 1 << 16
+PART = 1 << 16  # frontier states a kernel call expands: about 0.1 s on one core, so a run stops
+# within a second of its time budget or an interrupt
 
 
 def supports(properties: Iterable[Property]) -> bool:
@@ -129,24 +132,37 @@ class _Search:
                 self.found_nodes[index] = node
                 self.looking &= ~(1 << index)
 
-    def run_level(self) -> int:
-        """Expand the frontier; the number of new states."""
-        layout = self.layout
-        (self.table, self.distinct, self.parents, self.slots, frontier, count, generated) = explore_level(
-            self.cfg, self.slot_codes, self.orders, layout.cells, layout.biases, layout.bits, layout.shifts, layout.words,
-            layout.word_count, self.frontier, self.frontier_count, self.first_node, self.table, self.distinct,
-            self.parents, self.slots, self.found_nodes, self.found_slots, self.looking, self._next_capacity())
-        self.looking = sum(1 << index for index in range(len(PROPERTY_NAMES))
-                           if self.looking >> index & 1 and self.found_nodes[index] == NOT_FOUND)
-        self.first_node += self.frontier_count
-        self.growth = count / max(self.frontier_count, 1)
-        self.frontier, self.frontier_count = frontier, count
-        self.generated += generated
-        return count
+    def run_level(self, stop: Callable[[], bool] = lambda: False) -> int | None:
+        """Expand the frontier, `PART` states a call, asking `stop` between calls; the number of
+        new states, or None when `stop` said yes before the level was done (the search is then
+        partial: its counts are those reached so far)."""
+        layout, words = self.layout, self.layout.word_count
+        new_node = self.first_node + self.frontier_count
+        parts, made = [], 0
+        for start in range(0, self.frontier_count, PART):
+            if start and stop():
+                return None
+            count = min(PART, self.frontier_count - start)
+            (self.table, self.distinct, self.parents, self.slots, frontier, new, generated) = explore_level(
+                self.cfg, self.slot_codes, self.orders, layout.cells, layout.biases, layout.bits, layout.shifts,
+                layout.words, words, self.frontier[start * words:(start + count) * words], count,
+                self.first_node + start, new_node + made, self.table, self.distinct, self.parents, self.slots,
+                self.found_nodes, self.found_slots, self.looking, self._next_capacity(count))
+            self.looking = sum(1 << index for index in range(len(PROPERTY_NAMES))
+                               if self.looking >> index & 1 and self.found_nodes[index] == NOT_FOUND)
+            self.generated += generated
+            parts.append(frontier)
+            made += new
+        self.first_node = new_node
+        self.growth = made / max(self.frontier_count, 1)
+        self.frontier = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else self.frontier[:0]
+        self.frontier_count = made
+        return made
 
-    def _next_capacity(self) -> int:
-        """The next frontier's size if it grows as the last one did, and a tenth more."""
-        return int(self.frontier_count * max(self.growth, 1.0) * 1.1)
+    def _next_capacity(self, count: int) -> int:
+        """The new states `count` frontier states make if the level grows as the last one did, and a
+        tenth more."""
+        return int(count * max(self.growth, 1.0) * 1.1)
 
     def found(self) -> dict[str, Trace]:
         """The trace to the first occurrence of every property found."""
@@ -189,16 +205,27 @@ def kernel_check(
     started = time.perf_counter()
     search = _Search(config, properties, symmetry)
     depth, stopped_because = 0, ""
-    while search.frontier_count:
-        found = {PROPERTY_NAMES[i] for i in range(len(PROPERTY_NAMES)) if search.found_nodes[i] != NOT_FOUND}
-        stopped_because = stop_reason(found, invariants, len(properties), keep_going, budget, search.distinct,
-                                      time.perf_counter() - started)
-        if stopped_because:
-            break
-        depth += 1 if search.run_level() else 0
-        if progress:
-            progress(Progress(depth, search.generated, search.distinct, search.frontier_count,
-                              time.perf_counter() - started))
+    with deferred_interrupts() as interrupt:
+        def stop() -> bool:
+            return interrupt.arrived or bool(budget.out_of_time(time.perf_counter() - started))
+
+        while search.frontier_count:
+            found = {PROPERTY_NAMES[i] for i in range(len(PROPERTY_NAMES)) if search.found_nodes[i] != NOT_FOUND}
+            stopped_because = stop_reason(found, invariants, len(properties), keep_going, budget, search.distinct,
+                                          time.perf_counter() - started)
+            if stopped_because or interrupt.arrived:
+                break
+            made = search.run_level(stop)
+            if made is None:  # stopped inside the level
+                stopped_because = budget.out_of_time(time.perf_counter() - started)
+                break
+            depth += 1 if made else 0
+            if progress:
+                progress(Progress(depth, search.generated, search.distinct, search.frontier_count,
+                                  time.perf_counter() - started))
+    if interrupt.arrived:
+        raise Interrupted(f"after {search.distinct:,} distinct states to depth {depth} in "
+                          f"{time.perf_counter() - started:.1f} s: a partial run, no verdict")
     traces = search.found()
     seconds = time.perf_counter() - started
     return search_result(

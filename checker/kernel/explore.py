@@ -1,6 +1,8 @@
 """The compiled level loop: packing, fingerprints, the visited table and parent links.
 
-One call of `explore_level` expands a whole frontier. It works a block of states at a time:
+One call of `explore_level` expands a frontier, or a part of one (the engine expands a level a part
+at a time, so that it can stop within a second of a budget or an interrupt). It works a block of
+states at a time:
 the successors of a block are computed in parallel (`expand_block`: unpack, every action
 slot, pack, fingerprint, the step witness), then inserted one by one in frontier order and
 slot order into the visited table (so the first path to a state is its least one, as in the
@@ -213,8 +215,10 @@ def flag_block(cfg, cells, biases, bits, shifts, words, word_count, frontier, fi
 
 @njit(cache=True)
 def explore_level(cfg, slot_codes, orders, cells, biases, bits, shifts, words, word_count, frontier, frontier_count,
-                  first_node, table, table_count, parents, slots, found_nodes, found_slots, looking, next_capacity):
-    """Expand one frontier (nodes first_node on). Returns the visited table, its count, the
+                  first_node, new_node, table, table_count, parents, slots, found_nodes, found_slots, looking,
+                  next_capacity):
+    """Expand a frontier, or a part of one (nodes first_node on; the new states numbered from
+    new_node on, so a level may be expanded a part at a time, in order). Returns the visited table, its count, the
     parent arrays, the next frontier and its count, and the successors generated (each may be
     a new array when it had to grow). `looking`: bitmask of the properties still searched
     for; the first occurrence of each is written into found_nodes (and found_slots for the
@@ -243,7 +247,7 @@ def explore_level(cfg, slot_codes, orders, cells, biases, bits, shifts, words, w
         while table_count + made > limit:
             table = grown_table(table)
             limit = np.int64(MAX_LOAD * table.shape[0])
-        node = first_node + frontier_count + next_count  # the next new state's node number
+        node = new_node + next_count  # the next new state's node number
         parents = _grown(parents, node + made)
         slots = _grown(slots, node + made)
         next_frontier = _grown(next_frontier, (next_count + made) * word_count)
@@ -272,7 +276,7 @@ def explore_level(cfg, slot_codes, orders, cells, biases, bits, shifts, words, w
                     found = 0
                     while not hits >> found & 1:
                         found += 1
-                    found_nodes[found] = first_node + frontier_count + block_first + j
+                    found_nodes[found] = new_node + block_first + j
                     hits &= ~(np.int64(1) << found)
                     looking &= ~(np.int64(1) << found)
     return table, table_count, parents, slots, next_frontier[:next_count * word_count], next_count, generated

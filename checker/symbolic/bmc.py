@@ -21,6 +21,7 @@ from kafka_mc.checker.result import CheckResult, Stats, Trace, Violation
 from kafka_mc.model import Action, Config
 from kafka_mc.properties import INVARIANTS, Property, failing_invariants
 
+from .budget import SLACK, Deadline
 from .layout import SymState, as_int, decode
 from .properties import SYMBOLIC_INVARIANTS, well_formed
 from .transitions import EncodingError, SymbolicModel
@@ -124,21 +125,21 @@ def bounded_check(
 
     Stops at the first depth with a violation (reporting every invariant violated at that
     depth) unless `keep_going`, which goes on to `depth` for the shortest violation of every
-    invariant. The result is never complete: no violation up to `depth` is not a proof.
+    invariant. `max_seconds` bounds the whole search (each solver query gets the time left).
+    The result is never complete: no violation up to `depth` is not a proof.
     """
+    deadline = Deadline(max_seconds)
+    started = deadline.started
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
         raise ValueError(f"depth must be a non-negative integer, not {depth!r}")
     invariants = symbolic_invariants(properties)
     unrolling = Unrolling(SymbolicModel(config))
     solver = unrolling.solver
-    if max_seconds is not None:
-        solver.set("timeout", max(1, int(max_seconds * 1000)))
-    started = time.perf_counter()
     found: dict[str, Trace] = {}
     stopped_because = ""
     while True:
         pending = {name: formula for name, formula in invariants.items() if name not in found}
-        violated, unknown, solver_seconds = _violations_at_depth(unrolling, pending)
+        violated, unknown, solver_seconds = _violations_at_depth(unrolling, pending, deadline)
         found.update(violated)
         if not unknown:
             for name in pending.keys() - violated.keys():
@@ -148,6 +149,9 @@ def bounded_check(
         if progress:
             progress(DepthReport(unrolling.depth, time.perf_counter() - started, solver_seconds,
                                  _clauses(solver), tuple(sorted(violated))))
+        if unknown and deadline.spent(SLACK):
+            stopped_because = f"{deadline.describe()} reached at depth {unrolling.depth}"
+            break
         if unknown:
             stopped_because = f"the solver answered unknown at depth {unrolling.depth} ({unknown})"
             break
@@ -157,8 +161,8 @@ def bounded_check(
             break
         if unrolling.depth == depth:
             break
-        if max_seconds is not None and time.perf_counter() - started >= max_seconds:
-            stopped_because = f"time budget of {max_seconds:g} s reached at depth {unrolling.depth}"
+        if deadline.spent():
+            stopped_because = f"{deadline.describe()} reached after depth {unrolling.depth}"
             break
         unrolling.extend()
     if not stopped_because:
@@ -178,15 +182,19 @@ def bounded_check(
     )
 
 
-def _violations_at_depth(unrolling: Unrolling, pending: dict[str, Callable]) -> tuple[dict[str, Trace], str, float]:
+def _violations_at_depth(unrolling: Unrolling, pending: dict[str, Callable],
+                         deadline: Deadline) -> tuple[dict[str, Trace], str, float]:
     """The invariants some path of the unrolling's length breaks at its last state, each with a
-    trace; the solver's reason when it answered unknown; the seconds spent solving. One query
-    asks whether any pending invariant breaks (most depths: none, one unsat answer); each model
-    found settles every invariant it breaks, and the query repeats for the rest."""
+    trace; the solver's reason when it answered unknown (or the budget was spent before a
+    query); the seconds spent solving. One query asks whether any pending invariant breaks (most
+    depths: none, one unsat answer); each model found settles every invariant it breaks, and the
+    query repeats for the rest."""
     solver, last = unrolling.solver, unrolling.states[-1]
     violated: dict[str, Trace] = {}
     seconds = 0.0
     while len(violated) < len(pending):
+        if not deadline.arm(solver):
+            return violated, "time budget spent", seconds
         remaining = {name: formula(last) for name, formula in pending.items() if name not in violated}
         solver.push()
         solver.add(z3.Or([z3.Not(holds) for holds in remaining.values()]))

@@ -34,6 +34,7 @@ from kafka_mc.model import PROTOCOLS, Action, Config, ReplicationModel, State
 from kafka_mc.model.config import SIMULATION_COUNT_LIMIT, ConfigError
 
 from .bmc import EncodingMismatch, Unrolling
+from .budget import SLACK, Deadline
 from .layout import Shape, SymState, decode, leaves
 from .lemma import Lemma
 from .lemmas import LEMMAS
@@ -109,19 +110,12 @@ class ProofResult:
 
 @dataclass
 class _Budget:
-    deadline: float | None
+    deadline: Deadline
     timeout: float | None  # per query, seconds
 
     def milliseconds(self) -> int | None:
         """The solver time-out for the next query; 0 when the budget is spent."""
-        limits = []
-        if self.timeout is not None:
-            limits.append(self.timeout)
-        if self.deadline is not None:
-            limits.append(self.deadline - time.perf_counter())
-        if not limits:
-            return None
-        return max(0, int(min(limits) * 1000))
+        return self.deadline.milliseconds(self.timeout)
 
 
 class _Stop(Exception):
@@ -155,12 +149,19 @@ def prove(
     timeout: float | None = None,
     max_seconds: float | None = None,
     progress: Callable[[Query], None] | None = None,
+    deadline: Deadline | None = None,
 ) -> ProofResult:
     """Prove `properties` of `config` with `lemmas` (default: the shipped set, `lemmas.LEMMAS`).
 
     `unbounded`: the counters whose bound is lifted; `cache`: the epoch-cache capacity (default
     DEFAULT_CACHE when elections are unbounded, else the exact `elections + 1`); `timeout`: per
-    query, `max_seconds`: in all (seconds); either ends the proof as `unknown`."""
+    query, `max_seconds`: in all (seconds, from this call on), or `deadline`: a budget already
+    running; each query gets the time left, and either ends the proof as `unknown`. A lemma that
+    is not a named function, raises, or gives no Z3 Boolean formula: LemmaError (a ValueError)
+    naming it."""
+    started = time.perf_counter()
+    if deadline is None:
+        deadline = Deadline(max_seconds, started)
     if lemmas is None:
         lemmas = LEMMAS
     chosen = [Lemma.of(item) for item in lemmas]
@@ -182,9 +183,7 @@ def prove(
         cache = 0
     shape = Shape.of(config, cache=cache, integers=True)
     symbolic = SymbolicModel(config, shape, frozenset(unbounded))
-    prover = _Prover(config, symbolic, chosen, list(properties), k,
-                     _Budget(None if max_seconds is None else time.perf_counter() + max_seconds, timeout), progress)
-    started = time.perf_counter()
+    prover = _Prover(config, symbolic, chosen, list(properties), k, _Budget(deadline, timeout), progress)
     status, reason, counterexample = PROVED, "", None
     try:
         prover.run()
@@ -214,12 +213,10 @@ class _Prover:
 
     def _check(self, solver: z3.Solver, goal, kind: str, name: str, action: Action | None, depth: int = 0):
         """Is `goal` satisfiable with what `solver` holds? The model, or None when it is not."""
-        milliseconds = self.budget.milliseconds()
-        if milliseconds == 0:
-            raise _Stop(UNKNOWN, f"time budget spent before the {kind} query of {name}"
-                                 f"{f' for {action}' if action else ''}")
-        if milliseconds is not None:
-            solver.set("timeout", milliseconds)
+        what = f"the {kind} query of {name}{f' for {action}' if action else ''}"
+        deadline = self.budget.deadline
+        if not deadline.arm(solver, self.budget.timeout):
+            raise _Stop(UNKNOWN, f"{deadline.describe()} spent before {what}")
         before = time.perf_counter()
         answer = solver.check(goal)
         seconds = time.perf_counter() - before
@@ -229,22 +226,16 @@ class _Prover:
         if self.progress:
             self.progress(query)
         if answer == z3.unknown:
-            why = solver.reason_unknown()
-            raise _Stop(UNKNOWN, f"the solver answered unknown ({why}) on the {kind} query of {name}"
-                                 f"{f' for {action}' if action else ''}")
+            if deadline.spent(SLACK):
+                raise _Stop(UNKNOWN, f"{deadline.describe()} spent during {what}")
+            raise _Stop(UNKNOWN, f"the solver answered unknown ({solver.reason_unknown()}) on {what}")
         return solver.model() if answer == z3.sat else None
 
     def _solver(self) -> z3.Solver:
         return z3.Solver()
 
-    def _guarded(self, name: str, formula: Callable, s: SymState):
-        try:
-            return formula(s)
-        except Exception as error:  # a user lemma that does not build a formula
-            raise ValueError(f"lemma {name} does not give a formula: {type(error).__name__}: {error}") from error
-
     def all_lemmas(self, s: SymState) -> list:
-        return [self._guarded(item.name, item.formula, s) for item in self.lemmas]
+        return [item.build(s) for item in self.lemmas]
 
     def initiation(self) -> None:
         """Every lemma holds in every state reachable in fewer than k steps."""
@@ -254,7 +245,7 @@ class _Prover:
                 unrolling.extend()
             state = unrolling.states[-1]
             for item in self.lemmas:
-                goal = z3.Not(self._guarded(item.name, item.formula, state))
+                goal = z3.Not(item.build(state))
                 model = self._check(unrolling.solver, goal, "initiation", item.name, None, depth)
                 if model is not None:
                     model = self._small(unrolling.solver, goal, unrolling.states, model)
@@ -281,7 +272,7 @@ class _Prover:
             base.push()
             base.add(symbolic.transition(before, after, slot))
             for item in self.lemmas:
-                goal = z3.Not(self._guarded(item.name, item.formula, after))
+                goal = z3.Not(item.build(after))
                 model = self._check(base, goal, "consecution", item.name, action)
                 if model is not None:
                     model = self._small(base, goal, states, model)
@@ -309,13 +300,10 @@ class _Prover:
         counterexample, and one the explicit model can replay); `model` otherwise."""
         numbers = [leaf for state in states for leaf in leaves(state) if z3.is_int(leaf)]
         for bound in SMALL_VALUES:
-            milliseconds = self.budget.milliseconds()
-            if milliseconds == 0:
+            if not self.budget.deadline.arm(solver, self.budget.timeout):
                 break
             solver.push()
             solver.add([leaf <= bound for leaf in numbers])
-            if milliseconds is not None:
-                solver.set("timeout", milliseconds)
             answer = solver.check(goal)
             smaller = solver.model() if answer == z3.sat else None
             solver.pop()
@@ -422,12 +410,16 @@ def bounded_config(config: Config, unbounded: frozenset[str], depth: int) -> Con
 
 
 def reachability(config: Config, unbounded: frozenset[str], properties: Sequence[str], depth: int,
-                 target: State | None = None, max_seconds: float | None = None) -> Reachability:
+                 target: State | None = None, max_seconds: float | None = None, *,
+                 deadline: Deadline | None = None) -> Reachability:
     """Bounded model checking from the initial states to `depth` steps: the shortest behaviour
     violating one of `properties`, and whether `target` (a counterexample's first state) is
-    reachable. Stops at the first violation; `unknown` or the time budget end the search early."""
+    reachable. Stops at the first violation; `unknown` or the time budget (`max_seconds` from
+    this call on, or `deadline`, a budget already running) end the search early."""
     from .layout import constant, equal
 
+    if deadline is None:
+        deadline = Deadline(max_seconds)
     started = time.perf_counter()
     bounded = bounded_config(config, frozenset(unbounded), depth)
     unrolling = Unrolling(SymbolicModel(bounded))
@@ -443,18 +435,14 @@ def reachability(config: Config, unbounded: frozenset[str], properties: Sequence
     reaches: Trace | None = None
 
     def check(goal) -> z3.CheckSatResult:
-        if max_seconds is not None:
-            left = max_seconds - (time.perf_counter() - started)
-            if left <= 0:
-                return z3.unknown
-            solver.set("timeout", max(1, int(left * 1000)))
+        if not deadline.arm(solver):
+            return z3.unknown
         return solver.check(goal)
 
     def stop(searched: int, why: str) -> Reachability:
-        seconds = time.perf_counter() - started
-        if max_seconds is not None and seconds >= max_seconds * 0.99:
-            why = f"time budget of {max_seconds:g} s reached at depth {searched + 1}"
-        return Reachability(depth, searched, False, seconds, reaches=reaches, reason=why)
+        if deadline.spent(SLACK):
+            why = f"{deadline.describe()} reached at depth {searched + 1}"
+        return Reachability(depth, searched, False, time.perf_counter() - started, reaches=reaches, reason=why)
 
     while True:
         state = unrolling.states[-1]
@@ -538,7 +526,7 @@ def failing_in(lemmas: Iterable[Lemma | Callable], shape: Shape, states: Iterabl
 
     s = fresh(shape, "s")
     chosen = [Lemma.of(item) for item in lemmas]
-    functions = [(item.name, evaluator(item.formula(s), s)) for item in chosen]
+    functions = [(item.name, evaluator(item.build(s), s)) for item in chosen]
     failing: dict[str, State] = {}
     for state in states:
         values = leaves(values_of(shape, state))
