@@ -31,6 +31,7 @@ from kafka_mc.model.interface import ALWAYS
 
 from .bfs import Budget, search_result, stop_reason
 from .result import Stats, Trace
+from .symbolic.budget import solve
 
 ENGINE = "z3"
 
@@ -104,7 +105,7 @@ class Encoding:
         for instance in self.action_instances:
             solver.push()
             solver.add(*self.step(instance, s, n))
-            if solver.check() == z3.sat:
+            if solve(solver) == z3.sat:
                 found.append((instance, self.decode(solver.model(), n)))
             solver.pop()
         return found
@@ -431,7 +432,7 @@ def bounded_check(model, depth: int, *, keep_going: bool = False, max_seconds: f
                 solver.set("timeout", max(1, int(left * 1000)))
             solver.push()
             solver.add(z3.Not(holds) if prop.kind == ALWAYS else holds)
-            answer = solver.check()
+            answer = solve(solver)
             if answer == z3.sat:
                 traces[prop.name] = _trace(encoding, solver.model(), states, actions)
             reason = solver.reason_unknown() if answer == z3.unknown else ""

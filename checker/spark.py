@@ -54,6 +54,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +66,7 @@ from kafka_mc.model.symmetry import canonical
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
 from .bfs import Budget, Progress, concrete_trace, search_result, stop_reason
+from .interrupts import Interrupted, deferred_interrupts
 from .result import CheckResult, Stats, Trace
 from .shipping import ship
 from .spark_kernel import edge_key, kernel_checker, kernel_expander, seed_rows
@@ -437,9 +439,34 @@ def run_spark_check(config: Config, properties: Iterable[Property] = PROPERTIES,
     spark.conf.set("spark.sql.shuffle.partitions", str(count))
     run = SparkRun(master=spark.sparkContext.master, executors=_executors(spark), partitions=count,
                    checkpoint_dir=str(root), resumed_from_depth=start_depth, kernel=kernel)
+    context = spark.sparkContext
+
+    def cancel() -> None:  # at Ctrl-C: the running job fails at once, the session is then stopped in order
+        def quietly() -> None:
+            context.setLogLevel("OFF")  # the killed tasks' errors are the interrupt's, not the user's to read
+            context.cancelAllJobs()
+
+        threading.Thread(target=quietly, daemon=True).start()
+
+    reached = {"depth": start_depth or 0}
+
+    def committed(depth: int) -> None:
+        reached["depth"] = depth
+        if interrupt.arrived:
+            raise Interrupted(f"after level {depth} (committed): a partial run, no verdict")
+        if level_hook is not None:
+            level_hook(depth)
+
     try:
-        engine = _Engine(spark, config, properties, symmetry, keep_going, slots, count, root, kernel)
-        result = engine.run(totals, start_depth, budget, progress, run, level_hook)
+        with deferred_interrupts(cancel) as interrupt:
+            try:
+                engine = _Engine(spark, config, properties, symmetry, keep_going, slots, count, root, kernel)
+                result = engine.run(totals, start_depth, budget, progress, run, committed)
+            except Exception:
+                if interrupt.arrived:
+                    raise Interrupted(f"after level {reached['depth']} (committed): a partial run, "
+                                      "no verdict") from None
+                raise
         run.executors = max(run.executors, _executors(spark))
         return result, run
     finally:

@@ -18,6 +18,7 @@ from kafka_mc.properties import INVARIANTS
 from kafka_mc.testing import Expansion
 
 from .bmc import bounded_check
+from .budget import solve
 from .layout import as_int, constant, decode, equal
 from .properties import SYMBOLIC_INVARIANTS, well_formed
 from .transitions import SymbolicModel
@@ -44,7 +45,7 @@ class Z3Encoding:
             solver.push()
             solver.add(equal(before, fixed))
             admitted = []
-            while solver.check() == z3.sat:
+            while solve(solver) == z3.sat:
                 model = solver.model()
                 slot = model.eval(action, model_completion=True)
                 successor = decode(model, after)

@@ -21,7 +21,7 @@ from kafka_mc.checker.result import CheckResult, Stats, Trace, Violation
 from kafka_mc.model import Action, Config
 from kafka_mc.properties import INVARIANTS, Property, failing_invariants
 
-from .budget import SLACK, Deadline
+from .budget import SLACK, Deadline, solve
 from .layout import SymState, as_int, decode
 from .properties import SYMBOLIC_INVARIANTS, well_formed
 from .transitions import EncodingError, SymbolicModel
@@ -199,7 +199,7 @@ def _violations_at_depth(unrolling: Unrolling, pending: dict[str, Callable],
         solver.push()
         solver.add(z3.Or([z3.Not(holds) for holds in remaining.values()]))
         before = time.perf_counter()
-        answer = solver.check()
+        answer = solve(solver)
         seconds += time.perf_counter() - before
         if answer == z3.sat:
             model = solver.model()

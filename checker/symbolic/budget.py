@@ -1,5 +1,6 @@
 """A time budget for a whole run of solver queries: each query gets the time that is left, so
-the run ends within its budget however many queries it makes."""
+the run ends within its budget however many queries it makes; and `solve`, the one way a query
+is asked, so that Ctrl-C during a query stops the run."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import time
 import z3
 
 SLACK = 0.05  # seconds: an unknown answer this close to the end is the budget's
+
+# Z3 catches Ctrl-C during a query (its `ctrl_c` setting) and answers unknown for this reason
+INTERRUPTED = "interrupted from keyboard"
 
 # Z3 takes its time-out as an unsigned 32-bit count of milliseconds (about 49 days)
 MAX_TIMEOUT_MS = 2**32 - 2
@@ -57,3 +61,12 @@ class Deadline:
 
     def describe(self) -> str:
         return f"time budget of {self.seconds:g} s"
+
+
+def solve(solver: z3.Solver, *assumptions: z3.BoolRef) -> z3.CheckSatResult:
+    """`solver.check(*assumptions)`; KeyboardInterrupt when Ctrl-C stopped the query (Z3 takes the
+    signal while it searches, so Python would otherwise never see it)."""
+    answer = solver.check(*assumptions)
+    if answer == z3.unknown and solver.reason_unknown() == INTERRUPTED:
+        raise KeyboardInterrupt
+    return answer

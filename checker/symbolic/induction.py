@@ -34,7 +34,7 @@ from kafka_mc.model import PROTOCOLS, Action, Config, ReplicationModel, State
 from kafka_mc.model.config import SIMULATION_COUNT_LIMIT, ConfigError
 
 from .bmc import EncodingMismatch, Unrolling
-from .budget import SLACK, Deadline
+from .budget import SLACK, Deadline, solve
 from .layout import Shape, SymState, decode, leaves
 from .lemma import Lemma
 from .lemmas import LEMMAS
@@ -218,7 +218,7 @@ class _Prover:
         if not deadline.arm(solver, self.budget.timeout):
             raise _Stop(UNKNOWN, f"{deadline.describe()} spent before {what}")
         before = time.perf_counter()
-        answer = solver.check(goal)
+        answer = solve(solver, goal)
         seconds = time.perf_counter() - before
         verdict = "holds" if answer == z3.unsat else "fails" if answer == z3.sat else "unknown"
         query = Query(kind, name, action, verdict, seconds, depth)
@@ -304,7 +304,7 @@ class _Prover:
                 break
             solver.push()
             solver.add([leaf <= bound for leaf in numbers])
-            answer = solver.check(goal)
+            answer = solve(solver, goal)
             smaller = solver.model() if answer == z3.sat else None
             solver.pop()
             if smaller is not None:
@@ -437,7 +437,7 @@ def reachability(config: Config, unbounded: frozenset[str], properties: Sequence
     def check(goal) -> z3.CheckSatResult:
         if not deadline.arm(solver):
             return z3.unknown
-        return solver.check(goal)
+        return solve(solver, goal)
 
     def stop(searched: int, why: str) -> Reachability:
         if deadline.spent(SLACK):
