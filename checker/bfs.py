@@ -109,6 +109,10 @@ def check(
     config, properties = model.config, model.properties
     invariants = {p.name for p in properties if p.kind == ALWAYS}
     started = time.perf_counter()
+
+    def seconds() -> float:
+        return time.perf_counter() - started
+
     found: dict[str, tuple] = {}  # property -> (key, where), from the first level it shows in
     pool = _pool(model, symmetry, workers)
     with without_cyclic_gc(), closing(pool):
@@ -117,14 +121,18 @@ def check(
         frontier, depth, stopped_because = totals.frontier, 0, ""
         while frontier:
             stopped_because = stop_reason(found, invariants, len(properties), keep_going, budget,
-                                          totals.new_states, time.perf_counter() - started)
+                                          totals.new_states, seconds())
             if stopped_because:
                 break
             level = LevelReport()
-            _record(found, pool.level(set(found)), level)
+            stop_at = None if budget.max_seconds is None else time.monotonic() + budget.max_seconds - seconds()
+            _record(found, pool.level(set(found), stop_at), level)
             totals.generated += level.generated
             totals.new_states += level.new_states
             frontier = level.frontier
+            if level.cut:  # the time budget ran out inside the level
+                stopped_because = budget.out_of_time(max(seconds(), budget.max_seconds or 0.0))
+                break
             depth += 1 if level.new_states else 0
             if progress:
                 progress(Progress(depth, totals.generated, totals.new_states, frontier,

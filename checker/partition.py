@@ -24,6 +24,7 @@ arrays; a frontier holds packed states (`checker.packing`), 48 bytes each for 3 
 from __future__ import annotations
 
 import gc
+import time
 from array import array
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ from kafka_mc.properties import ALWAYS, Property
 
 from .fingerprints import FingerprintTable
 from .packing import StatePacker
+
+DEADLINE_EVERY = 256  # frontier states between looks at the clock, when a level has a deadline
 
 ROOT = -1
 
@@ -67,6 +70,7 @@ class LevelReport:
     new_states: int = 0
     frontier: int = 0
     found: dict[str, tuple] = field(default_factory=dict)
+    cut: bool = False  # the level stopped at its deadline before every state was expanded
 
     def offer(self, name: str, key: int | tuple[int, int], where: tuple) -> None:
         if name not in self.found or key < self.found[name][0]:
@@ -76,6 +80,7 @@ class LevelReport:
         self.generated += other.generated
         self.new_states += other.new_states
         self.frontier += other.frontier
+        self.cut |= other.cut
         for name, (key, where) in other.found.items():
             self.offer(name, key, where)
         return self
@@ -161,27 +166,29 @@ class Partition(Watching):
                 self._keep(ROOT, 0, index, index, state, report)
         return self._close(report, self.frontier)
 
-    def level_alone(self) -> LevelReport:
-        """A level of the only partition of a run: each new successor is kept as it comes."""
+    def level_alone(self, stop_at: float | None = None) -> LevelReport:
+        """A level of the only partition of a run: each new successor is kept as it comes (until
+        `time.monotonic()` passes `stop_at`, if given: the report is then `cut`)."""
         report = LevelReport()
         current, self.frontier = self.frontier, Frontier()
         visited, index = self.visited, self.index
-        for node, _, slot, following in self._successors(current, report):
+        for node, _, slot, following in self._successors(current, report, stop_at):
             if visited.add(fingerprint(following)):
                 self._keep(index, node, slot, None, following, report)
         return self._close(report, self.frontier)
 
-    def level(self, exchange: Callable[[list[Outbox]], list[Outbox]]) -> LevelReport:
+    def level(self, exchange: Callable[[list[Outbox]], list[Outbox]], stop_at: float | None = None) -> LevelReport:
         """A level of one of several partitions: keep our own new successors as they come, hand
         the others to their owners through `exchange` (which returns the outboxes addressed to
-        us), then keep or relink what arrives and sort the next frontier by key."""
+        us), then keep or relink what arrives and sort the next frontier by key. Past `stop_at`
+        the expansion stops (the report is `cut`) and what was made is still exchanged."""
         report = LevelReport()
         current, self.frontier = self.frontier, Frontier()
         visited, index, count, slots = self.visited, self.index, self.count, self.slots
         fresh: dict[int, int] = {}  # fingerprint -> frontier position, for this level's new states
         outboxes = [Outbox(index) for _ in range(count)]
         sent: list[set[int]] = [set() for _ in range(count)]
-        for node, key, slot, following in self._successors(current, report):
+        for node, key, slot, following in self._successors(current, report, stop_at):
             fingerprint_ = fingerprint(following)
             owner = owner_of(following, count)
             if owner == index:
@@ -195,12 +202,17 @@ class Partition(Watching):
             self._receive(outbox, fresh, report)
         return self._close(report, self.frontier)
 
-    def _successors(self, current: Frontier, report: LevelReport) -> Iterator[tuple[int, int, int, State]]:
-        """(node, key, action slot, successor) for a whole frontier, in key order; counts them
-        and offers to `report` each step invariant broken and each step witness reached."""
+    def _successors(self, current: Frontier, report: LevelReport,
+                    stop_at: float | None = None) -> Iterator[tuple[int, int, int, State]]:
+        """(node, key, action slot, successor) for a whole frontier, in key order (or until
+        `stop_at`: `report.cut`); counts them and offers to `report` each step invariant broken
+        and each step witness reached."""
         slots, successors, represent = self.slots, self.model.indexed_successors, self.represent
         step_properties = self.step_invariants or self.step_witnesses
         for position, state in enumerate(self.packer.unpack(current.records)):
+            if stop_at is not None and position % DEADLINE_EVERY == 0 and time.monotonic() >= stop_at:
+                report.cut = True
+                return
             node, key = current.nodes[position], current.key(position)
             for slot, following in successors(state):
                 report.generated += 1

@@ -7,11 +7,12 @@ process. It answers `checker.bfs.check` as the replication model's partitions do
 
 from __future__ import annotations
 
+import time
 from typing import Any, Hashable
 
 from kafka_mc.model.interface import Model
 
-from .partition import ROOT, LevelReport, Watching
+from .partition import DEADLINE_EVERY, ROOT, LevelReport, Watching
 
 
 class StatePool(Watching):
@@ -35,13 +36,17 @@ class StatePool(Watching):
         report.frontier = len(self.frontier)
         return [report]
 
-    def level(self, settled: set[str]) -> list[LevelReport]:
-        """Expand the frontier: step properties on every transition, state properties on every
-        new state; stop looking for the properties in `settled`."""
+    def level(self, settled: set[str], stop_at: float | None = None) -> list[LevelReport]:
+        """Expand the frontier (until `time.monotonic()` passes `stop_at`: the report is then
+        `cut`): step properties on every transition, state properties on every new state; stop
+        looking for the properties in `settled`."""
         self.settle(settled)
         report = LevelReport()
         current, self.frontier = self.frontier, []
-        for node, state in current:
+        for position, (node, state) in enumerate(current):
+            if stop_at is not None and position % DEADLINE_EVERY == 0 and time.monotonic() >= stop_at:
+                report.cut = True
+                break
             for position, (action, following) in enumerate(self.model.successors(state)):
                 report.generated += 1
                 for prop in self.step_invariants:

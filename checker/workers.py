@@ -25,9 +25,9 @@ class LocalPartitions:
     def seed(self) -> list[LevelReport]:
         return [self.partition.seed()]
 
-    def level(self, settled: set[str]) -> list[LevelReport]:
+    def level(self, settled: set[str], stop_at: float | None = None) -> list[LevelReport]:
         self.partition.settle(settled)
-        return [self.partition.level_alone()]
+        return [self.partition.level_alone(stop_at)]
 
     def link(self, partition: int, node: int) -> tuple[int, int, int]:
         return self.partition.link(node)
@@ -56,8 +56,9 @@ def _serve_partition(config, properties, index, count, symmetry, commands, inbox
         if command == "seed":
             commands.send(partition.seed())
         elif command == "level":
-            partition.settle(argument)
-            commands.send(partition.level(exchange))
+            settled, stop_at = argument
+            partition.settle(settled)
+            commands.send(partition.level(exchange, stop_at))
         elif command == "link":
             commands.send(partition.link(argument))
         else:
@@ -94,8 +95,8 @@ class WorkerPartitions:
     def seed(self) -> list[LevelReport]:
         return self._all("seed")
 
-    def level(self, settled: set[str]) -> list[LevelReport]:
-        return self._all("level", settled)
+    def level(self, settled: set[str], stop_at: float | None = None) -> list[LevelReport]:
+        return self._all("level", (settled, stop_at))  # time.monotonic() is one clock for every process
 
     def link(self, partition: int, node: int) -> tuple[int, int, int]:
         self.pipes[partition].send(("link", node))

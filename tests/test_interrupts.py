@@ -1,5 +1,6 @@
-"""Ctrl-C on a running check: exit 130 within a few seconds, one line saying so (with how far the
-run got where the engine knows), no traceback, no process left behind."""
+"""Stopping a run early. Ctrl-C on a running check: exit 130 within a few seconds, one line saying
+so (with how far the run got where the engine knows), no traceback, no process left behind. A time
+budget: honoured inside a level, not only between levels."""
 
 from __future__ import annotations
 
@@ -62,3 +63,22 @@ def test_ctrl_c_stops_z3_and_simulation_with_exit_130_and_one_line(argv):
     code, err, seconds = _interrupt_once_running(argv)
     assert code == exitcodes.INTERRUPTED and seconds < 5, err
     assert [line for line in err.splitlines() if line.startswith("kafka-mc:")] == ["kafka-mc: interrupted"], err
+
+
+@pytest.mark.parametrize("engine, workers", [("python", 1), ("python", 2), ("kernel", 1)])
+def test_a_time_budget_stops_a_run_inside_a_level(engine, workers):
+    """Half a second of budget on a configuration whose levels take longer than that: the run
+    stops within a second or so of it, incomplete, and says why."""
+    from kafka_mc.checker import Budget, check
+    from kafka_mc.checker.kernel import kernel_check
+    from kafka_mc.model import Config
+
+    config = Config("leader-epoch", replicas=3, messages=4, crashes=3, elections=2)
+    explore = kernel_check if engine == "kernel" else check
+    if engine == "kernel":
+        kernel_check(Config("hw", replicas=2, messages=1, crashes=0, elections=0))  # compiled before the clock starts
+    started = time.monotonic()
+    result = explore(config, keep_going=True, workers=workers, budget=Budget(max_seconds=0.5))
+    seconds = time.monotonic() - started
+    assert not result.complete and "time budget of 0.5 s reached" in result.stopped_because
+    assert seconds < 2.5, seconds
