@@ -13,7 +13,8 @@ import typer
 from kafka_mc import exitcodes
 from kafka_mc.checker import Budget
 from kafka_mc.checker.spark_systems import spark_explore
-from kafka_mc.cli_common import Exit, OutputFormat, number, print_result, verdict_code, write_violation_reports
+from kafka_mc.cli_common import (Exit, OutputFormat, number, out_dir, print_result, verdict_code,
+                                 write_violation_reports)
 from kafka_mc.counterexamples.views import result_view
 from kafka_mc.model import Config
 from kafka_mc.progress import ProgressReporter
@@ -69,7 +70,8 @@ def run_spark(config: Config, *, keep_going: bool, symmetry: bool, budget: Budge
                                             f"({saved.to_dict()}, symmetry={saved_symmetry}, "
                                             f"keep_going={saved_keep_going}); give the same options")
     elif checkpoint_dir is not None:
-        if checkpoint_dir.exists() and (not checkpoint_dir.is_dir() or any(checkpoint_dir.iterdir())):
+        out_dir(checkpoint_dir, "--checkpoint-dir")  # a folder that can be written, and empty: nothing is replaced
+        if checkpoint_dir.exists() and any(checkpoint_dir.iterdir()):
             raise Exit(exitcodes.BAD_INPUT, f"--checkpoint-dir {checkpoint_dir} exists and is not an empty directory "
                                             "(to continue a run, give --resume)")
     reporter = ProgressReporter(enabled=not quiet)

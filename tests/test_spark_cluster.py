@@ -122,6 +122,13 @@ def test_bad_spark_options_exit_151(tmp_path, capsys):
     assert "--spark-partitions must be an integer from 1 to 100,000" in capsys.readouterr().err
     assert main(["check", "--engine", "spark", "--resume", str(tmp_path)]) == 151
     assert "not a kafka-mc checkpoint" in capsys.readouterr().err
+    (tmp_path / "notes.txt").write_text("mine")
+    for where, says in ((tmp_path, "exists and is not an empty directory"),
+                        (tmp_path / "notes.txt", "it exists and is not a folder"),
+                        (tmp_path / "notes.txt" / "below", "is a file, not a folder")):
+        assert main(["check", "--engine", "spark", "--checkpoint-dir", str(where)]) == 151
+        assert says in capsys.readouterr().err
+    assert (tmp_path / "notes.txt").read_text() == "mine"
     assert main(["check", "--spark-master", "local[1]"]) == 151
     assert "only with --engine spark" in capsys.readouterr().err
     assert main(["check", "--engine", "spark", "--workers", "2"]) == 151
