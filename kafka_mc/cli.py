@@ -452,7 +452,8 @@ def _interrupt_behind(error: BaseException) -> KeyboardInterrupt | None:
 
 def _interrupted(interrupt: KeyboardInterrupt) -> int:
     """One line on stderr, with how far the run got where the engine says (`Interrupted`); exit 130."""
-    print(f"kafka-mc: interrupted{f' {interrupt}' if str(interrupt) else ''}", file=sys.stderr)
+    said = f"interrupted {interrupt}" if str(interrupt) else "interrupted: a partial run, no verdict"
+    print(f"kafka-mc: {said}", file=sys.stderr)
     return exitcodes.INTERRUPTED
 
 
