@@ -92,6 +92,9 @@ class Scenario:
     expected_violations: tuple[str, ...]
     exhaustive_violations: tuple[str, ...] | None
     article: str = ""
+    # whether an invariant that breaks but is not expected is a mismatch: not for an ITF trace,
+    # which names only the invariant it was written for
+    strict: bool = True
 
     @property
     def config(self) -> Config:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from kafka_mc.checker.result import Trace
+from kafka_mc.checker.scenario import Scenario
 
 from .files import write_files
 from .html import trace_html
@@ -36,9 +37,23 @@ def write_reports(trace: Trace, invariant: str | None, out_dir: Path, stem: str,
 
 def read_itf_file(path: Path) -> Trace:
     """The trace in an ITF file written by kafka-mc; ValueError naming the file if it is not one."""
+    return read_itf_scenario(path).trace
+
+
+def read_itf_scenario(path: Path) -> Scenario:
+    """An ITF file written by kafka-mc as a scenario to replay: its trace, expected to break the
+    invariant the file records (others may break too); ValueError naming the file if it is not one."""
     try:
-        return itf_to_trace(json.loads(Path(path).read_text(encoding="utf-8")))
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        trace = itf_to_trace(data)
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from error
     except RecursionError:
         raise ValueError(f"{path}: cannot be read: values nested too deeply") from None
+    except OSError as error:
+        raise ValueError(f"{path}: cannot be read ({error.strerror or error})") from None
+    invariant = data["#meta"].get("invariant")
+    expected = (invariant,) if isinstance(invariant, str) else ()
+    title = f"{Path(path).name}: {invariant} violated" if expected else Path(path).name
+    return Scenario(path=Path(path), title=title, source=str(path), description="", trace=trace, checkpoints=(),
+                    expected_violations=expected, exhaustive_violations=None, strict=False)

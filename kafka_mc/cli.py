@@ -57,7 +57,7 @@ from kafka_mc.counterexamples import catalogue
 from kafka_mc.counterexamples.control import control_reports
 from kafka_mc.counterexamples.dot import dot_text
 from kafka_mc.counterexamples.files import OutputError, ReportConflict, write_files
-from kafka_mc.counterexamples.reports import write_reports
+from kafka_mc.counterexamples.reports import read_itf_scenario, write_reports
 from kafka_mc.counterexamples.summary import replay_text
 from kafka_mc.model import PROTOCOLS, Config
 from kafka_mc.model.values import plain_values
@@ -267,19 +267,22 @@ def _state_before(model, error: ReplayError) -> str:
 
 @app.command("replay")
 def replay_command(
-    file: Path = typer.Argument(..., help="A scenario file (TOML) with a configuration and steps, or the name "
-                                          "of a shipped one, e.g. case-l-hw."),
+    file: Path = typer.Argument(..., help="A scenario file (TOML) with a configuration and steps, the name "
+                                          "of a shipped one (e.g. case-l-hw), or an ITF trace kafka-mc wrote "
+                                          "(NAME.itf.json)."),
     out: Optional[Path] = typer.Option(None, help="Also write the report set for the replayed trace here."),
 ) -> None:
-    """Run a documented step sequence, printing a table per step and where invariants break."""
+    """Run a documented step sequence, printing a table per step and where invariants break. An ITF
+    trace replays through the model (each recorded state must be the one the model gives) and must
+    break the invariant it records."""
     out = out_dir(out)
     try:
-        scenario = load_scenario(file)
+        scenario = read_itf_scenario(file) if file.name.endswith(".json") else load_scenario(file)
         replayed = replay_scenario(scenario)
-    except ScenarioError as error:
-        raise Exit(exitcodes.BAD_SPEC, str(error)) from None
     except ReplayError as error:
         raise Exit(exitcodes.BAD_SPEC, f"{file}: {error}{_state_before(scenario.trace.model, error)}") from None
+    except (ScenarioError, ValueError) as error:  # a scenario, or an ITF trace, that cannot be used
+        raise Exit(exitcodes.BAD_SPEC, str(error)) from None
     print(replay_text(replayed))
     if out:
         broken = next(iter(replayed.first_breaks), None)

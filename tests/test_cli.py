@@ -290,3 +290,23 @@ def test_a_shipped_scenario_replays_by_name_and_a_wrong_name_gets_close_ones(cap
     assert code == exitcodes.BAD_SPEC
     assert "case-l-hv: no such file, and no shipped scenario of that name" in err
     assert "similar name: case-l-hw" in err
+
+
+def test_replay_takes_an_itf_trace_kafka_mc_wrote(capsys, tmp_path):
+    """A counterexample round-trips: `check --out` writes NAME.itf.json, `replay` reads it back
+    through the model and exits 0 when it breaks the invariant it records; 1 when it does not;
+    150, naming the place, when a state is not the one the model gives."""
+    assert run(capsys, "check", "--protocol", "hw", "--out", str(tmp_path), *SMALL)[0] == exitcodes.VIOLATION
+    itf = tmp_path / "hw-NoCommittedDataLoss.itf.json"
+    code, out, _ = run(capsys, "replay", str(itf))
+    assert code == exitcodes.OK and "NoCommittedDataLoss" in out and "break here >>>" in out
+    document = json.loads(itf.read_text())
+    document["#meta"]["invariant"] = "HwBelowLeo"  # an invariant this trace never breaks
+    (tmp_path / "other.itf.json").write_text(json.dumps(document))
+    code, out, _ = run(capsys, "replay", str(tmp_path / "other.itf.json"))
+    assert code == exitcodes.FAILED and "expected HwBelowLeo to break, it never does" in out
+    document = json.loads(itf.read_text())
+    document["states"][2]["replicas"]["#map"][0][1]["hw"] = {"#bigint": "7"}
+    (tmp_path / "tampered.itf.json").write_text(json.dumps(document))
+    code, out, err = run(capsys, "replay", str(tmp_path / "tampered.itf.json"))
+    assert code == exitcodes.BAD_SPEC and "tampered.itf.json: ITF state 2" in err and "replay gives other" in err
