@@ -73,6 +73,9 @@ def write_files(out_dir: Path, files: dict[str, str], overwrite: set[Path] | Non
             _replace(out_dir / MANIFEST, "\n".join([MANIFEST_HEADER, *sorted(owned | set(files))]) + "\n")
             for name, text in files.items():
                 _replace(out_dir / name, text)
+            # removed while held, so that no lock file is left behind: a writer waiting on it then
+            # finds it unlinked and starts over on a new one (filelock checks the link count)
+            (out_dir / LOCK).unlink(missing_ok=True)
     except (ReportConflict, OutputError):
         raise
     except OSError as error:

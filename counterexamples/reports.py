@@ -13,23 +13,28 @@ from .files import write_files
 from .html import trace_html
 from .itf import itf_text, itf_to_trace
 from .markdown import trace_markdown
+from .scenario_file import scenario_toml
 from .text import trace_text
 
 
 def render_reports(trace: Trace, invariant: str | None, stem: str, title: str) -> dict[str, str]:
-    """Every report's file name and text."""
-    return {
+    """Every report's file name and text; the scenario file only for a trace from an initial state
+    (not for a counterexample to induction, which starts in a given state)."""
+    reports = {
         f"{stem}.itf.json": itf_text(trace, invariant),
         f"{stem}.txt": trace_text(trace, invariant),
         f"{stem}.md": trace_markdown(trace, invariant, title),
         f"{stem}.html": trace_html(trace, invariant, title),
     }
+    if trace.start is None:
+        reports[f"{stem}.toml"] = scenario_toml(trace, invariant, title)
+    return reports
 
 
 def write_reports(trace: Trace, invariant: str | None, out_dir: Path, stem: str, title: str,
                   overwrite: set[Path] | None = None) -> list[Path]:
-    """Write `stem.itf.json`, `stem.txt`, `stem.md` and `stem.html` into `out_dir` and return
-    their paths (see `write_files`)."""
+    """Write `stem.itf.json`, `stem.txt`, `stem.md`, `stem.html` and `stem.toml` (the trace as a
+    scenario file, see `render_reports`) into `out_dir` and return their paths (see `write_files`)."""
     if Path(stem).name != stem:
         raise ValueError(f"report stem {stem!r} must be a file name, not a path")
     return write_files(out_dir, render_reports(trace, invariant, stem, title), overwrite)

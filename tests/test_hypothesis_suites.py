@@ -58,7 +58,7 @@ def test_hypothesis_finds_hw_violations_and_shrinks_them_to_twice_the_shortest(s
     assert [prop.holds(state) for state in states] == [True] * (len(states) - 1) + [False]
     assert result.reproduce_blob and result.reproduce_blob.startswith("@reproduce_failure(")
     written = write_reports(trace, name, tmp_path, name, f"{name} found by Hypothesis")
-    assert {path.name for path in written} == {f"{name}.itf.json", f"{name}.txt", f"{name}.md", f"{name}.html"}
+    assert {path.name for path in written} == {f"{name}.itf.json", f"{name}.txt", f"{name}.md", f"{name}.html", f"{name}.toml"}
     assert read_itf_file(tmp_path / f"{name}.itf.json") == trace
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from kafka_mc.checker import Trace, check
 from kafka_mc.control.replication import ReplicationSystem
-from kafka_mc.counterexamples.files import LOCK, MANIFEST, ReportConflict, write_files
+from kafka_mc.counterexamples.files import MANIFEST, ReportConflict, write_files
 from kafka_mc.counterexamples.html import trace_html
 from kafka_mc.counterexamples.itf import ITF_VARS, itf_text, itf_to_trace, trace_to_itf
 from kafka_mc.counterexamples.markdown import trace_markdown
@@ -212,7 +212,7 @@ def test_html_shades_committed_records_and_marks_the_leader(violations):
 def test_writer_writes_regenerates_and_protects_foreign_files(violations, tmp_path):
     invariant, trace = violations[0]
     paths = write_reports(trace, invariant, tmp_path / "out", "case-l", "Case L")
-    assert [path.name for path in paths] == ["case-l.itf.json", "case-l.txt", "case-l.md", "case-l.html"]
+    assert [path.name for path in paths] == ["case-l.itf.json", "case-l.txt", "case-l.md", "case-l.html", "case-l.toml"]
     assert all(path.is_file() for path in paths)
     assert read_itf_file(paths[0]) == trace
     manifest = (tmp_path / "out" / MANIFEST).read_text(encoding="utf-8")
@@ -231,7 +231,7 @@ def test_writer_writes_regenerates_and_protects_foreign_files(violations, tmp_pa
     written = write_reports(trace, invariant, tmp_path / "out", "mine", "Mine", overwrite={foreign})
     assert foreign in written and foreign.read_text(encoding="utf-8").startswith("# Mine")
     assert paths[0].stat().st_mode & 0o777 == 0o666 & ~_umask()  # as open() makes files, not private
-    assert {path.name for path in (tmp_path / "out").iterdir() if path.name.startswith(".")} <= {MANIFEST, LOCK}
+    assert {path.name for path in (tmp_path / "out").iterdir() if path.name.startswith(".")} == {MANIFEST}  # no lock left
 
 
 def _umask() -> int:
@@ -269,3 +269,16 @@ def test_reports_show_each_protocols_own_answers(scenario, snippets):
 
     trace = load_scenario(Path(__file__).parent.parent / "scenarios" / "findings" / f"{scenario}.toml").trace
     assert_contains(trace_markdown(trace, None, scenario), *snippets)
+
+
+def test_a_counterexample_written_as_a_scenario_replays_to_the_same_states(violations, tmp_path):
+    """`NAME.toml` is the trace as a scenario file: loaded and replayed, it gives the same states,
+    and it expects exactly the invariants the trace breaks, so its replay matches."""
+    from kafka_mc.checker.scenario import load_scenario, replay
+
+    for invariant, trace in violations:
+        write_reports(trace, invariant, tmp_path, invariant, f"{invariant} violated")
+        scenario = load_scenario(tmp_path / f"{invariant}.toml")
+        assert scenario.trace.states() == trace.states()
+        replayed = replay(scenario)
+        assert invariant in replayed.first_breaks and replayed.mismatches == []
