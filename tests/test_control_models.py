@@ -356,7 +356,8 @@ def test_hypothesis_state_machine_over_a_control_model():
     from kafka_mc.checker.machine import PropertyViolated
     from kafka_mc.checker.machine import machine_for
 
-    quick = settings(max_examples=150, stateful_step_count=30, deadline=None, database=None)
+    # derandomized: the same examples every run, among them a violation of the non-atomic model
+    quick = settings(max_examples=150, stateful_step_count=30, deadline=None, database=None, derandomize=True)
     run_state_machine_as_test(machine_for(ControllerModel(ControllerConfig())), settings=quick)
     with pytest.raises(PropertyViolated) as caught:
         run_state_machine_as_test(machine_for(ControllerModel(ControllerConfig(atomic_epoch=False))),
