@@ -185,6 +185,7 @@ def search_result(engine: str, config: Config, properties: tuple[Property, ...],
         witnesses={p.name: p.name in traces for p in properties if p.kind != ALWAYS},
         stopped_because=stopped_because,
         witness_traces={name: trace for name, trace in traces.items() if name not in invariants},
+        invariants=tuple(p.name for p in properties if p.kind == ALWAYS),
     )
 
 

@@ -120,6 +120,7 @@ class CheckResult:
     stopped_because: str = ""
     witness_traces: dict[str, Trace] = field(default_factory=dict)
     bounded_to: int | None = None  # bounded model checking: the depth asked for (never complete)
+    invariants: tuple[str, ...] | None = None  # the invariants checked (None: the replication model's own)
 
     @property
     def violated(self) -> tuple[str, ...]:

@@ -22,13 +22,15 @@ def config_text(config: Config) -> str:
 
 def invariant_verdicts(result: CheckResult, invariants: tuple[str, ...] | None = None) -> dict[str, str]:
     """Each invariant's verdict: `violated (n steps)`, `holds`, or `not violated so far` for an incomplete run.
-    `invariants` names them (default: the replication model's)."""
+    `invariants` names them (default: those the run checked)."""
     lengths = {v.invariant: len(v.trace) for v in result.violations}
     if result.bounded_to is not None:
         unknown = f"no violation up to depth {result.stats.depth}"
     else:
         unknown = "holds" if result.complete else "not violated so far"
-    names = [p.name for p in INVARIANTS] if invariants is None else invariants
+    names = invariants if invariants is not None else result.invariants
+    if names is None:
+        names = tuple(p.name for p in INVARIANTS)
     return {name: f"violated ({lengths[name]} steps)" if name in lengths else unknown for name in names}
 
 

@@ -34,12 +34,14 @@ from kafka_mc.cli_common import (
     NoFlushOption,
     OutputFormat,
     PluginOption,
+    PropertyOption,
     ProtocolOption,
     ReplicasOption,
     UncleanOption,
     config_errors,
     counts,
     load_plugins,
+    load_properties,
     refuse_unusable,
     network_failure_bound,
     number,
@@ -62,6 +64,8 @@ from kafka_mc.counterexamples.summary import replay_text
 from kafka_mc.model import PROTOCOLS, Config
 from kafka_mc.model.values import plain_values
 from kafka_mc.progress import ProgressReporter
+from kafka_mc.properties import PROPERTIES
+from kafka_mc.properties.user import UserPropertyError
 from kafka_mc.reproduce import SUMMARY_HEADERS, reproduce, summary_rows
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
@@ -88,7 +92,7 @@ class MatrixEngine(str, Enum):
 _EXPLICIT = frozenset({"--workers", "--symmetry", "--max-states", "--dump-dot", "--recoverability", "--write-tla"})
 CHECK_ENGINE_FLAGS: dict[Engine, frozenset[str]] = {
     Engine.kernel: _EXPLICIT,
-    Engine.python: _EXPLICIT,  # and its former name, bfs
+    Engine.python: _EXPLICIT | {"--property"},  # and its former name, bfs; a user's property is Python
     Engine.z3: frozenset({"--depth", "--write-tla"}),
     Engine.spark: frozenset({"--symmetry", "--max-states", "--write-tla", *cli_spark.SPARK_FLAGS}),
 }
@@ -103,6 +107,7 @@ def check_command(
     ctx: typer.Context,
     protocol: ProtocolOption = "hw",
     plugin: PluginOption = None,
+    user_properties: PropertyOption = None,
     replicas: ReplicasOption = "2",
     messages: MessagesOption = "2",
     crashes: CrashesOption = "2",
@@ -163,6 +168,7 @@ def check_command(
         config = Config(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **bounds)
     failures = number("--controller-failures", controller_failures)
     given = {"--workers": worker_count != 1, "--symmetry": symmetry, "--max-states": budget.max_states is not None,
+             "--property": bool(user_properties),
              "--dump-dot": dump_dot is not None, "--recoverability": recoverability,
              "--write-tla": write_tla is not None, "--depth": depth is not None,
              **dict.fromkeys(cli_spark.SPARK_FLAGS, False),
@@ -194,10 +200,13 @@ def check_command(
         from kafka_mc.checker.kernel import kernel_check  # deferred: numba (~0.5 s), for the kernel only
 
         explore = kernel_check
+    chosen = load_properties(user_properties) or PROPERTIES
     reporter = ProgressReporter(enabled=not quiet)
     try:
-        result = explore(config, keep_going=keep_going, symmetry=symmetry, workers=worker_count, budget=budget,
-                         progress=reporter)
+        result = explore(config, chosen, keep_going=keep_going, symmetry=symmetry, workers=worker_count,
+                         budget=budget, progress=reporter)
+    except UserPropertyError as error:
+        raise Exit(exitcodes.BAD_SPEC, f"--property: {error}") from None
     finally:
         reporter.close()
     recovery = None

@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 import json
 import os
+import runpy
 import sys
 from contextlib import contextmanager
 from enum import Enum
@@ -31,6 +32,8 @@ from kafka_mc.counterexamples.text import trace_text
 from kafka_mc.counterexamples.views import result_view
 from kafka_mc.model import PROTOCOLS, ConfigError
 from kafka_mc.model.config import SIMULATION_COUNT_LIMIT
+from kafka_mc.properties import Property
+from kafka_mc.properties.user import user_property
 
 
 class OutputFormat(str, Enum):
@@ -278,6 +281,47 @@ def load_plugins(plugins: Optional[list[str]]) -> None:
         except BaseException as error:  # a user's code: SystemExit and KeyboardInterrupt at import too
             raise Exit(exitcodes.BAD_SPEC, f"--plugin {plugin}: it cannot be imported: "
                                            f"{type(error).__name__}: {error}") from None
+
+
+PropertyOption = Annotated[Optional[list[str]], typer.Option(
+    "--property", metavar="FILE:NAME",
+    help="Check this property instead of kafka-mc's own: the function NAME in the Python file FILE, of a "
+         "state or of (state, action, next_state), that returns False or fails an assert where it does not "
+         "hold (a function made a test with kafka_mc's @always works too). Repeatable; --engine python.")]
+
+
+def load_properties(specs: Optional[list[str]]) -> tuple[Property, ...]:
+    """The `--property FILE:NAME` functions as properties, each file run guarded: whatever it
+    raises at import, a missing NAME, or a function of the wrong signature is a bad-spec exit
+    naming it. The properties raise UserPropertyError for an error inside them."""
+    loaded: list[Property] = []
+    modules: dict[str, dict] = {}
+    for spec in specs or ():
+        file, _, name = spec.rpartition(":")
+        if not file or not name.isidentifier():
+            raise Exit(exitcodes.BAD_INPUT, f"--property {spec!r}: give FILE:NAME, e.g. props.py:leader_has_all")
+        if file not in modules:
+            if not Path(file).is_file():
+                raise Exit(exitcodes.BAD_SPEC, f"--property {spec}: no such file: {file}")
+            try:
+                modules[file] = runpy.run_path(file)
+            except BaseException as error:  # a user's code: SystemExit and KeyboardInterrupt at import too
+                raise Exit(exitcodes.BAD_SPEC, f"--property {spec}: {file} raised {type(error).__name__}: "
+                                               f"{error} at import") from None
+        namespace = modules[file]
+        if name not in namespace:
+            found = sorted(key for key, value in namespace.items() if callable(value) and not key.startswith("_"))
+            raise Exit(exitcodes.BAD_SPEC, f"--property {spec}: {file} has no {name}; its functions: "
+                                           f"{', '.join(found) or 'none'}")
+        predicate = getattr(namespace[name], "kafka_mc_property", namespace[name])  # an @always test's predicate
+        try:
+            loaded.append(user_property(predicate, name, guarded=True))
+        except TypeError as error:
+            raise Exit(exitcodes.BAD_SPEC, f"--property {spec}: {error}") from None
+    names = [prop.name for prop in loaded]
+    if len(set(names)) != len(names):
+        raise Exit(exitcodes.BAD_INPUT, f"--property: each name once, not {', '.join(names)}")
+    return tuple(loaded)
 
 
 def network_failure_bound(ctx: typer.Context, value: str, deprecated: Optional[str]) -> tuple[str, str]:

@@ -27,7 +27,6 @@ it fail instead. Hypothesis keeps the examples it finds failing in its example d
 
 from __future__ import annotations
 
-import inspect
 import random
 import re
 from dataclasses import dataclass
@@ -39,7 +38,8 @@ from tabulate import tabulate
 
 from kafka_mc.model import Config
 from kafka_mc.model.config import CHECK_COUNT_LIMIT, BOUNDED_COUNTS
-from kafka_mc.properties import ALWAYS, SOMETIMES, Property
+from kafka_mc.properties import SOMETIMES, Property
+from kafka_mc.properties.user import arity, user_property
 
 ENGINES = ("auto", "bfs", "hypothesis")
 AUTO_MAX_STATES = 100_000  # auto: exhaustive up to this many distinct states, then Hypothesis
@@ -169,7 +169,7 @@ def always(config: Config, *, name: str | None = None, engine: str | None = None
         raise TypeError(f"always() takes a kafka_mc.model.Config, not {config!r}")
 
     def decorate(predicate: Callable) -> Callable:
-        _arity(predicate)  # a wrong signature is an error at import, not at run time
+        arity(predicate)  # a wrong signature is an error at import, not at run time
 
         def test(kafka_mc: KafkaMc) -> None:
             __tracebackhide__ = True
@@ -302,30 +302,6 @@ class KafkaMc:
 # --------------------------------------------------------------------------- properties and engines
 
 
-def _arity(predicate: Callable) -> int:
-    """1 for a state property, 3 for a step property; TypeError otherwise."""
-    if not callable(predicate):
-        raise TypeError(f"a kafka-mc property must be a function, not {predicate!r}")
-    try:
-        parameters = [p for p in inspect.signature(predicate).parameters.values()
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
-    except (TypeError, ValueError):
-        raise TypeError(f"the signature of {predicate!r} cannot be read") from None
-    if len(parameters) not in (1, 3):
-        raise TypeError(f"a kafka-mc property takes (state) or (state, action, next_state), not "
-                        f"{len(parameters)} parameters: {getattr(predicate, '__name__', predicate)}"
-                        f"{inspect.signature(predicate)}")
-    return len(parameters)
-
-
-def _holds(predicate: Callable, *arguments) -> bool:
-    """False when the predicate returns False or fails an assert; True otherwise."""
-    try:
-        return predicate(*arguments) is not False
-    except AssertionError:
-        return False
-
-
 def _assertion(predicate: Callable, *arguments) -> str:
     """The message of the predicate's failing assert on these arguments, if it has one."""
     try:
@@ -333,14 +309,6 @@ def _assertion(predicate: Callable, *arguments) -> str:
     except AssertionError as error:
         return str(error) or "assert failed"
     return ""
-
-
-def user_property(predicate: Callable, name: str) -> Property:
-    """The user's predicate as an `always` Property (of a state, or of a step)."""
-    if _arity(predicate) == 1:
-        return Property(name, ALWAYS, "user property", lambda state: _holds(predicate, state))
-    return Property(name, ALWAYS, "user step property",
-                    lambda before, action, after: _holds(predicate, before, action, after), on_step=True)
 
 
 def _bfs(config: Config, prop: Property, max_states: int | None):

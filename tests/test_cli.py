@@ -234,7 +234,7 @@ def test_the_default_kernel_engine_gives_the_python_engines_results_and_its_own_
 
 FLAG_VALUES = {"--workers": "2", "--max-states": "10", "--dump-dot": "graph.dot", "--write-tla": "tla", "--depth": "2",
                "--spark-master": "local[1]", "--spark-partitions": "2", "--checkpoint-dir": "checkpoints",
-               "--resume": "checkpoints"}
+               "--resume": "checkpoints", "--property": "props.py:anything"}
 
 
 def _given(flag: str) -> list[str]:
@@ -310,3 +310,51 @@ def test_replay_takes_an_itf_trace_kafka_mc_wrote(capsys, tmp_path):
     (tmp_path / "tampered.itf.json").write_text(json.dumps(document))
     code, out, err = run(capsys, "replay", str(tmp_path / "tampered.itf.json"))
     assert code == exitcodes.BAD_SPEC and "tampered.itf.json: ITF state 2" in err and "replay gives other" in err
+
+
+PROPERTY_FILE = '''
+from kafka_mc.model.values import leader_name
+
+def leader_never_b(state):
+    return leader_name(state) != "B"
+
+def epoch_never_drops(state, action, after):
+    assert after.controller.epoch >= state.controller.epoch
+
+def broken(state):
+    return state.nothing
+
+def two(a, b):
+    return True
+'''
+
+
+def test_check_takes_a_users_property_from_a_file(capsys, tmp_path):
+    """--property FILE:NAME checks the user's function instead of kafka-mc's own properties: the
+    verdict table lists only it, a violation has its trace and reports, a step property works."""
+    (tmp_path / "props.py").write_text(PROPERTY_FILE)
+    props = str(tmp_path / "props.py")
+    code, out, _ = run(capsys, "check", "--engine", "python", "--property", f"{props}:leader_never_b",
+                       "--out", str(tmp_path / "out"), *SMALL)
+    assert code == exitcodes.VIOLATION and "Error: Invariant leader_never_b is violated." in out
+    assert "NoCommittedDataLoss" not in out and (tmp_path / "out" / "hw-leader_never_b.toml").is_file()
+    code, out, _ = run(capsys, "check", "--engine", "python", "--property", f"{props}:epoch_never_drops", *SMALL)
+    assert code == exitcodes.OK and "epoch_never_drops  holds" in out and "NoCommittedDataLoss" not in out
+
+
+@pytest.mark.parametrize("argv, code, message", [
+    (["--property", "{props}:leader_never_b"], exitcodes.BAD_INPUT, "--property: not with --engine kernel "
+                                                                    "(only with --engine python)"),
+    (["--engine", "python", "--property", "{props}:broken"], exitcodes.BAD_SPEC,
+     "property broken raised AttributeError"),
+    (["--engine", "python", "--property", "{props}:two"], exitcodes.BAD_SPEC, "not 2 parameters"),
+    (["--engine", "python", "--property", "{props}:absent"], exitcodes.BAD_SPEC, "has no absent; its functions: "
+                                                                                "broken, epoch_never_drops"),
+    (["--engine", "python", "--property", "missing.py:x"], exitcodes.BAD_SPEC, "no such file: missing.py"),
+    (["--engine", "python", "--property", "no-colon"], exitcodes.BAD_INPUT, "give FILE:NAME"),
+])
+def test_a_users_property_that_cannot_be_checked_is_refused_by_name(capsys, tmp_path, argv, code, message):
+    (tmp_path / "props.py").write_text(PROPERTY_FILE)
+    argv = [arg.format(props=tmp_path / "props.py") for arg in argv]
+    got, _, err = run(capsys, "check", *argv, *SMALL)
+    assert got == code and message in err and "internal error" not in err

@@ -179,6 +179,7 @@ def bounded_check(
         witnesses={},
         stopped_because=stopped_because,
         bounded_to=depth,
+        invariants=tuple(invariants),
     )
 
 
