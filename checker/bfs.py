@@ -57,9 +57,12 @@ class Budget:
     def out_of_time(self, seconds: float) -> str:
         """Why a run stops after `seconds` ("" to go on): checked inside a level too, where the
         state budget is not (so that every engine stops at the same state count)."""
-        if self.max_seconds is not None and seconds >= self.max_seconds:
-            return f"time budget of {self.max_seconds:g} s reached"
-        return ""
+        return self.time_up if self.max_seconds is not None and seconds >= self.max_seconds else ""
+
+    @property
+    def time_up(self) -> str:
+        """Why a run stopped when its time budget ran out."""
+        return f"time budget of {self.max_seconds:g} s reached"
 
 
 def concrete_trace(model: ReplicationModel, initial: int, actions: list[Action], symmetry: bool,
@@ -131,7 +134,7 @@ def check(
             totals.new_states += level.new_states
             frontier = level.frontier
             if level.cut:  # the time budget ran out inside the level
-                stopped_because = budget.out_of_time(max(seconds(), budget.max_seconds or 0.0))
+                stopped_because = budget.time_up
                 break
             depth += 1 if level.new_states else 0
             if progress:

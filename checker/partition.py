@@ -39,6 +39,13 @@ from .packing import StatePacker
 
 DEADLINE_EVERY = 256  # frontier states between looks at the clock, when a level has a deadline
 
+
+def past(stop_at: float | None, position: int) -> bool:
+    """Whether a level expanding its frontier state `position` is past its deadline `stop_at` (a
+    `time.monotonic()` reading, one clock for every process; None: no deadline). The clock is
+    read every DEADLINE_EVERY states."""
+    return stop_at is not None and position % DEADLINE_EVERY == 0 and time.monotonic() >= stop_at
+
 ROOT = -1
 
 
@@ -210,7 +217,7 @@ class Partition(Watching):
         slots, successors, represent = self.slots, self.model.indexed_successors, self.represent
         step_properties = self.step_invariants or self.step_witnesses
         for position, state in enumerate(self.packer.unpack(current.records)):
-            if stop_at is not None and position % DEADLINE_EVERY == 0 and time.monotonic() >= stop_at:
+            if past(stop_at, position):
                 report.cut = True
                 return
             node, key = current.nodes[position], current.key(position)

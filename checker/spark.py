@@ -448,10 +448,11 @@ def run_spark_check(config: Config, properties: Iterable[Property] = PROPERTIES,
 
         threading.Thread(target=quietly, daemon=True).start()
 
-    reached = {"depth": start_depth or 0}
+    reached = start_depth or 0  # the last level committed
 
     def committed(depth: int) -> None:
-        reached["depth"] = depth
+        nonlocal reached
+        reached = depth
         if interrupt.arrived:
             raise Interrupted(f"after level {depth} (committed): a partial run, no verdict")
         if level_hook is not None:
@@ -464,8 +465,7 @@ def run_spark_check(config: Config, properties: Iterable[Property] = PROPERTIES,
                 result = engine.run(totals, start_depth, budget, progress, run, committed)
             except Exception:
                 if interrupt.arrived:
-                    raise Interrupted(f"after level {reached['depth']} (committed): a partial run, "
-                                      "no verdict") from None
+                    raise Interrupted(f"after level {reached} (committed): a partial run, no verdict") from None
                 raise
         run.executors = max(run.executors, _executors(spark))
         return result, run

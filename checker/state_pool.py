@@ -7,12 +7,11 @@ process. It answers `checker.bfs.check` as the replication model's partitions do
 
 from __future__ import annotations
 
-import time
 from typing import Any, Hashable
 
 from kafka_mc.model.interface import Model
 
-from .partition import DEADLINE_EVERY, ROOT, LevelReport, Watching
+from .partition import ROOT, LevelReport, Watching, past
 
 
 class StatePool(Watching):
@@ -43,8 +42,8 @@ class StatePool(Watching):
         self.settle(settled)
         report = LevelReport()
         current, self.frontier = self.frontier, []
-        for position, (node, state) in enumerate(current):
-            if stop_at is not None and position % DEADLINE_EVERY == 0 and time.monotonic() >= stop_at:
+        for index, (node, state) in enumerate(current):
+            if past(stop_at, index):
                 report.cut = True
                 break
             for position, (action, following) in enumerate(self.model.successors(state)):

@@ -88,15 +88,15 @@ def _check_writable(path: Path, flag: str) -> None:
     existing = path.absolute()
     while not _exists(existing):
         existing = existing.parent
-    longest = _limit(existing if existing.is_dir() else existing.parent, "PC_NAME_MAX", 255)
+    folder = existing if existing.is_dir() else existing.parent
+    longest = _limit(folder, "PC_NAME_MAX", 255)
     too_long = [part for part in path.parts if len(os.fsencode(part)) > longest]
     if too_long:
         raise OutputError(f"{flag} {path}: the name {too_long[0][:40]}... is longer than {longest} bytes")
-    if len(os.fsencode(str(path.absolute()))) >= _limit(existing.parent, "PC_PATH_MAX", 4096):
+    if len(os.fsencode(str(path.absolute()))) >= _limit(folder, "PC_PATH_MAX", 4096):
         raise OutputError(f"{flag} {path}: the path is too long")
     if existing != path.absolute() and not existing.is_dir():
         raise OutputError(f"{flag} {path}: {existing} is a file, not a folder")
-    folder = existing if existing.is_dir() else existing.parent
     try:
         with tempfile.TemporaryFile(dir=folder):
             pass

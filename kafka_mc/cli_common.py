@@ -32,6 +32,7 @@ from kafka_mc.counterexamples.text import trace_text
 from kafka_mc.counterexamples.views import result_view
 from kafka_mc.model import PROTOCOLS, ConfigError
 from kafka_mc.model.config import SIMULATION_COUNT_LIMIT
+from kafka_mc.model.shape import raised
 from kafka_mc.properties import Property
 from kafka_mc.properties.user import user_property
 
@@ -279,8 +280,17 @@ def load_plugins(plugins: Optional[list[str]]) -> None:
                     sys.path.insert(0, os.getcwd())
                 importlib.import_module(plugin)
         except BaseException as error:  # a user's code: SystemExit and KeyboardInterrupt at import too
-            raise Exit(exitcodes.BAD_SPEC, f"--plugin {plugin}: it cannot be imported: "
-                                           f"{type(error).__name__}: {error}") from None
+            raise Exit(exitcodes.BAD_SPEC, f"--plugin {plugin}: it cannot be imported: {raised(error)}") from None
+
+
+def run_user_file(path: Path, what: str) -> dict:
+    """A user's Python file (`--lemmas FILE`, `--property FILE:NAME`, named `what` in errors) run
+    guarded: its namespace; a bad-spec exit when it raises anything at import, SystemExit and
+    KeyboardInterrupt included (never a verdict)."""
+    try:
+        return runpy.run_path(str(path))
+    except BaseException as error:
+        raise Exit(exitcodes.BAD_SPEC, f"{what}: raised {raised(error)} at import") from None
 
 
 PropertyOption = Annotated[Optional[list[str]], typer.Option(
@@ -303,11 +313,7 @@ def load_properties(specs: Optional[list[str]]) -> tuple[Property, ...]:
         if file not in modules:
             if not Path(file).is_file():
                 raise Exit(exitcodes.BAD_SPEC, f"--property {spec}: no such file: {file}")
-            try:
-                modules[file] = runpy.run_path(file)
-            except BaseException as error:  # a user's code: SystemExit and KeyboardInterrupt at import too
-                raise Exit(exitcodes.BAD_SPEC, f"--property {spec}: {file} raised {type(error).__name__}: "
-                                               f"{error} at import") from None
+            modules[file] = run_user_file(Path(file), f"--property {spec}")
         namespace = modules[file]
         if name not in namespace:
             found = sorted(key for key, value in namespace.items() if callable(value) and not key.startswith("_"))

@@ -14,7 +14,6 @@ internal error (the encoding disagrees with the model).
 from __future__ import annotations
 
 import json
-import runpy
 import time
 from pathlib import Path
 from typing import Optional
@@ -27,7 +26,7 @@ from kafka_mc import exitcodes
 from kafka_mc.checker.symbolic.bmc import EncodingMismatch
 from kafka_mc.checker.symbolic.budget import Deadline
 from kafka_mc.checker.symbolic.induction import DEFAULT_CACHE, DEFAULT_PROPERTIES, Lemma, prove, reachability
-from kafka_mc.checker.symbolic.lemma import LemmaError, raised, shown
+from kafka_mc.checker.symbolic.lemma import LemmaError
 from kafka_mc.checker.symbolic.lemmas import LEMMAS
 from kafka_mc.checker.symbolic.properties import SYMBOLIC_INVARIANTS
 from kafka_mc.checker.symbolic.spacer import spacer_prove
@@ -52,12 +51,14 @@ from kafka_mc.cli_common import (
     network_failure_bound,
     number,
     out_dir,
+    run_user_file,
 )
 from kafka_mc.counterexamples.reports import write_reports
 from kafka_mc.counterexamples.text import trace_text
 from kafka_mc.counterexamples.views import TABLE_HEADERS, isr_text, replica_rows, state_view, trace_view
 from kafka_mc.model import Config
 from kafka_mc.model.config import SIMULATION_COUNT_LIMIT
+from kafka_mc.model.shape import raised, short_repr
 from kafka_mc.progress import ProgressReporter
 from kafka_mc.model.values import leader_name
 
@@ -211,14 +212,11 @@ def _lemmas(path: Optional[Path], no_shipped: bool) -> tuple[list, set[str]]:
     if path is not None:
         if not path.is_file():
             raise Exit(exitcodes.BAD_INPUT, f"--lemmas {path}: no such file")
-        try:
-            namespace = runpy.run_path(str(path))
-        except BaseException as error:  # user code: nothing it raises may end the command as a verdict
-            raise Exit(exitcodes.BAD_SPEC, f"--lemmas {path}: raised {raised(error)} at import") from None
+        namespace = run_user_file(path, f"--lemmas {path}")
         listed = namespace.get("LEMMAS")
         if not isinstance(listed, (list, tuple)):
             raise Exit(exitcodes.BAD_SPEC, f"--lemmas {path} must define LEMMAS, a list of functions of the "
-                                           f"symbolic state, not {shown(listed)}")
+                                           f"symbolic state, not {short_repr(listed)}")
         try:
             for position, item in enumerate(list(listed)):
                 try:

@@ -1,4 +1,5 @@
-"""The declared shape of a parsed input file (TOML or JSON), and the one check against it.
+"""The declared shape of a parsed input file (TOML or JSON), and the one check against it; and
+how a user's values and exceptions are written in error messages (`short_repr`, `raised`).
 
 A shape is `ANY`, a type (a bool is not an int), `[item]` for a list of items, a dict of keys to
 shapes (`"*"` for any other key), `Required(shape)` for a key that must be there, or
@@ -47,8 +48,21 @@ _SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxdi
 
 
 def short_repr(value: object) -> str:
-    """`repr` cut short (and safe on deeply nested values), for error messages."""
-    return _SHORT.repr(value)
+    """`repr` cut short, for error messages; never raises (safe on deeply nested values and on a
+    user's object whose repr fails)."""
+    try:
+        return _SHORT.repr(value)
+    except BaseException:  # a user object whose repr raises, even SystemExit
+        return f"<{type(value).__name__} object>"
+
+
+def raised(error: BaseException) -> str:
+    """`Type: message` of an exception a user's code raised, or `Type` without one; never raises."""
+    try:
+        message = str(error)
+    except BaseException:
+        message = ""
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
 def check_shape(value: object, shape: Any, where: str = "", *, toml: bool = True) -> None:

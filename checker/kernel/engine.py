@@ -216,8 +216,8 @@ def kernel_check(
             if stopped_because or interrupt.arrived:
                 break
             made = search.run_level(stop)
-            if made is None:  # stopped inside the level
-                stopped_because = budget.out_of_time(time.perf_counter() - started)
+            if made is None:  # stopped inside the level: by Ctrl-C (raised below) or the time budget
+                stopped_because = "" if interrupt.arrived else budget.time_up
                 break
             depth += 1 if made else 0
             if progress:

@@ -24,10 +24,6 @@ class Deadline:
         self.seconds = seconds
         self.started = time.perf_counter() if started is None else started
 
-    @property
-    def bounded(self) -> bool:
-        return self.seconds is not None
-
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
 

@@ -113,10 +113,6 @@ class _Budget:
     deadline: Deadline
     timeout: float | None  # per query, seconds
 
-    def milliseconds(self) -> int | None:
-        """The solver time-out for the next query; 0 when the budget is spent."""
-        return self.deadline.milliseconds(self.timeout)
-
 
 class _Stop(Exception):
     def __init__(self, status: str, reason: str, counterexample: Counterexample | None = None):

@@ -8,6 +8,8 @@ from typing import Callable, NamedTuple
 
 import z3
 
+from kafka_mc.model.shape import raised, short_repr
+
 from .layout import SymState
 
 
@@ -18,24 +20,6 @@ class LemmaError(ValueError):
     def __init__(self, lemma: str | None, message: str):
         super().__init__(message)
         self.lemma = lemma
-
-
-def shown(value: object, limit: int = 80) -> str:
-    """`repr(value)`, shortened; never raises."""
-    try:
-        text = repr(value)
-    except BaseException:  # a user object whose repr fails
-        text = f"<{type(value).__name__} object>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def raised(error: BaseException) -> str:
-    """`Type: message` of an exception, or `Type` without one; never raises."""
-    try:
-        message = str(error)
-    except BaseException:
-        message = ""
-    return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
 def _attribute(value: object, name: str) -> object:
@@ -59,20 +43,20 @@ class Lemma(NamedTuple):
         if isinstance(function, Lemma):
             name, formula, doc = function
             if not isinstance(name, str) or not name:
-                raise LemmaError(None, f"a lemma's name must be a non-empty string, not {shown(name)}")
+                raise LemmaError(None, f"a lemma's name must be a non-empty string, not {short_repr(name)}")
             if not callable(formula):
                 raise LemmaError(name, f"lemma {name}'s formula must be a function of a SymState, "
-                                       f"not {shown(formula)}")
+                                       f"not {short_repr(formula)}")
             if not isinstance(doc, str):
                 raise LemmaError(name, f"lemma {name}'s doc must be a string, not {type(doc).__name__}")
             _check_name(name)
             return function
         if not callable(function):
-            raise LemmaError(None, f"a lemma must be a function of a SymState, not {shown(function)}")
+            raise LemmaError(None, f"a lemma must be a function of a SymState, not {short_repr(function)}")
         named = _attribute(function, "__name__")
         if not isinstance(named, str) or not named:
-            raise LemmaError(None, f"a lemma must have a name (__name__, a non-empty string): {shown(function)} "
-                                   f"has {shown(named)}")
+            raise LemmaError(None, f"a lemma must have a name (__name__, a non-empty string): {short_repr(function)} "
+                                   f"has {short_repr(named)}")
         _check_name(named)
         docstring = _attribute(function, "__doc__")
         if docstring is not None and not isinstance(docstring, str):
@@ -88,7 +72,7 @@ class Lemma(NamedTuple):
         except BaseException as error:  # user code: whatever it raises is an error in the lemma
             raise LemmaError(self.name, f"lemma {self.name} raised {raised(error)}") from error
         if not isinstance(formula, z3.BoolRef):
-            raise LemmaError(self.name, f"lemma {self.name} returned {shown(formula)} "
+            raise LemmaError(self.name, f"lemma {self.name} returned {short_repr(formula)} "
                                         f"({type(formula).__name__}), not a Z3 Boolean formula")
         return formula
 
@@ -96,4 +80,4 @@ class Lemma(NamedTuple):
 def _check_name(name: str) -> None:
     # the name goes into report file names and one-line messages
     if not name.isprintable() or any(character in name for character in "/\\"):
-        raise LemmaError(None, f"a lemma's name must be printable, without / or \\: {shown(name)}")
+        raise LemmaError(None, f"a lemma's name must be printable, without / or \\: {short_repr(name)}")
