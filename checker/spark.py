@@ -443,8 +443,14 @@ def run_spark_check(config: Config, properties: Iterable[Property] = PROPERTIES,
 
     def cancel() -> None:  # at Ctrl-C: the running job fails at once, the session is then stopped in order
         def quietly() -> None:
-            context.setLogLevel("OFF")  # the killed tasks' errors are the interrupt's, not the user's to read
-            context.cancelAllJobs()
+            # the killed tasks' errors are the interrupt's, not the user's to read: every logger off,
+            # those _LOG4J sets to `error` too (setLogLevel sets the root logger's level only)
+            try:
+                log4j = context._jvm.org.apache.logging.log4j
+                log4j.core.config.Configurator.setAllLevels(log4j.LogManager.ROOT_LOGGER_NAME, log4j.Level.OFF)
+                context.cancelAllJobs()
+            except Exception:  # the run already stopped between jobs, and its session with it
+                pass
 
         threading.Thread(target=quietly, daemon=True).start()
 

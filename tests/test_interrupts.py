@@ -17,9 +17,10 @@ from kafka_mc import exitcodes
 LARGE = ["--replicas", "3", "--messages", "4", "--crashes", "3", "--elections", "2", "--keep-going"]
 
 
-def _interrupt_once_running(argv: list[str], *, group: bool = False) -> tuple[int, str, float]:
+def _interrupt_once_running(argv: list[str], *, group: bool = False, linger: float = 0.5) -> tuple[int, str, float]:
     """Start `kafka-mc argv`, wait for its first progress line (so the search itself runs), send
-    SIGINT to it (or to its process group); its exit code, stderr and the seconds it took to stop."""
+    SIGINT to it (or to its process group); its exit code, stderr and the seconds it took to stop.
+    Every process it started must be gone `linger` seconds after it exits."""
     process = subprocess.Popen([sys.executable, "-m", "kafka_mc", *argv], stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True, start_new_session=True,
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -38,8 +39,12 @@ def _interrupt_once_running(argv: list[str], *, group: bool = False) -> tuple[in
     rest = process.stderr.read()
     code = process.wait(timeout=60)
     seconds = time.monotonic() - started
-    time.sleep(0.5)
-    left = subprocess.run(["pgrep", "-s", str(process.pid)], capture_output=True, text=True).stdout.split()
+    gone_by = time.monotonic() + linger
+    while True:
+        left = subprocess.run(["pgrep", "-s", str(process.pid)], capture_output=True, text=True).stdout.split()
+        if not left or time.monotonic() >= gone_by:
+            break
+        time.sleep(0.1)
     assert not left, f"processes left behind: {left}"
     return code, rest, seconds
 
@@ -83,3 +88,14 @@ def test_a_time_budget_stops_a_run_inside_a_level(engine, workers):
     seconds = time.monotonic() - started
     assert not result.complete and "time budget of 0.5 s reached" in result.stopped_because
     assert seconds < 2.5, seconds
+
+
+def test_ctrl_c_stops_spark_with_the_last_committed_level_and_no_log_noise():
+    """Spark cancels its jobs at Ctrl-C; the killed tasks' errors (logged by loggers the engine's
+    log4j setup keeps at `error`) are not shown, only the one line."""
+    code, err, seconds = _interrupt_once_running(["check", "--engine", "spark", "--spark-master", "local[1]",
+                                                  *LARGE], linger=5)  # the JVM's own shutdown
+    assert code == exitcodes.INTERRUPTED and seconds < 10, err
+    shown = [line for line in err.splitlines()  # not the progress of the level under way, nor the JVM's banner
+             if line.strip() and not line.startswith(("depth ", "WARNING: Using incubator"))]
+    assert len(shown) == 1 and shown[0].startswith("kafka-mc: interrupted after level "), err
