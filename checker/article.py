@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from kafka_mc.model import Config
 
-from .control_scenario import ControlScenario
 from .matrix import check_cell
 from .scenario import Replay, Scenario, documented_scenarios, load_scenario, replay
 
@@ -59,7 +58,7 @@ CLAIMS = (
 @dataclass(frozen=True)
 class Comparison:
     claim: Claim
-    scenario: Scenario | ControlScenario | None  # None: the model cannot express the case
+    scenario: Scenario | None  # None: the model cannot express the case
     replayed: Replay | None
     closed: bool | None  # the exhaustive check with the closing setting: True when no acked write is lost
 
@@ -79,7 +78,7 @@ class Comparison:
         return dataclasses.replace(self.scenario.config, **self.claim.closed_by)
 
 
-def catalogue_scenarios() -> dict[str, Scenario | ControlScenario]:
+def catalogue_scenarios() -> dict[str, Scenario]:
     """The catalogue scenarios shipped with kafka-mc, by the article case they illustrate."""
     scenarios = (load_scenario(path) for path in documented_scenarios("catalogue"))
     return {scenario.article: scenario for scenario in scenarios if scenario.article}

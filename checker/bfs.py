@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from contextlib import closing
 from dataclasses import dataclass
-from typing import Callable, Hashable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from kafka_mc.control.replication import ReplicationSystem, model_of
 from kafka_mc.model import Action, Config, ReplicationModel, State
@@ -24,7 +24,7 @@ from kafka_mc.model.symmetry import canonical, rename, renaming
 from kafka_mc.properties import ALWAYS, Property
 
 from .partition import ROOT, LevelReport, without_cyclic_gc
-from .result import CheckResult, Stats, Trace, Violation
+from .result import CheckResult, Coverage, Stats, Trace, Violation, coverage_of
 from .state_pool import StatePool
 from .workers import LocalPartitions, WorkerPartitions
 
@@ -132,6 +132,8 @@ def check(
             _record(found, pool.level(set(found), stop_at), level)
             totals.generated += level.generated
             totals.new_states += level.new_states
+            totals.enabled.update(level.enabled)
+            totals.new_by_action.update(level.new_by_action)
             frontier = level.frontier
             if level.cut:  # the time budget ran out inside the level
                 stopped_because = budget.time_up
@@ -144,7 +146,7 @@ def check(
     engine = "bfs" + ("+symmetry" if symmetry else "") + (f" ({workers} workers)" if workers > 1 else "")
     return search_result(engine, config, properties, traces, not frontier and not stopped_because,
                          Stats(totals.new_states, totals.generated, depth, time.perf_counter() - started),
-                         stopped_because)
+                         stopped_because, coverage_of(model.action_names, totals.enabled, totals.new_by_action))
 
 
 def _pool(model: Model, symmetry: bool, workers: int):
@@ -174,9 +176,10 @@ def stop_reason(found: Iterable[str], invariants: set[str], property_count: int,
 
 def search_result(engine: str, config: Config, properties: tuple[Property, ...],
                   traces: Mapping[str, Trace], complete: bool, stats: Stats,
-                  stopped_because: str) -> CheckResult:
+                  stopped_because: str, coverage: tuple[Coverage, ...] | None = None) -> CheckResult:
     """The CheckResult of a search that found `traces` (property name -> shortest trace):
-    violations shortest first, witnesses reached or not."""
+    violations shortest first, witnesses reached or not; `coverage` per action if the engine
+    counted it."""
     invariants = {p.name for p in properties if p.kind == ALWAYS}
     violated = sorted((name for name in traces if name in invariants), key=lambda n: (len(traces[n]), n))
     return CheckResult(
@@ -189,6 +192,7 @@ def search_result(engine: str, config: Config, properties: tuple[Property, ...],
         stopped_because=stopped_because,
         witness_traces={name: trace for name, trace in traces.items() if name not in invariants},
         invariants=tuple(p.name for p in properties if p.kind == ALWAYS),
+        coverage=coverage,
     )
 
 
@@ -213,17 +217,14 @@ def _trace(model: Model, pool, where: tuple, symmetry: bool) -> Trace:
         partition, node = parent_partition, parent_node
     actions.reverse()
     if isinstance(model, ReplicationSystem):
-        transitions = model.transitions
-        return concrete_trace(transitions, action, [transitions.action_at(a) for a in actions], symmetry)
-    return Trace(model, action, tuple(actions))
+        actions = [model.action_at(a) for a in actions]
+    return path_trace(model, action, actions, symmetry)
 
 
-def trace_to(model: Model, link_of: Callable[[Hashable], tuple], state: Hashable, last_action=None) -> Trace:
-    """The path to `state` by parent links kept by state (`link_of(state)`: the parent and the
-    action from it, or None and the initial index), then `last_action` if given."""
-    actions = [] if last_action is None else [last_action]
-    parent, link = link_of(state)
-    while parent is not None:
-        actions.append(link)
-        parent, link = link_of(parent)
-    return Trace(model, link, tuple(reversed(actions)))
+def path_trace(model: Model, initial: int, actions: list, symmetry: bool,
+               represent: Callable[[State], State] = canonical) -> Trace:
+    """The trace of the path of `actions` from the initial state `initial`; with `symmetry`, a path
+    over class representatives of the replication model (as `represent` picks them), made concrete."""
+    if isinstance(model, ReplicationSystem):
+        return concrete_trace(model.transitions, initial, actions, symmetry, represent)
+    return Trace(model, initial, tuple(actions))

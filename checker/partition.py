@@ -26,11 +26,13 @@ from __future__ import annotations
 import gc
 import time
 from array import array
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from kafka_mc.model import Config, ReplicationModel, State, fingerprint
+from kafka_mc.model.state import owner_hash
 from kafka_mc.model.symmetry import canonical
 from kafka_mc.properties import ALWAYS, Property
 
@@ -50,9 +52,8 @@ ROOT = -1
 
 
 def owner_of(state: State, count: int) -> int:
-    """The partition that owns a state: a stable hash (ints only) of its slowly changing part."""
-    controller = state.controller
-    return hash((state.written, state.crashes, controller.epoch, controller.leader, state.committed)) % count
+    """The partition that owns a state: by its `owner_hash`."""
+    return owner_hash(state) % count
 
 
 @contextmanager
@@ -78,6 +79,8 @@ class LevelReport:
     frontier: int = 0
     found: dict[str, tuple] = field(default_factory=dict)
     cut: bool = False  # the level stopped at its deadline before every state was expanded
+    enabled: Counter = field(default_factory=Counter)  # action name -> successors it generated
+    new_by_action: Counter = field(default_factory=Counter)  # action name -> new states it reached first
 
     def offer(self, name: str, key: int | tuple[int, int], where: tuple) -> None:
         if name not in self.found or key < self.found[name][0]:
@@ -88,6 +91,8 @@ class LevelReport:
         self.new_states += other.new_states
         self.frontier += other.frontier
         self.cut |= other.cut
+        self.enabled.update(other.enabled)
+        self.new_by_action.update(other.new_by_action)
         for name, (key, where) in other.found.items():
             self.offer(name, key, where)
         return self
@@ -216,21 +221,34 @@ class Partition(Watching):
         and each step witness reached."""
         slots, successors, represent = self.slots, self.model.indexed_successors, self.represent
         step_properties = self.step_invariants or self.step_witnesses
-        for position, state in enumerate(self.packer.unpack(current.records)):
-            if past(stop_at, position):
-                report.cut = True
-                return
-            node, key = current.nodes[position], current.key(position)
-            for slot, following in successors(state):
-                report.generated += 1
-                action = self.model.action_at(slot) if step_properties else None
-                for prop in self.step_invariants:
-                    if not prop.holds(state, action, following):
-                        report.offer(prop.name, key * slots + slot, (self.index, node, slot))
-                for prop in self.step_witnesses:
-                    if prop.holds(state, action, following):
-                        report.offer(prop.name, key * slots + slot, (self.index, node, slot))
-                yield node, key, slot, represent(following)
+        enabled = [0] * slots
+        try:
+            for position, state in enumerate(self.packer.unpack(current.records)):
+                if past(stop_at, position):
+                    report.cut = True
+                    return
+                node, key = current.nodes[position], current.key(position)
+                for slot, following in successors(state):
+                    enabled[slot] += 1
+                    action = self.model.action_at(slot) if step_properties else None
+                    for prop in self.step_invariants:
+                        if not prop.holds(state, action, following):
+                            report.offer(prop.name, key * slots + slot, (self.index, node, slot))
+                    for prop in self.step_witnesses:
+                        if prop.holds(state, action, following):
+                            report.offer(prop.name, key * slots + slot, (self.index, node, slot))
+                    yield node, key, slot, represent(following)
+        finally:
+            report.generated += sum(enabled)
+            report.enabled.update(self._by_action_name(enabled))
+
+    def _by_action_name(self, counts: list[int]) -> Counter:
+        """Counts per action slot summed per action name."""
+        named: Counter = Counter()
+        for slot, count in enumerate(counts):
+            if count:
+                named[self.model.action_at(slot).name] += count
+        return named
 
     def _keep(self, parent_partition: int, parent_node: int, action: int, key: int | None, state: State,
               report: LevelReport) -> None:
@@ -293,8 +311,13 @@ class Partition(Watching):
                 frontier.keys[mine] = key
 
     def _close(self, report: LevelReport, frontier: Frontier) -> LevelReport:
-        """Offer the level's violations and witnesses under their final keys; put the next
-        frontier in key order."""
+        """Offer the level's violations and witnesses under their final keys; count the new states
+        by the action of their final parent link; put the next frontier in key order."""
+        new = [0] * self.slots
+        for node in frontier.nodes:
+            if self.parent_partition[node] != ROOT:
+                new[self.action[node]] += 1
+        report.new_by_action.update(self._by_action_name(new))
         for name, position in self._violations:
             report.offer(name, frontier.key(position), (self.index, frontier.nodes[position]))
         self._violations.clear()

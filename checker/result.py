@@ -4,10 +4,10 @@ what a scenario's replay returns (`Replay`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
 
 from kafka_mc.model import Action, Config, State
-from kafka_mc.model.interface import next_state
+from kafka_mc.model.interface import ALWAYS, next_state
 
 
 class ReplayError(ValueError):
@@ -78,6 +78,16 @@ class Trace(_Steps):
             states.append(following)
         return states
 
+    def broken(self) -> list[tuple[str, ...]]:
+        """For each step, the model's invariants that fail there (a step invariant: on the step into it)."""
+        invariants = [p for p in self.model.properties if p.kind == ALWAYS]
+        before = None
+        broken = []
+        for action, state in self.steps():
+            broken.append(tuple(p.name for p in invariants if not p.check(before, action, state)))
+            before = state
+        return broken
+
 
 @dataclass(frozen=True)
 class Violation:
@@ -108,6 +118,24 @@ class KernelStats(Stats):
 
 
 @dataclass(frozen=True)
+class Coverage:
+    """One action's coverage in a run, as TLC's `-coverage` reports it: how often it was enabled
+    (the successors it generated) and how many distinct states it reached first (the action of
+    their parent link, the last step of the shortest trace to them). With symmetry the engines
+    may pick other representatives of a class, and then a tie between shortest paths may credit
+    another action: the counts of enabled actions agree, those of new states add up alike."""
+
+    action: str
+    enabled: int
+    new_states: int
+
+
+def coverage_of(action_names: tuple[str, ...], enabled: Mapping[str, int], new: Mapping[str, int]) -> tuple[Coverage, ...]:
+    """Every action of a model in its order, with the counts a run kept by action name."""
+    return tuple(Coverage(name, enabled.get(name, 0), new.get(name, 0)) for name in action_names)
+
+
+@dataclass(frozen=True)
 class CheckResult:
     """The verdict of one run. `complete` is true only when every reachable state was explored."""
 
@@ -121,6 +149,15 @@ class CheckResult:
     witness_traces: dict[str, Trace] = field(default_factory=dict)
     bounded_to: int | None = None  # bounded model checking: the depth asked for (never complete)
     invariants: tuple[str, ...] | None = None  # the invariants checked (None: the replication model's own)
+    coverage: tuple[Coverage, ...] | None = None  # per action; None: the engine does not count it
+
+    @property
+    def never_enabled(self) -> tuple[str, ...]:
+        """The actions a complete run never found enabled (a vacuity warning, as a witness never
+        reached: the bounds or settings leave the action no state to fire in)."""
+        if not self.complete or self.coverage is None:
+            return ()
+        return tuple(entry.action for entry in self.coverage if not entry.enabled)
 
     @property
     def violated(self) -> tuple[str, ...]:
@@ -146,8 +183,8 @@ class ReplayStep:
 
 @dataclass
 class Replay:
-    """A scenario's replay (`checker.scenario.replay`): the replayed scenario (a `Scenario`, or a
-    control-plane model's `ControlScenario`) and each of its steps."""
+    """A scenario's replay (`checker.scenario.replay`): the replayed scenario (a `Scenario` of any
+    model) and each of its steps."""
 
     scenario: Any
     steps: list[ReplayStep] = field(default_factory=list)

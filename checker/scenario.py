@@ -1,41 +1,59 @@
-"""Scenario files: a documented step sequence, its configuration and what the documents show.
-
-A scenario is TOML::
+"""Scenario files: a step sequence of a model, its configuration and what the replay must show.
+One format and one replay for every model. A scenario of the replication model is TOML::
 
     title = "Case L under hw: committed m2 is lost"
-    source = "seed 000, figures 8-9 to 8-11"
-    initial_leader = "B"
+    source = "Vanlightly, figures 8-9 to 8-11"
+    initial_leader = "B"  # the initial state in which B leads (or `initial`, its index)
     steps = ["ProducerWrite(B)", "LeaderHandleFetchRequest(A)", ...]
-    article = "row-1"   # optional: the catalogue case it illustrates (ARTICLE_CASES)
+    article = "row-1"     # optional: the catalogue case it illustrates (ARTICLE_CASES)
     expected_violations = ["NoCommittedDataLoss"]   # invariants the replay breaks
     exhaustive_violations = ["NoCommittedDataLoss"] # invariants a full check of `config` breaks
 
-    [config]            # any kafka-mc check option: protocol, replicas, messages, ...
+    [config]              # any kafka-mc check option: protocol, replicas, messages, ...
     protocol = "hw"
 
-    [[checkpoint]]      # the state after step `after`, as a figure shows it
+    [[checkpoint]]        # the state after step `after`, as a figure shows it
     after = 6
     figure = "8-9"
     A = { log = ["m1", "m2"], hw = 1 }
 
-A file with a `model` key is a control-plane model's scenario (`checker.control_scenario`).
+Another model's scenario names it (`model`: one of `scenario_models()`), its initial state by
+index (`initial`, default 0) and its `[config]` by the model's settings::
+
+    model = "controller"
+    steps = ["BrokerWinsElection(0)", "SessionExpire(0)", ...]
+    [config]
+    brokers = 3
+    [[checkpoint]]
+    after = 5
+    obeyedControllerEpoch = { "0" = 2, "1" = 2, "2" = 2 }
+    "replicas.B.role" = "leader"  # a dotted path reaches inside a variable
+
+A checkpoint's keys are paths into the state's variables as the reports show them
+(`model.values.plain_values`), and for the replication model also each replica's figure, keyed by
+its name (`log` as record names, `hw`, `leo`, `epochs`, `role`, `status`). A table pins the
+fields it lists; any other value is compared whole.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
+from kafka_mc.control import MODELS
+from kafka_mc.control.failover import FailoverConfig, FailoverModel
 from kafka_mc.control.replication import ReplicationSystem
-from kafka_mc.model import Config, ConfigError, ReplicationModel, State, parse_action
+from kafka_mc.model import Config, ConfigError, State
+from kafka_mc.model.interface import ALWAYS, Model
 from kafka_mc.model.shape import ANY, Expect, check_shape, short_repr
-from kafka_mc.model.state import ROLE_NAMES, STATUS_NAMES, record_name, replica_index
-from kafka_mc.properties import failing_invariants
+from kafka_mc.model.state import MAX_REPLICAS, ROLE_NAMES, STATUS_NAMES, record_name, replica_index, replica_name
+from kafka_mc.model.values import plain_values
 
-from .control_scenario import ControlScenario, parse_control_scenario, replay_control
 from .result import Replay, ReplayError, ReplayStep, Trace
 
 # What a catalogue scenario illustrates: a row of the table of ways to lose data in Vanlightly's
@@ -52,22 +70,40 @@ REPLICA_SHAPE = {
     "role": str,
     "status": str,
 }
-SCENARIO_SHAPE = {
+_COMMON_SHAPE = {
     "title": Expect(str, "a non-empty string"),
     "source": str,
     "description": str,
-    "initial_leader": Expect(str, "a non-empty string"),
-    "steps": Expect([str], "a list of strings such as \"ProducerWrite(A)\""),
     "config": dict,
-    # a checkpoint's other keys are replica names
-    "checkpoint": [{"after": ANY, "figure": str,
-                    "*": Expect(REPLICA_SHAPE, f"a table of {', '.join(sorted(REPLICA_SHAPE))}")}],
     "expected_violations": Expect([str], "a list of invariant names"),
     "exhaustive_violations": Expect([str], "a list of invariant names"),
     "article": Expect(str, f"one of {', '.join(ARTICLE_CASES)}"),
+    "initial": ANY,
+    "model": str,
+}
+_REPLICA_NAMES = tuple(replica_name(index) for index in range(MAX_REPLICAS))
+SCENARIO_SHAPE = {  # of the replication model: a checkpoint's replica names take a replica's figure
+    **_COMMON_SHAPE,
+    "initial_leader": Expect(str, "a non-empty string"),
+    "steps": Expect([str], "a list of strings such as \"ProducerWrite(A)\""),
+    "checkpoint": [{"after": ANY, "figure": str, "*": ANY,
+                    **{name: Expect(REPLICA_SHAPE, f"a table of {', '.join(sorted(REPLICA_SHAPE))}")
+                       for name in _REPLICA_NAMES}}],
+}
+MODEL_SCENARIO_SHAPE = {  # of another model
+    **_COMMON_SHAPE,
+    "steps": Expect([str], "a list of strings such as \"SessionExpire(0)\""),
+    "checkpoint": [{"after": ANY, "figure": str, "*": ANY}],
 }
 REPLICA_FIELDS = set(REPLICA_SHAPE)
-TOP_LEVEL = set(SCENARIO_SHAPE)
+TOP_LEVEL = set(SCENARIO_SHAPE) | set(MODEL_SCENARIO_SHAPE)
+
+
+def scenario_models() -> dict[str, tuple[type[Any], type]]:
+    """The models a scenario may name, with their configuration's class: the replication model
+    (the default), each control-plane model and the replication model with controller failover."""
+    return {ReplicationSystem.name: (ReplicationSystem, Config), **MODELS,
+            FailoverModel.name: (FailoverModel, FailoverConfig)}
 
 
 class ScenarioError(ValueError):
@@ -76,9 +112,11 @@ class ScenarioError(ValueError):
 
 @dataclass(frozen=True)
 class Checkpoint:
+    """What the state after step `after` must show: path -> value (see the module docstring)."""
+
     after: int
     figure: str
-    replicas: dict[str, dict]
+    expected: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -97,7 +135,7 @@ class Scenario:
     strict: bool = True
 
     @property
-    def config(self) -> Config:
+    def config(self):
         return self.trace.config
 
 
@@ -115,7 +153,7 @@ def shipped_scenarios() -> dict[str, Path]:
     return {path.stem: path for path in sorted(root.rglob("*.toml"))}
 
 
-def load_scenario(path: Path) -> Scenario | ControlScenario:
+def load_scenario(path: Path) -> Scenario:
     """Read and validate a scenario file, or a shipped one by its name (`case-l-hw`);
     ScenarioError names what is wrong."""
     path = Path(path)
@@ -143,35 +181,58 @@ def load_scenario(path: Path) -> Scenario | ControlScenario:
         raise ScenarioError(f"{path}: {error}") from None
 
 
-def _parse(path: Path, data: dict) -> Scenario | ControlScenario:
-    if "model" in data:  # a control-plane model's scenario
-        return parse_control_scenario(path, data, _article_case(data))
-    check_shape(data, SCENARIO_SHAPE)
-    config_table = data.get("config")
-    if not isinstance(config_table, dict):
-        raise ValueError("a [config] table is required (protocol, replicas, messages, crashes, elections, ...)")
-    allowed = set(Config.__dataclass_fields__)
-    if set(config_table) - allowed:
-        bad = ", ".join(sorted(set(config_table) - allowed))
-        raise ValueError(f"unknown config key(s) {bad}; allowed: {', '.join(sorted(allowed))}")
-    config = Config(**config_table)
-    model = ReplicationModel(config)
-    initial = replica_index(_string(data, "initial_leader"), config.replicas)
+def _parse(path: Path, data: dict) -> Scenario:
+    models = scenario_models()
+    name = data.get("model", ReplicationSystem.name)
+    check_shape(data, SCENARIO_SHAPE if name == ReplicationSystem.name else MODEL_SCENARIO_SHAPE)
+    if name not in models:
+        raise ValueError(f"model {short_repr(name)} is unknown; allowed: {', '.join(models)}")
+    model_class, config_class = models[name]
+    settings = data.get("config", None if name == ReplicationSystem.name else {})
+    if not isinstance(settings, dict):
+        raise ValueError(f"a [config] table is required, of the {name} model's settings: "
+                         + ", ".join(field.name for field in dataclasses.fields(config_class)))
+    allowed = [field.name for field in dataclasses.fields(config_class)]
+    unknown = sorted(set(settings) - set(allowed))
+    if unknown:
+        raise ValueError(f"unknown config key(s) {', '.join(unknown)}: [config] of the {name} model takes "
+                         + ", ".join(allowed))
+    model = model_class(config_class(**settings))
     steps = data.get("steps")
     if not isinstance(steps, list) or not all(isinstance(step, str) for step in steps):
-        raise ValueError("steps must be a list of strings such as \"ProducerWrite(A)\"")
-    actions = tuple(parse_action(step, model.action_names, config.replicas) for step in steps)
+        raise ValueError(f"steps must be a list of strings such as \"{_example_step(model)}\"")
+    actions = tuple(model.parse_action(step) for step in steps)
+    title = data.get("title", "")
+    if name == ReplicationSystem.name:  # the replication model's own shorthand
+        title = _string(data, "title")
+        initial = replica_index(_string(data, "initial_leader"), model.config.replicas) \
+            if "initial_leader" in data or "initial" not in data else _initial(data, model)
+    else:
+        initial = _initial(data, model)
     return Scenario(
         path=path,
-        title=_string(data, "title"),
-        source=data.get("source", ""),
-        description=data.get("description", ""),
-        trace=Trace(ReplicationSystem(config), initial, actions),
-        checkpoints=tuple(_checkpoint(entry, len(actions), config) for entry in data.get("checkpoint", [])),
-        expected_violations=_invariant_names(data, "expected_violations") or (),
-        exhaustive_violations=_invariant_names(data, "exhaustive_violations"),
+        title=str(title),
+        source=str(data.get("source", "")),
+        description=str(data.get("description", "")),
+        trace=Trace(model, initial, actions),
+        checkpoints=tuple(_checkpoint(entry, len(actions), model) for entry in data.get("checkpoint", [])),
+        expected_violations=_invariant_names(data, "expected_violations", model) or (),
+        exhaustive_violations=_invariant_names(data, "exhaustive_violations", model),
         article=_article_case(data),
     )
+
+
+def _example_step(model: Model) -> str:
+    return "ProducerWrite(A)" if model.name == ReplicationSystem.name else "SessionExpire(0)"
+
+
+def _initial(data: dict, model: Model) -> int:
+    initial = data.get("initial", 0)
+    count = len(model.initial_states())
+    if isinstance(initial, bool) or not isinstance(initial, int) or not 0 <= initial < count:
+        raise ValueError(f"initial must be the index of an initial state, from 0 to {count - 1}, "
+                         f"not {short_repr(initial)}")
+    return initial
 
 
 def _article_case(data: dict) -> str:
@@ -188,65 +249,83 @@ def _string(data: dict, key: str) -> str:
     return value
 
 
-def _invariant_names(data: dict, key: str) -> tuple[str, ...] | None:
-    from kafka_mc.properties import INVARIANTS
-
+def _invariant_names(data: dict, key: str, model: Model) -> tuple[str, ...] | None:
     if key not in data:
         return None
     names = data[key]
-    known = [p.name for p in INVARIANTS]
+    known = [p.name for p in model.properties if p.kind == ALWAYS]
     if not isinstance(names, list) or any(name not in known for name in names):
-        raise ValueError(f"{key} must list invariants among {', '.join(known)}, not {short_repr(names)}")
+        raise ValueError(f"{key} must list invariants of the model: {', '.join(known)}; not {short_repr(names)}")
     return tuple(names)
 
 
-def _checkpoint(entry: dict, steps: int, config: Config) -> Checkpoint:
+def _checkpoint(entry: dict, steps: int, model: Model) -> Checkpoint:
     after = entry.get("after")
     if isinstance(after, bool) or not isinstance(after, int) or not 0 <= after <= steps:
         raise ValueError(f"checkpoint 'after' must be a step number from 0 to {steps}, not {short_repr(after)}")
-    replicas = {key: value for key, value in entry.items() if key not in ("after", "figure")}
-    for name in replicas:  # each a table of REPLICA_FIELDS (SCENARIO_SHAPE)
-        replica_index(name, config.replicas)
-    return Checkpoint(after, str(entry.get("figure", "")), replicas)
+    expected = {key: value for key, value in entry.items() if key not in ("after", "figure")}
+    if model.name == ReplicationSystem.name:
+        for name in set(expected) & set(_REPLICA_NAMES):  # a replica's figure (SCENARIO_SHAPE): one that exists
+            replica_index(name, model.config.replicas)
+    return Checkpoint(after, str(entry.get("figure", "")), expected)
 
 
-def _describe(state: State, index: int) -> dict:
-    replica = state.replicas[index]
-    return {
+def replica_figures(state: State) -> dict[str, dict]:
+    """Each replica as a figure shows it, by name: what a replication scenario's checkpoint pins."""
+    return {replica_name(index): {
         "log": [record_name(record) for record in replica.log],
         "hw": replica.hw,
         "leo": replica.leo,
         "epochs": [list(entry) for entry in replica.epochs],
         "role": ROLE_NAMES[replica.role],
         "status": STATUS_NAMES[replica.status],
-    }
+    } for index, replica in enumerate(state.replicas)}
 
 
-def _compare(checkpoint: Checkpoint, state: State) -> tuple[str, ...]:
-    found = []
-    for name, expected in checkpoint.replicas.items():
-        actual = _describe(state, replica_index(name, len(state.replicas)))
-        for key, value in expected.items():
-            if actual[key] != value:
-                figure = f" (figure {checkpoint.figure})" if checkpoint.figure else ""
-                found.append(f"replica {name} {key} is {actual[key]!r}, expected {value!r}{figure}")
-    return tuple(found)
+def checkpoint_values(model: Model, state) -> dict[str, Any]:
+    """The variables a checkpoint's paths reach: the state's as the reports show them, and for the
+    replication model each replica's figure too."""
+    values = plain_values(model, state)
+    if model.name == ReplicationSystem.name:
+        values |= replica_figures(state)
+    return values
 
 
-def replay(scenario: Scenario | ControlScenario) -> Replay:
-    """Run the scenario step by step; ReplayError names the first step that is not enabled."""
-    if not isinstance(scenario, Scenario):  # a control-plane model's scenario
-        return replay_control(scenario)
+def _leaves(expected: dict[str, Any], prefix: str = ""):
+    """(path, value) for each value a checkpoint pins: a table's fields, one by one."""
+    for key, value in expected.items():
+        if isinstance(value, dict):
+            yield from _leaves(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
+
+
+def _compare(checkpoint: Checkpoint, values: dict[str, Any]) -> tuple[str, ...]:
+    figure = f" (figure {checkpoint.figure})" if checkpoint.figure else ""
+    return tuple(f"{path} is {_at(values, path)!r}, expected {expected!r}{figure}"
+                 for path, expected in _leaves(checkpoint.expected) if _at(values, path) != expected)
+
+
+def _at(values: Any, path: str):
+    """The value at a dotted path (`replicas.B.role`) of a state's variables; None if there is none."""
+    for part in path.split("."):
+        if not isinstance(values, dict) or part not in values:
+            return None
+        values = values[part]
+    return values
+
+
+def replay(scenario: Scenario) -> Replay:
+    """Run the scenario step by step: each step's broken invariants and checkpoint differences;
+    ReplayError names the first step that is not enabled."""
+    model = scenario.trace.model
     result = Replay(scenario)
-    checkpoints: dict[int, list[Checkpoint]] = {}
-    for checkpoint in scenario.checkpoints:
-        checkpoints.setdefault(checkpoint.after, []).append(checkpoint)
-    for number, (action, state) in enumerate(scenario.trace.steps()):
-        mismatches = sum((_compare(c, state) for c in checkpoints.get(number, [])), ())
-        label = "Init" if action is None else str(action)
-        result.steps.append(ReplayStep(number, label, state, tuple(failing_invariants(state)), mismatches))
+    for number, ((action, state), broken) in enumerate(zip(scenario.trace.steps(), scenario.trace.broken())):
+        due = [checkpoint for checkpoint in scenario.checkpoints if checkpoint.after == number]
+        mismatches = sum((_compare(c, checkpoint_values(model, state)) for c in due), ()) if due else ()
+        result.steps.append(ReplayStep(number, "Init" if action is None else str(action), state, broken, mismatches))
     return result
 
 
 __all__ = ["ARTICLE_CASES", "Checkpoint", "Replay", "ReplayError", "ReplayStep", "Scenario", "ScenarioError",
-           "documented_scenarios", "load_scenario", "replay"]
+           "checkpoint_values", "documented_scenarios", "load_scenario", "replay", "scenario_models"]

@@ -1,26 +1,27 @@
-"""The Spark engine: level-synchronous breadth-first search spread across Spark executors.
+"""The Spark engine: level-synchronous breadth-first search spread across Spark executors, for
+any model (`model.interface.Model`) or a `Config` of the replication model.
 
 Each BFS level is a handful of Spark jobs; the driver only loops over levels and reads back
 small aggregates (counts, the least key of each property), never a frontier or the visited set.
 
-The executors run the compiled kernel (`checker.spark_kernel`: Arrow batches of packed states,
-no Python per state) unless a property is one the kernel lacks (a user's own predicate): then
-they run the explicit model, row by row. The two encode states differently, so a checkpoint
-names the one it was written with.
+For the replication model with kafka-mc's own properties the executors run the compiled kernel
+(`checker.spark_kernel`: Arrow batches of packed states, no Python per state); for any other
+model, or a property the kernel lacks (a user's own predicate), they run the model itself, row by
+row, through its `model.interface.Capabilities` (the model's own packing, fingerprint, owner hash
+and action slots where it has them, else pickle, `hash` and a successor's position). The two
+encode states differently, so a checkpoint names the one it was written with.
 
 A level on disk (`DIR/level-NNNNN/`, Parquet, one file per partition) holds the new states of
-that depth: `owner` (a hash to partition by: with the explicit model, the owner hash of
-`checker.partition.owner_of` before its modulo; with the kernel, the fingerprint), `fp`
-(the 64-bit fingerprint, signed), `key` (the edge key, below), `parent` (the parent's
-fingerprint), `slot` (the action index; for depth 0 the initial-state index), `state` (the
-state, packed: the kernel's packed row, or nested plain tuples of ints in `marshal` format)
-and `props` (a bit per property the state violates, for invariants, or reaches, for state
-witnesses).
+that depth: `owner` (a hash to partition by: the model's `owner_hash`; with the kernel, the
+fingerprint), `fp` (the 64-bit fingerprint, signed), `key` (the edge key, below), `parent` (the
+parent's fingerprint), `slot` (the action slot; for depth 0 the initial-state index), `state` (the
+state, packed: the kernel's packed row, or the model's `pack_state`) and `props` (a bit per
+property the state violates, for invariants, or reaches, for state witnesses).
 
 One level:
 1. the frontier is read back from Parquet (lineage is cut there);
-2. executors generate successors in batches (the kernel, or the explicit model built once
-   per Python worker), as class representatives under symmetry, and deduplicate them within
+2. executors generate successors in batches (the kernel, or the model shipped with the job),
+   as class representatives under symmetry (the replication model's), and deduplicate them within
    the batch, keeping the edge of least key: an edge's key is a 64-bit mix of its parent's
    fingerprint and its action slot (`edge_key`), ties broken by parent and slot, so which
    shortest path a state keeps does not depend on the partitioning or on the order of rows;
@@ -40,16 +41,16 @@ different (equally short) traces.
 
 Counterexamples: the driver looks the violating state up by key in its level, then its
 parent by fingerprint in the level before, down to depth 0 (one small filtered read per
-level), and replays the actions through the explicit model (`concrete_trace`).
+level), and replays the path's slots through the model, each turned into its action out of the
+state it leaves (`Capabilities.action_at`; `bfs.path_trace`).
 
 A run can be resumed from its checkpoint directory: `DIR/kafka-mc-checkpoint.json` names the
-configuration, and `DIR/level-NNNNN.json` is written once level N is complete.
+model and its configuration, and `DIR/level-NNNNN.json` is written once level N is complete.
 """
 
 from __future__ import annotations
 
 import json
-import marshal
 import os
 import shutil
 import sys
@@ -58,14 +59,15 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from kafka_mc.model import Config, ReplicationModel
-from kafka_mc.model.state import Controller, FetchResponse, Record, Replica, State
+from kafka_mc.control.replication import ReplicationSystem, model_of
+from kafka_mc.model import Config
+from kafka_mc.model.interface import Model, capabilities, next_state
 from kafka_mc.model.symmetry import canonical
-from kafka_mc.properties import ALWAYS, PROPERTIES, Property
+from kafka_mc.properties import ALWAYS, Property
 
-from .bfs import Budget, Progress, concrete_trace, search_result, stop_reason
+from .bfs import Budget, Progress, path_trace, search_result, stop_reason
 from .interrupts import Interrupted, deferred_interrupts
 from .result import CheckResult, Stats, Trace
 from .shipping import ship
@@ -84,93 +86,36 @@ class CheckpointError(ValueError):
     """A checkpoint directory that cannot be resumed (or reused)."""
 
 
-# ----------------------------------------------------------------------------- packing
-
-
-def _plain(value):
-    """A state (or any part of it) as nested plain tuples, which `marshal` writes."""
-    if isinstance(value, tuple):
-        return tuple([_plain(item) for item in value])
-    return value
-
-
-def pack(state: State) -> bytes:
-    return marshal.dumps(_plain(state), 4)
-
-
-_REPLICAS: dict = {}  # per Python worker: plain replica -> Replica, shared between states
-
-
-def _replica(plain: tuple) -> Replica:
-    replica = _REPLICAS.get(plain)
-    if replica is None:
-        log, unflushed, hw, epochs, status, role, epoch, response, stale_isr, remote_leos = plain
-        if response:
-            offset, response_hw, records, out_of_range = response
-            response = FetchResponse(offset, response_hw, tuple([Record(*r) for r in records]), out_of_range)
-        replica = Replica(tuple([Record(*r) for r in log]), unflushed, hw, epochs, status, role, epoch,
-                          response, stale_isr, remote_leos)
-        if len(_REPLICAS) > 500_000:
-            _REPLICAS.clear()
-        _REPLICAS[plain] = replica
-    return replica
-
-
-def unpack(blob: bytes) -> State:
-    plain = marshal.loads(blob)
-    return State(tuple([_replica(r) for r in plain[0]]), Controller(*plain[1]), *plain[2:])
-
-
-def owner_key(state: State) -> int:
-    """The owner hash of `checker.partition.owner_of`, before its modulo (a signed 64-bit int)."""
-    controller = state.controller
-    return hash((state.written, state.crashes, controller.epoch, controller.leader, state.committed))
-
-
 # -------------------------------------------------------------- executor-side functions
-
-_MODELS: dict = {}
-
-
-def _model(config: Config) -> ReplicationModel:
-    """The explicit model, built once per Python worker and configuration."""
-    model = _MODELS.get(config)
-    if model is None:
-        model = _MODELS[config] = ReplicationModel(config)
-    return model
 
 
 def _identity(state):
     return state
 
 
-def edge_slot(parent_fp: int, key: int, slots: int) -> int:
-    """The action slot of the edge out of `parent_fp` whose key is `key`."""
-    return next(slot for slot in range(slots) if edge_key(parent_fp, slot) == key)
-
-
-def _expander(config: Config, symmetry: bool, step_props: tuple[Property, ...]):
+def _expander(model: Model, symmetry: bool, step_props: tuple[Property, ...]):
     """mapPartitions over a frontier (rows: fp, state): every successor once per partition with
     its least edge key, how many times it was generated, and for each step property the least key
     (and parent) of an edge into it where it is found (a witness holds, an invariant is broken)."""
     steps = len(step_props)
 
     def expand(rows):
-        model = _model(config)
-        successors = model.indexed_successors
+        encoded = capabilities(model)
+        successors, unpack, pack, fingerprint, owner_hash = (encoded.successors, encoded.unpack_state,
+                                                             encoded.pack_state, encoded.fingerprint,
+                                                             encoded.owner_hash)
         represent = canonical if symmetry else _identity
         best: dict[int, list] = {}
         for parent_fp, blob in rows:
             state = unpack(blob)
-            for slot, following in successors(state):
-                held = ([p.holds(state, model.action_at(slot), following) != (p.kind == ALWAYS) for p in step_props]
-                        if steps else ())
+            for slot, action, following in successors(state):
+                held = [p.holds(state, action, following) != (p.kind == ALWAYS) for p in step_props] if steps else ()
                 following = represent(following)
-                fp = hash(following)
+                fp = fingerprint(following)
                 key = edge_key(parent_fp, slot)
                 entry = best.get(fp)
                 if entry is None:
-                    entry = best[fp] = [owner_key(following), fp, key, parent_fp, slot, pack(following),
+                    entry = best[fp] = [owner_hash(following), fp, key, parent_fp, slot, pack(following),
                                         1] + [None] * (2 * steps)
                 else:
                     entry[6] += 1
@@ -188,11 +133,12 @@ def _expander(config: Config, symmetry: bool, step_props: tuple[Property, ...]):
     return expand
 
 
-def _checker(properties: tuple[Property, ...], bits: dict[str, int]):
+def _checker(model: Model, properties: tuple[Property, ...], bits: dict[str, int]):
     """mapPartitions over new states: the row with its `props` bitmask."""
     state_props = tuple((bits[p.name], p) for p in properties if not p.on_step and p.name in bits)
 
     def check(rows):
+        unpack = capabilities(model).unpack_state
         for owner, fp, key, parent, slot, blob in rows:
             state = unpack(blob)
             mask = 0
@@ -301,11 +247,12 @@ def _level_meta(root: Path, depth: int) -> Path:
     return root / f"level-{depth:05d}.json"
 
 
-def _header(config: Config, properties: tuple[Property, ...], symmetry: bool, keep_going: bool,
-            slots: int, kernel: bool) -> dict:
-    return {"format": CHECKPOINT_FORMAT, "engine": "kafka-mc spark", "config": config.to_dict(),
-            "symmetry": symmetry, "keep_going": keep_going, "slots": slots,
-            "properties": [p.name for p in properties], "executors": "kernel" if kernel else "python"}
+def _header(model: Model, symmetry: bool, keep_going: bool, kernel: bool) -> dict:
+    """What a checkpoint was started with, as it reads back from JSON."""
+    return json.loads(json.dumps({
+        "format": CHECKPOINT_FORMAT, "engine": "kafka-mc spark", "model": model.name, "config": model.config.to_dict(),
+        "symmetry": symmetry, "keep_going": keep_going, "properties": [p.name for p in model.properties],
+        "executors": "kernel" if kernel else "python"}))
 
 
 def read_checkpoint(directory: Path) -> tuple[dict, int]:
@@ -331,8 +278,10 @@ def read_checkpoint(directory: Path) -> tuple[dict, int]:
 
 
 def checkpoint_config(directory: Path) -> tuple[Config, bool, bool]:
-    """The configuration, symmetry and keep_going a checkpoint was started with."""
+    """The replication configuration, symmetry and keep_going a checkpoint was started with."""
     header, _ = read_checkpoint(directory)
+    if header.get("model", ReplicationSystem.name) != ReplicationSystem.name:
+        raise CheckpointError(f"{directory} is a checkpoint of the {header['model']} model")
     try:
         return Config(**header["config"]), bool(header["symmetry"]), bool(header["keep_going"])
     except (TypeError, ValueError) as error:
@@ -357,51 +306,56 @@ class _Totals:
         return dict(self.__dict__)
 
 
-def spark_check(config: Config, properties: Iterable[Property] = PROPERTIES, *, keep_going: bool = False,
+def spark_check(model: Model | Config, properties: Iterable[Property] | None = None, *, keep_going: bool = False,
                 symmetry: bool = False, master: str = "local[*]", partitions: int | None = None,
                 checkpoint_dir: str | Path | None = None, resume: str | Path | None = None,
                 budget: Budget = Budget(), progress: Callable[[Progress], None] | None = None,
                 spark=None, kernel: bool | None = None) -> CheckResult:
-    """`checker.bfs.check` on Spark: the same counts, verdicts and shortest traces."""
-    return run_spark_check(config, properties, keep_going=keep_going, symmetry=symmetry, master=master,
+    """`checker.bfs.check` on Spark, for the same models and with the same arguments: the same
+    counts, verdicts and shortest traces."""
+    return run_spark_check(model, properties, keep_going=keep_going, symmetry=symmetry, master=master,
                            partitions=partitions, checkpoint_dir=checkpoint_dir, resume=resume, budget=budget,
                            progress=progress, spark=spark, kernel=kernel)[0]
 
 
-def run_spark_check(config: Config, properties: Iterable[Property] = PROPERTIES, *, keep_going: bool = False,
+def run_spark_check(model: Model | Config, properties: Iterable[Property] | None = None, *, keep_going: bool = False,
                     symmetry: bool = False, master: str = "local[*]", partitions: int | None = None,
                     checkpoint_dir: str | Path | None = None, resume: str | Path | None = None,
                     budget: Budget = Budget(), progress: Callable[[Progress], None] | None = None,
                     spark=None, level_hook: Callable[[int], None] | None = None,
                     kernel: bool | None = None) -> tuple[CheckResult, SparkRun]:
     """`spark_check`, also returning what it ran on. `resume` is a checkpoint directory of an
-    interrupted run of the same configuration (it is then also the checkpoint directory).
-    `level_hook(depth)` is called after each level is committed (tests use it). `kernel`: the
-    executors run the compiled kernel (the default when it has every property) or, false, the
-    explicit model."""
+    interrupted run of the same model and configuration (it is then also the checkpoint
+    directory). `level_hook(depth)` is called after each level is committed (tests use it).
+    `kernel`: the executors run the compiled kernel (the default for the replication model when
+    it has every property) or, false, the model itself."""
     if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
         raise ValueError(f"partitions must be a positive integer, not {partitions!r}")
-    properties = tuple(properties)
-    names = [p.name for p in properties]
+    model = model_of(model, properties)
+    names = [p.name for p in model.properties]
     if len(set(names)) != len(names):
         raise ValueError("property names must be distinct")
+    replication = isinstance(model, ReplicationSystem)
+    if symmetry and not replication:
+        raise ValueError(f"symmetry is for the replication model; the {model.name} model is explored without it")
     from .kernel import supports
 
     if kernel is None:
-        kernel = supports(properties)
-    elif kernel and not supports(properties):
-        raise ValueError("the kernel checks kafka-mc's own properties only; run the executors with kernel=False")
-    model = ReplicationModel(config)
-    slots = len(model.action_names) * config.replicas
-    header = _header(config, properties, symmetry, keep_going, slots, kernel)
+        kernel = replication and supports(model.properties)
+    elif kernel and not (replication and supports(model.properties)):
+        raise ValueError("the kernel runs the replication model with kafka-mc's own properties only; run the "
+                         "executors with kernel=False")
+    header = _header(model, symmetry, keep_going, kernel)
 
     totals, start_depth = _Totals(), None
     if resume is not None:
         root = Path(resume)
         saved, last = read_checkpoint(root)
-        if saved["config"] != header["config"] or saved["symmetry"] != symmetry or saved["slots"] != slots:
+        # a checkpoint written before the header named its model is of the replication model
+        saved_model = saved.get("model", ReplicationSystem.name)
+        if saved_model != model.name or saved["config"] != header["config"] or saved["symmetry"] != symmetry:
             raise CheckpointError(f"{root} is a checkpoint of another configuration "
-                                  f"({saved['config']}, symmetry {saved['symmetry']})")
+                                  f"(the {saved_model} model, {saved['config']}, symmetry {saved['symmetry']})")
         if saved["properties"] != header["properties"]:
             raise CheckpointError(f"{root} was checked with other properties ({', '.join(saved['properties'])})")
         if saved["keep_going"] != keep_going:
@@ -467,7 +421,7 @@ def run_spark_check(config: Config, properties: Iterable[Property] = PROPERTIES,
     try:
         with deferred_interrupts(cancel) as interrupt:
             try:
-                engine = _Engine(spark, config, properties, symmetry, keep_going, slots, count, root, kernel)
+                engine = _Engine(spark, model, symmetry, keep_going, count, root, kernel)
                 result = engine.run(totals, start_depth, budget, progress, run, committed)
             except Exception:
                 if interrupt.arrived:
@@ -485,13 +439,13 @@ def run_spark_check(config: Config, properties: Iterable[Property] = PROPERTIES,
 
 
 class _Engine:
-    def __init__(self, spark, config: Config, properties: tuple[Property, ...], symmetry: bool, keep_going: bool,
-                 slots: int, count: int, root: Path, kernel: bool):
-        self.spark, self.config, self.properties, self.kernel = spark, config, properties, kernel
-        self.symmetry, self.keep_going, self.slots, self.count, self.root = symmetry, keep_going, slots, count, root
-        self.invariants = {p.name for p in properties if p.kind == ALWAYS}
-        self.state_props = tuple(p for p in properties if not p.on_step)
-        self.step_props = tuple(p for p in properties if p.on_step)
+    def __init__(self, spark, model: Model, symmetry: bool, keep_going: bool, count: int, root: Path, kernel: bool):
+        self.spark, self.model, self.kernel = spark, model, kernel
+        self.config, self.properties, self.encoded = model.config, model.properties, capabilities(model)
+        self.symmetry, self.keep_going, self.count, self.root = symmetry, keep_going, count, root
+        self.invariants = {p.name for p in model.properties if p.kind == ALWAYS}
+        self.state_props = tuple(p for p in model.properties if not p.on_step)
+        self.step_props = tuple(p for p in model.properties if p.on_step)
         self.bits = {p.name: 1 << index for index, p in enumerate(self.state_props)}
         self.visited: list[tuple[int, int, DataFrame]] = []  # runs: (first level, last level, cached frame)
         from pyspark.sql.types import (BinaryType, IntegerType, LongType, StructField, StructType)
@@ -538,7 +492,7 @@ class _Engine:
         if self.kernel:
             return new.mapInArrow(kernel_checker(self.config, self.symmetry, bits, self.level_schema),
                                   self.level_schema)
-        rows = new.rdd.mapPartitions(_checker(self.state_props, bits), preservesPartitioning=True)
+        rows = new.rdd.mapPartitions(_checker(self.model, self.state_props, bits), preservesPartitioning=True)
         return self.spark.createDataFrame(rows, self.level_schema, verifySchema=False)
 
     def _write(self, frame, depth: int) -> None:
@@ -566,7 +520,7 @@ class _Engine:
         return row["n"], row["generated"], found
 
     def seed(self, totals: _Totals) -> None:
-        initial_states = ReplicationModel(self.config).initial_states()
+        initial_states = self.model.initial_states()
         rows = seed_rows(self.config, self.symmetry) if self.kernel else self._seed_rows(initial_states)
         frame = self.spark.createDataFrame(rows, self.new_schema).repartition(self.count, "owner")
         self._write(self._checked(frame, set()), 0)
@@ -575,16 +529,16 @@ class _Engine:
         for name, entry in found.items():
             totals.found.setdefault(name, entry)
 
-    def _seed_rows(self, initial_states: list[State]) -> list[tuple]:
-        """The level-0 rows of the distinct initial states, packed for the explicit model."""
-        represent = canonical if self.symmetry else _identity
+    def _seed_rows(self, initial_states: list) -> list[tuple]:
+        """The level-0 rows of the distinct initial states, packed by the model."""
+        represent, encoded = canonical if self.symmetry else _identity, self.encoded
         seen, rows = set(), []
         for index, state in enumerate(initial_states):
             state = represent(state)
-            fp = hash(state)
+            fp = encoded.fingerprint(state)
             if fp not in seen:
                 seen.add(fp)
-                rows.append((owner_key(state), fp, index, None, index, pack(state)))
+                rows.append((encoded.owner_hash(state), fp, index, None, index, encoded.pack_state(state)))
         return rows
 
     def _successors(self, frontier, settled: set[str]):
@@ -596,7 +550,7 @@ class _Engine:
                                        self.successor_schema)
         step_props = tuple(p for p in self.step_props if p.name not in settled)
         step_index = [self.step_props.index(p) for p in step_props]
-        successors = frontier.rdd.mapPartitions(_expander(self.config, self.symmetry, step_props))
+        successors = frontier.rdd.mapPartitions(_expander(self.model, self.symmetry, step_props))
         # the expander writes the step columns of the unsettled step witnesses only: put them in place
         if len(step_props) != len(self.step_props):
             successors = successors.map(_spread_steps(step_index, len(self.step_props)))
@@ -697,16 +651,13 @@ class _Engine:
 
         if not found:
             return {}
-        model = ReplicationModel(self.config)
-        paths: dict[str, list[int]] = {}  # name -> action slots, last first (then the initial index)
+        paths: dict[str, list[int]] = {name: [] for name in found}  # name -> slots, last first (then the initial index)
         want_key: dict[int, dict[int, list[str]]] = {}  # level -> key -> names
         want_fp: dict[int, dict[int, list[str]]] = {}  # level -> fp -> names
         for name, entry in found.items():
-            if "parent" in entry:  # a step witness: the edge's parent and its action
-                paths[name] = [edge_slot(entry["parent"], entry["key"], self.slots)]
+            if "parent" in entry:  # a step witness: the path to the edge's parent, then the edge
                 want_fp.setdefault(entry["level"], {}).setdefault(entry["parent"], []).append(name)
             else:
-                paths[name] = []
                 want_key.setdefault(entry["level"], {}).setdefault(entry["key"], []).append(name)
         top = max(set(want_key) | set(want_fp))
         for level in range(top, -1, -1):
@@ -725,17 +676,36 @@ class _Engine:
                     paths[name].append(row["slot"])
                     if level > 0:
                         want_fp.setdefault(level - 1, {}).setdefault(row["parent"], []).append(name)
-        represent = canonical
+        represent: Callable[[Any], Any] = canonical if self.symmetry else _identity
         if self.kernel and self.symmetry:
             from .kernel.batch import KernelBatch
 
             represent = KernelBatch(self.config, symmetry=True).represent
         traces = {}
         for name, path in paths.items():
-            initial, *actions = reversed(path)
-            traces[name] = concrete_trace(model, initial, [model.action_at(a) for a in actions], self.symmetry,
-                                          represent)
+            initial, *slots = reversed(path)
+            entry = found[name]
+            edge = (entry["parent"], entry["key"]) if "parent" in entry else None
+            traces[name] = path_trace(self.model, initial, self._actions(initial, slots, edge, represent),
+                                      self.symmetry, represent)
         return traces
+
+    def _actions(self, initial: int, slots: list[int], edge: tuple[int, int] | None,
+                 represent: Callable[[Any], Any]) -> list:
+        """The actions of a path of slots from the initial state `initial`, replayed over class
+        representatives; then, for a step witness, the action of its `edge` (parent fingerprint,
+        key) out of the path's last state."""
+        encoded = self.encoded
+        state = represent(self.model.initial_states()[initial])
+        actions = []
+        for slot in slots:
+            actions.append(encoded.action_at(state, slot))
+            state = represent(next_state(self.model, state, actions[-1]))
+        if edge is not None:
+            parent_fp, key = edge
+            actions.append(next(action for slot, action, _ in encoded.successors(state)
+                                if edge_key(parent_fp, slot) == key))
+        return actions
 
     def release(self) -> None:
         for _, _, frame in self.visited:

@@ -48,6 +48,7 @@ class StatePool(Watching):
                 break
             for position, (action, following) in enumerate(self.model.successors(state)):
                 report.generated += 1
+                report.enabled[action.name] += 1
                 for prop in self.step_invariants:
                     if not prop.holds(state, action, following):
                         report.offer(prop.name, (node, position), (0, node, action))
@@ -66,6 +67,8 @@ class StatePool(Watching):
         self.actions.append(action)
         self.frontier.append((node, state))
         report.new_states += 1
+        if parent != ROOT:
+            report.new_by_action[action.name] += 1
         for prop in self.invariants:
             if not prop.holds(state):
                 report.offer(prop.name, node, (0, node))

@@ -1,10 +1,6 @@
-"""TLC on the TLA+ twin of the replication model (model/tla), to cross-check the BFS engine.
-
-`model/tla/KafkaReplication.tla` mirrors `model/replication.py` value for value,
-`KafkaProtocols.tla` holds the operators the protocols are made of, and each variant's module is
-generated from its declaration in `model/protocols.py` (`checker/tla_modules.py`), so TLC and
-`check(config, keep_going=True)` must agree on the number of distinct states, on the
-set of violated invariants and on the length of each invariant's shortest violation.
+"""TLC on a model's TLA+ twin (`checker.tla_twins`), to cross-check the other engines: TLC and
+`check(model, keep_going=True)` must agree on the number of distinct states and states
+generated, on the depth, on the set of violated properties and on each one's shortest violation.
 
 Counting convention: a TLC error trace lists states, the initial one included; a
 kafka-mc trace lists actions. A shortest violation of `len(trace)` actions is a TLC
@@ -13,17 +9,16 @@ trace of `len(trace) + 1` states.
 Why several TLC runs, not `-continue`: with `-continue` TLC reports, for every new
 state that violates an invariant, only the first violated invariant in the order of
 the configuration, so an invariant whose every shortest violation also violates an
-earlier one is reported late or never. Instead, each run checks the invariants not
+earlier one is reported late or never. Instead, each run checks the properties not
 yet found violated and stops at its first violation; with one worker TLC's search is
-breadth first, so that violation is a shortest one for its invariant, and that
-invariant is left out of the next run. The last run violates nothing, explores every
+breadth first, so that violation is a shortest one for its property, and that
+property is left out of the next run. The last run violates nothing, explores every
 reachable state and gives the state counts. A run that violates nothing needs no
-other: a configuration with k violated invariants takes k + 1 runs.
+other: a configuration with k violated properties takes k + 1 runs.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import re
 import shutil
@@ -33,19 +28,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka_mc.model import PROTOCOLS, Config
-from kafka_mc.model.state import replica_name
-from kafka_mc.properties import INVARIANTS
+from kafka_mc.model import Config
+from kafka_mc.model.interface import Model
 
-from .tla_modules import TLA_DIR, module_name, variant_module
-
-BASE_MODULE = "KafkaReplication"
-SHARED_MODULES = (BASE_MODULE, "KafkaProtocols")
-INVARIANT_NAMES: tuple[str, ...] = tuple(p.name for p in INVARIANTS if not p.on_step)
-
-# The Config fields the twin maps to TLA+ constants; any other field must keep its default.
-_COVERED_FIELDS = frozenset({"protocol", "replicas", "messages", "crashes", "elections", "acks", "min_isr", "unclean"})
-_ACKS_ALL = {"all": "TRUE", "1": "FALSE"}
+from .tla_twins import twin_of
 
 _STATS = re.compile(r"([\d,]+) states generated, ([\d,]+) distinct states found, ([\d,]+) states left on queue")
 _DEPTH = re.compile(r"The depth of the complete state graph search is ([\d,]+)")
@@ -63,7 +49,7 @@ class TlcError(RuntimeError):
 class TlcResult:
     """What TLC found for one configuration.
 
-    `violations` maps each violated invariant to the number of states in its shortest
+    `violations` maps each violated property to the number of states in its shortest
     TLC error trace (one more than the number of actions, see the module docstring).
     `depth` is TLC's depth of the state graph, counted in states.
     """
@@ -81,66 +67,8 @@ class TlcResult:
         return tuple(self.violations)
 
     def shortest_actions(self, invariant: str) -> int:
-        """The length of the invariant's shortest violation in actions, as kafka-mc counts."""
+        """The length of the property's shortest violation in actions, as kafka-mc counts."""
         return self.violations[invariant] - 1
-
-
-def tla_module_for(protocol: str) -> str:
-    """The name of the TLA+ module of a protocol variant's twin."""
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol {protocol!r} is unknown; allowed: {', '.join(PROTOCOLS)}")
-    return module_name(PROTOCOLS[protocol])
-
-
-def shared_module_texts() -> dict[str, str]:
-    """The base and operator modules every variant module instantiates, by module name."""
-    return {name: (TLA_DIR / f"{name}.tla").read_text(encoding="utf-8") for name in SHARED_MODULES}
-
-
-def module_texts(config: Config) -> dict[str, str]:
-    """Every module the twin of `config` needs, by module name: the shared ones and the variant's,
-    generated from its declaration."""
-    protocol = PROTOCOLS[config.protocol]
-    return {**shared_module_texts(), module_name(protocol): variant_module(protocol)}
-
-
-def tlc_config_text(config: Config, invariants: tuple[str, ...] = INVARIANT_NAMES) -> str:
-    """The TLC configuration (.cfg) of `config` for the twin module, checking `invariants`."""
-    module = tla_module_for(config.protocol)
-    for field in dataclasses.fields(config):
-        if field.name not in _COVERED_FIELDS and getattr(config, field.name) != field.default:
-            raise ValueError(f"the TLA+ twin does not model the setting {field.name}="
-                             f"{getattr(config, field.name)!r}; it covers: {', '.join(sorted(_COVERED_FIELDS))}")
-    if config.acks not in _ACKS_ALL:
-        raise ValueError(f"the TLA+ twin does not model acks={config.acks!r}; it covers: {', '.join(_ACKS_ALL)}")
-    unknown = [name for name in invariants if name not in INVARIANT_NAMES]
-    if unknown:
-        raise ValueError(f"the TLA+ twin has no invariant {', '.join(unknown)}; it has: {', '.join(INVARIANT_NAMES)}")
-    replicas = ", ".join(replica_name(index) for index in range(config.replicas))
-    settings = ", ".join(f"{key}={value!r}" for key, value in config.to_dict().items())
-    lines = [
-        f"\\* TLC configuration of {module} for kafka-mc Config({settings})",
-        "CONSTANTS",
-        f"    Replicas = {{{replicas}}}",
-        f"    MaxMessages = {config.messages}",
-        f"    MaxCrashes = {config.crashes}",
-        f"    MaxElections = {config.elections}",
-        f"    AcksAll = {_ACKS_ALL[config.acks]}",
-        f"    MinIsr = {config.min_isr}",
-        f"    Unclean = {'TRUE' if config.unclean else 'FALSE'}",
-        "SPECIFICATION Spec",
-    ]
-    if invariants:
-        lines += ["INVARIANTS", *(f"    {name}" for name in invariants)]
-    return "\n".join(lines) + "\n"
-
-
-def spec_files(config: Config) -> dict[str, str]:
-    """The twin's modules and the .cfg of `config`, by file name, ready for `java tlc2.TLC`."""
-    module = tla_module_for(config.protocol)
-    files = {f"{name}.tla": text for name, text in module_texts(config).items()}
-    files[f"{module}.cfg"] = tlc_config_text(config)
-    return files
 
 
 def find_tla2tools() -> Path:
@@ -163,17 +91,17 @@ def find_java() -> str:
     return java
 
 
-def run_tlc(config: Config, workers: int = 1, timeout: float = 300.0) -> TlcResult:
-    """Model-check `config` with TLC on the twin: state counts and each invariant's shortest violation.
+def run_tlc(model: Model | Config, workers: int = 1, timeout: float = 300.0) -> TlcResult:
+    """Model-check `model` (a Config: of the replication model) with TLC on its TLA+ twin: state
+    counts and each property's shortest violation. ValueError naming the model when it has no
+    twin, or the setting its twin does not model.
 
     Shortest traces need `workers=1` (breadth-first order); with more workers the state
     counts are still exact but a reported trace may be longer than the shortest.
     `timeout` bounds all runs together, in seconds.
     """
-    module = tla_module_for(config.protocol)
-    tlc_config_text(config)  # a ValueError for what the twin does not cover, before any run
-    return run_until_clean(module, module_texts(config), INVARIANT_NAMES,
-                           lambda pending: tlc_config_text(config, pending), workers, timeout)
+    twin = twin_of(model)
+    return run_until_clean(twin.module, twin.modules, twin.properties, twin.config_text, workers, timeout)
 
 
 def run_until_clean(module: str, modules: dict[str, str], properties: tuple[str, ...], config_text,

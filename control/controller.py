@@ -28,10 +28,10 @@ from typing import Iterator, NamedTuple
 
 from kafka_mc.model.interface import ALWAYS, SOMETIMES, Goal, Property
 
-from .system import ControlAction, ModelConfig, bit_members, check_bool, check_int, put
+from .system import ControlAction, ModelConfig, bit_members, check_bool, check_int, parse_control_action, put
 
 NONE = -1
-SOURCE = "seed 001: controller election through the ephemeral /controller znode, controller epoch"
+SOURCE = "cluster internals article: controller election through the ephemeral /controller znode, controller epoch"
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,10 @@ class ControllerModel:
         self.brokers = range(config.brokers)
         self.properties = PROPERTIES
         self.goal = LIVE_CONTROLLER
+
+    def parse_action(self, text: str) -> ControlAction:
+        """`SessionExpire(0)` and the like; ValueError naming the bad part and what is allowed."""
+        return parse_control_action(text, self.action_names)
 
     def initial_states(self) -> list[ControllerState]:
         zeros = (0,) * self.config.brokers
@@ -165,9 +169,10 @@ def live_controller(state: ControllerState) -> bool:
 PROPERTIES = (
     Property("OneControllerPerEpoch", ALWAYS, SOURCE, one_controller_per_epoch),
     Property("StaleControllerIgnored", ALWAYS,
-                    "seed 001: brokers ignore commands of an older controller epoch", stale_request_ignored,
-                    on_step=True),
-    Property("ControllerFailover", SOMETIMES, "seed 001: a new race once the controller's session expires",
+                    "cluster internals article: brokers ignore commands of an older controller epoch",
+                    stale_request_ignored, on_step=True),
+    Property("ControllerFailover", SOMETIMES,
+                    "cluster internals article: a new race once the controller's session expires",
                     lambda state: max(state.acting) >= 2),
     Property("TwoBrokersActAsController", SOMETIMES,
                     "a deposed controller acts until it notices: why requests carry the epoch",

@@ -63,7 +63,8 @@ class FailoverModel:
         self.model = ReplicationSystem(config)
         self.action_names = (*self.model.action_names, FAILS.name, ELECTED.name)
         self.properties = (*(_lifted(p) for p in PROPERTIES),
-                           Property("ControllerFailover", SOMETIMES, "seed 003, partition scenario 8",
+                           Property("ControllerFailover", SOMETIMES,
+                                    "Vanlightly's fault-tolerance article, partition scenario 8",
                                     lambda state: state.controller_up and state.controller_failures > 0))
         goal = self.model.goal
         self.goal = Goal(goal.name, goal.source, lambda state: goal.holds(state.replication))

@@ -29,14 +29,15 @@ from typing import Iterator, NamedTuple
 from .assignment import assign_replicas
 from kafka_mc.model.interface import ALWAYS, SOMETIMES, Goal, Property
 
-from .system import ControlAction, ModelConfig, bit_members, check_bool, check_int, put
+from .system import ControlAction, ModelConfig, bit_members, check_bool, check_int, parse_control_action, put
 
 NON_EXISTENT, NEW, ONLINE, OFFLINE = range(4)
 STATE_NAMES = ("NonExistentPartition", "NewPartition", "OnlinePartition", "OfflinePartition")
 LEGAL = frozenset({(NON_EXISTENT, NEW), (NEW, ONLINE), (NEW, OFFLINE), (ONLINE, ONLINE), (ONLINE, OFFLINE),
                    (OFFLINE, ONLINE), (OFFLINE, OFFLINE), (OFFLINE, NON_EXISTENT)})
 NO_LEADER = -1
-SOURCE = "seed 001: NonExistentPartition -> NewPartition -> OnlinePartition <-> OfflinePartition -> NonExistent"
+SOURCE = ("cluster internals article: NonExistentPartition -> NewPartition -> OnlinePartition <-> OfflinePartition"
+          " -> NonExistent")
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,10 @@ class PartitionFsmModel:
         self.partitions = range(config.partitions)
         self.properties = PROPERTIES
         self.goal = SETTLED
+
+    def parse_action(self, text: str) -> ControlAction:
+        """`SessionExpire(0)` and the like; ValueError naming the bad part and what is allowed."""
+        return parse_control_action(text, self.action_names)
 
     def initial_states(self) -> list[PartitionFsmState]:
         count = self.config.partitions
@@ -210,7 +215,7 @@ EDGE_WITNESSES = tuple(
     for edge in sorted(LEGAL))
 PROPERTIES = (
     Property("OnlyLegalTransitions", ALWAYS, SOURCE, only_legal_transitions, on_step=True),
-    Property("OnlineMeansLed", ALWAYS, "seed 001: an online partition has a leader", online_means_led),
+    Property("OnlineMeansLed", ALWAYS, "cluster internals article: an online partition has a leader", online_means_led),
     *EDGE_WITNESSES,
 )
 SETTLED = Goal("PartitionsSettled", "every partition can again be online or deleted",

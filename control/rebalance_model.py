@@ -24,10 +24,10 @@ from .assignment import assign_replicas
 from .rebalance import Cluster, fail, rebalance, recover
 from kafka_mc.model.interface import ALWAYS, SOMETIMES, Goal, Property
 
-from .system import ControlAction, ModelConfig, bit_members, check_int
+from .system import ControlAction, ModelConfig, bit_members, check_int, parse_control_action
 
 NO_LEADER = -1
-SOURCE = "seed 001: leader.imbalance.per.broker.percentage and the preferred replica election"
+SOURCE = "cluster internals article: leader.imbalance.per.broker.percentage and the preferred replica election"
 
 
 @dataclass(frozen=True)
@@ -69,10 +69,14 @@ class RebalanceModel:
         self.properties = (
             *BASE_PROPERTIES,
             Property("PreferredLeadersRestored", ALWAYS, SOURCE, self._restored, on_step=True),
-            Property("LeaderNotPreferred", SOMETIMES, "seed 001: after failures leaders pile up on "
+            Property("LeaderNotPreferred", SOMETIMES, "cluster internals article: after failures leaders pile up on "
                             "surviving brokers", lambda state: not self.balanced(state)),
         )
         self.goal = Goal("PreferredLeadersCanReturn", SOURCE, self.balanced)
+
+    def parse_action(self, text: str) -> ControlAction:
+        """`SessionExpire(0)` and the like; ValueError naming the bad part and what is allowed."""
+        return parse_control_action(text, self.action_names)
 
     def initial_states(self) -> list[RebalanceState]:
         return [self._state(Cluster.created(self.assignment), 0)]
@@ -133,9 +137,9 @@ def leader_lost_only_by_failure(before: RebalanceState, action: ControlAction, a
 
 
 BASE_PROPERTIES = (
-    Property("LeadersLiveAndInSync", ALWAYS, "seed 001: a leader is elected from the live ISR",
+    Property("LeadersLiveAndInSync", ALWAYS, "cluster internals article: a leader is elected from the live ISR",
                     leaders_live_and_in_sync),
-    Property("NoLeaderlessMove", ALWAYS, "seed 001: leadership moves from the old leader to the new",
+    Property("NoLeaderlessMove", ALWAYS, "cluster internals article: leadership moves from the old leader to the new",
                     leader_lost_only_by_failure, on_step=True),
     Property("LeadershipMovesBack", SOMETIMES, SOURCE,
                     lambda before, action, after: action.name == "AutoLeaderRebalance", on_step=True),

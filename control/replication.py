@@ -1,6 +1,8 @@
 """The replication model as a `model.interface.Model`: the transitions of
 `model.replication.ReplicationModel`, the properties to check (`properties.PROPERTIES` unless given)
-and the recoverability goal (`properties.recovery.GOAL`)."""
+and the recoverability goal (`properties.recovery.GOAL`), with the capabilities of
+`model.interface.Capabilities` its own: states packed by `model.state.pack_state`, partitioned by
+`owner_hash`, and fixed action slots."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any, Iterable, Iterator
 
 from kafka_mc.model import Action, Config, ReplicationModel, State, parse_action
 from kafka_mc.model.interface import Model, Property
+from kafka_mc.model.state import owner_hash, pack_state, unpack_state
 from kafka_mc.model.values import state_values
 from kafka_mc.properties import PROPERTIES
 from kafka_mc.properties.recovery import GOAL
@@ -18,6 +21,9 @@ class ReplicationSystem:
 
     name = "replication"
     goal = GOAL
+    # its `model.interface.Capabilities`
+    pack_state, unpack_state = staticmethod(pack_state), staticmethod(unpack_state)
+    owner_hash = staticmethod(owner_hash)
 
     def __init__(self, config: Config, properties: Iterable[Property] = PROPERTIES):
         self.config = config
@@ -42,6 +48,13 @@ class ReplicationSystem:
 
     def successors(self, state: State) -> Iterator[tuple[Action, State]]:
         return self.transitions.successors(state)
+
+    def indexed_successors(self, state: State) -> Iterator[tuple[int, State]]:
+        """The successors with their action slots (`ReplicationModel.action_index`)."""
+        return self.transitions.indexed_successors(state)
+
+    def action_at(self, slot: int) -> Action:
+        return self.transitions.action_at(slot)
 
     def next_state(self, state: State, action: Action) -> State | None:
         return self.transitions.next_state(state, action)

@@ -105,6 +105,12 @@ def _step_section(step: Step, slots: int, protocol: str) -> str:
     return "\n".join(parts)
 
 
+def state_picture(state: State, protocol: str) -> str:
+    """One state's picture, as a step of the page draws it: every replica's log up to the longest,
+    with HW, LEO, role, ISR and epoch cache, and the controller (the explorer's, `kafka_mc.explorer`)."""
+    return _picture(state, max(replica.leo for replica in state.replicas) + 1, protocol)
+
+
 def _picture(state: State, slots: int, protocol: str) -> str:
     offsets = "".join(f'<th class="offset">{offset}</th>' for offset in range(slots))
     rows = "\n".join(_replica_row(state, index, slots, protocol) for index in range(len(state.replicas)))

@@ -1,31 +1,34 @@
-"""Traces in ITF, the Informal Trace Format of Apalache and Quint, and back.
+"""Traces in ITF, the Informal Trace Format of Apalache and Quint, and back, for every model.
 
-The trace `#meta` keeps the configuration and the initial-state index, and each state's
-`#meta` the action that led to it, so a file can be replayed by the model; `itf_to_trace`
-checks that the replay gives the states the file shows.
+The trace `#meta` names the model (the replication model when absent), keeps its configuration
+and the initial-state index, and each state's `#meta` the action that led to it, so a file can be
+replayed by the model; `itf_to_trace` checks that the replay gives the states the file shows. The
+variables are the model's `state_values`, sets sorted and maps keyed in order
+(`model.values.sorted_values`), so the same trace gives the same bytes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 import itf_py
 
-from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.checker.result import Trace
-from kafka_mc.model import Config, ConfigError, ReplicationModel, parse_action
+from kafka_mc.checker.scenario import scenario_models
+from kafka_mc.control.replication import ReplicationSystem
+from kafka_mc.model import Config, ConfigError
 from kafka_mc.model.shape import ANY, Expect, Required, check_shape, short_repr
-from kafka_mc.model.values import state_values
+from kafka_mc.model.values import sorted_values
 
-ITF_VARS = ("replicas", "controller", "written", "crashes", "committed", "consumed", "acked")
 INIT = "Init"
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 # What `itf_to_trace` reads of an ITF object (`model.shape.check_shape`); the state variables are
-# compared with the replay's as they are.
+# compared with the replay's as they are, and the configuration with the model's settings.
 ACTION_SHAPE = Expect(str, "an action such as \"ProducerWrite(A)\"")
 ITF_SHAPE = {
-    "#meta": Required({"config": Required({name: ANY for name in Config.__dataclass_fields__}),
+    "#meta": Required({"model": Expect(str, "the name of a model"), "config": Required(dict),
                        "initial": Required(Expect(int, "the index of an initial state")), "*": ANY}),
     "vars": Required([str]),
     "states": Required([{"#meta": Required({"action": Required(ACTION_SHAPE), "*": ANY}), "*": ANY}]),
@@ -39,6 +42,7 @@ def trace_to_itf(trace: Trace, invariant: str | None) -> dict:
         "format": "ITF",
         "format-description": FORMAT_DESCRIPTION,
         "source": "kafka-mc",
+        "model": trace.model.name,
         "config": trace.config.to_dict(),
         "initial": trace.initial,
     }
@@ -48,10 +52,11 @@ def trace_to_itf(trace: Trace, invariant: str | None) -> dict:
         meta["invariant"] = invariant
     states = [
         itf_py.State(meta={"index": index, "action": INIT if action is None else str(action)},
-                     values=state_values(state))
+                     values=sorted_values(trace.model, state))
         for index, (action, state) in enumerate(trace.steps())
     ]
-    return itf_py.trace_to_json(itf_py.Trace(meta=meta, params=[], vars=list(ITF_VARS), states=states, loop=None))
+    return itf_py.trace_to_json(itf_py.Trace(meta=meta, params=[], vars=list(states[0].values), states=states,
+                                             loop=None))
 
 
 def itf_text(trace: Trace, invariant: str | None) -> str:
@@ -61,16 +66,24 @@ def itf_text(trace: Trace, invariant: str | None) -> str:
 
 def itf_to_trace(data: dict) -> Trace:
     """The trace an ITF object written by `trace_to_itf` records. ValueError when the object
-    lacks the configuration or the actions, or when replaying it gives other states."""
+    lacks the model's configuration or the actions, or when replaying it gives other states."""
     try:
         check_shape(data, ITF_SHAPE, toml=False)
+        meta = data["#meta"]
+        models = scenario_models()
+        name = meta.get("model", ReplicationSystem.name)
+        if name not in models:
+            raise ValueError(f"#meta.model: model {short_repr(name)} is unknown; allowed: {', '.join(models)}")
+        model_class, config_class = models[name]
+        fields = [field.name for field in dataclasses.fields(config_class)]
+        check_shape(meta["config"], {field: ANY for field in fields}, "#meta.config", toml=False)
+        try:  # the replication model's traces may be a simulation's, past `check`'s bounds
+            config = (Config.for_simulation(**meta["config"]) if config_class is Config
+                      else config_class(**meta["config"]))
+        except (ConfigError, ValueError, TypeError) as error:
+            raise ValueError(f"#meta.config: {error}") from None
     except ValueError as error:
         raise ValueError(f"not a kafka-mc ITF trace: {error}") from None
-    meta = data["#meta"]
-    try:
-        config = Config.for_simulation(**meta["config"])
-    except ConfigError as error:
-        raise ValueError(f"not a kafka-mc ITF trace: #meta.config: {error}") from None
     initial = meta["initial"]
     labels = [state["#meta"]["action"] for state in data["states"]]
     if "start" in meta:
@@ -78,22 +91,21 @@ def itf_to_trace(data: dict) -> Trace:
                          "induction): it has no replay from an initial state")
     if not labels or labels[0] != INIT:
         raise ValueError(f"not a kafka-mc ITF trace: the first state's action must be {INIT!r}")
-    model = ReplicationModel(config)
+    model = model_class(config)
     actions = []
     for index, label in enumerate(labels[1:], start=1):
         try:
-            actions.append(parse_action(label, model.action_names, config.replicas))
+            actions.append(model.parse_action(label))
         except ValueError as error:
             raise ValueError(f"not a kafka-mc ITF trace: states[{index}].#meta.action: {error}") from None
-    system = ReplicationSystem(config)
-    count = len(system.initial_states())
+    count = len(model.initial_states())
     if not 0 <= initial < count:
         raise ValueError(f"not a kafka-mc ITF trace: #meta.initial must be the index of an initial state, from 0 to "
                          f"{count - 1}, not {short_repr(initial)}")
-    trace = Trace(system, initial, tuple(actions))
+    trace = Trace(model, initial, tuple(actions))
     for index, (state, raw) in enumerate(zip(trace.states(), data["states"])):
-        expected = itf_py.state_to_json(itf_py.State(meta={}, values=state_values(state)))
-        differing = [name for name in ITF_VARS if raw.get(name) != expected[name]]
+        expected = itf_py.state_to_json(itf_py.State(meta={}, values=sorted_values(model, state)))
+        differing = [name for name in expected if name != "#meta" and raw.get(name) != expected[name]]
         if differing:
             raise ValueError(f"ITF state {index} ({labels[index]}): replay gives other {', '.join(differing)}")
     return trace

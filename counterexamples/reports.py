@@ -1,10 +1,13 @@
-"""A trace's reports (ITF, TLC-style text, Markdown, HTML), written through the output guard
-(`files.write_files`: nothing kafka-mc did not write is replaced)."""
+"""A trace's reports, for every model: ITF, TLC-style text, Markdown, HTML and the trace as a
+scenario file, written through the output guard (`files.write_files`: nothing kafka-mc did not
+write is replaced). The Markdown and HTML of the replication model draw logs, HWs and ISRs
+(`markdown`, `html`); another model's show its variables as a table (`tables`)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Callable
 
 from kafka_mc.checker.result import Trace
 from kafka_mc.checker.scenario import Scenario
@@ -14,17 +17,23 @@ from .html import trace_html
 from .itf import itf_text, itf_to_trace
 from .markdown import trace_markdown
 from .scenario_file import scenario_toml
+from .tables import table_html, table_markdown
 from .text import trace_text
+
+Renderer = Callable[[Trace, "str | None", str], str]  # (trace, invariant, title) -> text
+# the Markdown and HTML renderers of the models with pictures of their own; any other: tables
+RENDERERS: dict[str, tuple[Renderer, Renderer]] = {"replication": (trace_markdown, trace_html)}
 
 
 def render_reports(trace: Trace, invariant: str | None, stem: str, title: str) -> dict[str, str]:
     """Every report's file name and text; the scenario file only for a trace from an initial state
     (not for a counterexample to induction, which starts in a given state)."""
+    markdown, html = RENDERERS.get(trace.model.name, (table_markdown, table_html))
     reports = {
         f"{stem}.itf.json": itf_text(trace, invariant),
         f"{stem}.txt": trace_text(trace, invariant),
-        f"{stem}.md": trace_markdown(trace, invariant, title),
-        f"{stem}.html": trace_html(trace, invariant, title),
+        f"{stem}.md": markdown(trace, invariant, title),
+        f"{stem}.html": html(trace, invariant, title),
     }
     if trace.start is None:
         reports[f"{stem}.toml"] = scenario_toml(trace, invariant, title)

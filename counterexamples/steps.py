@@ -15,7 +15,6 @@ from kafka_mc.model.state import (
     replica_name,
 )
 from kafka_mc.model.values import leader_name
-from kafka_mc.properties import failing_invariants
 
 from .views import epochs_text, isr_text, status_text
 
@@ -48,9 +47,9 @@ def trace_steps(trace: Trace) -> list[Step]:
     """Every step of the trace with its failing invariants and its changes."""
     steps: list[Step] = []
     before: State | None = None
-    for number, (action, state) in enumerate(trace.steps()):
+    for number, ((action, state), broken) in enumerate(zip(trace.steps(), trace.broken())):
         changes = () if before is None else tuple(state_changes(before, state))
-        steps.append(Step(number, action, before, state, tuple(failing_invariants(state)), changes))
+        steps.append(Step(number, action, before, state, broken, changes))
         before = state
     return steps
 

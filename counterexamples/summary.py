@@ -8,7 +8,8 @@ from tabulate import tabulate
 
 from kafka_mc.checker.graph import Recoverability
 from kafka_mc.checker.result import CheckResult, KernelStats, Trace
-from kafka_mc.checker.scenario import Replay, Scenario
+from kafka_mc.checker.scenario import Replay
+from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.model import Config
 from kafka_mc.model.values import leader_name, plain_values
 from kafka_mc.properties import INVARIANTS
@@ -35,7 +36,9 @@ def invariant_verdicts(result: CheckResult, invariants: tuple[str, ...] | None =
 
 
 def result_text(result: CheckResult, recoverability: Recoverability | None = None,
-                invariants: tuple[str, ...] | None = None) -> str:
+                invariants: tuple[str, ...] | None = None, coverage: bool = False) -> str:
+    """The summary of a run: what was explored, each property's verdict, and (`coverage`) each
+    action's coverage; an action a complete run never found enabled is always named."""
     stats = result.stats
     lines = [f"Checked {config_text(result.config)} with the {result.engine} engine."]
     if result.bounded_to is not None:
@@ -64,13 +67,27 @@ def result_text(result: CheckResult, recoverability: Recoverability | None = Non
     if recoverability is not None:
         lines.append(f"Recoverability is decided on the whole state graph ({recoverability.states:,} states), "
                      "built apart from the run above, whatever it explored.")
+    if coverage:
+        lines += ["", coverage_text(result)]
+    if result.never_enabled:
+        lines.append(f"Warning: never enabled in this complete run: {', '.join(result.never_enabled)} (vacuous: "
+                     "the bounds or settings leave these actions no state to fire in).")
     return "\n".join(lines)
+
+
+def coverage_text(result: CheckResult) -> str:
+    """Each action's coverage, as TLC's `-coverage` reports it, or why there is none."""
+    if result.coverage is None:
+        return f"Coverage: the {result.engine} engine does not count it."
+    rows = [(entry.action, f"{entry.enabled:,}", f"{entry.new_states:,}") for entry in result.coverage]
+    return tabulate(rows, headers=("action", "enabled (successors)", "new states"), colalign=("left", "right", "right"))
 
 
 def replay_text(replay: Replay) -> str:
     scenario = replay.scenario
     parts = [f"{scenario.title}", f"source: {scenario.source}", f"config: {config_text(scenario.config)}", ""]
-    describe = _replica_table if isinstance(scenario, Scenario) else _control_changes(scenario.trace)
+    model = scenario.trace.model
+    describe = _replica_table if isinstance(model, ReplicationSystem) else _control_changes(scenario.trace)
     for step in replay.steps:
         parts += describe(step)
         fresh = [name for name in step.broken if replay.first_breaks[name] == step.number]

@@ -1,4 +1,5 @@
-"""Traces as TLC prints an error trace: the variables of every state as TLA+ conjuncts."""
+"""Traces as TLC prints an error trace: the variables of every state as TLA+ conjuncts, for any
+model (its `state_values`, sorted)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,7 @@ import json
 from typing import Any
 
 from kafka_mc.checker.result import Trace
-from kafka_mc.model.values import state_values
-
-from .steps import first_failure, trace_steps
+from kafka_mc.model.values import sorted_values
 
 
 def trace_text(trace: Trace, invariant: str | tuple[str, ...] | None) -> str:
@@ -16,17 +15,17 @@ def trace_text(trace: Trace, invariant: str | tuple[str, ...] | None) -> str:
     violates (each a shortest violation, so they break first in its last state); the first state
     where they fail carries a comment."""
     names = (invariant,) if isinstance(invariant, str) else tuple(invariant or ())
-    steps = trace_steps(trace)
-    breaking = first_failure(steps, names[0]) if names else None
+    broken = trace.broken()
+    breaking = next((number for number, failing in enumerate(broken) if names[0] in failing), None) if names else None
     lines = [f"Error: Invariant {name} is violated." for name in names]
     if names:
         lines.append("Error: The behavior up to this point is:")
-    for step in steps:
-        predicate = "Initial predicate" if step.action is None else step.label
-        lines.append(f"State {step.number + 1}: <{predicate}>")
-        if step.number == breaking:
+    for number, (action, state) in enumerate(trace.steps()):
+        predicate = "Initial predicate" if action is None else str(action)
+        lines.append(f"State {number + 1}: <{predicate}>")
+        if number == breaking:
             lines.append(f"\\* {', '.join(names)} {'is' if len(names) == 1 else 'are'} violated in this state")
-        values = state_values(step.state)
+        values = sorted_values(trace.model, state)
         lines += [conjunct(name, values[name]) for name in sorted(values)]
         lines.append("")
     return "\n".join(lines)

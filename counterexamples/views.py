@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from kafka_mc.checker.result import CheckResult, KernelStats, Trace
 from kafka_mc.model.state import (
     ROLE_NAMES,
@@ -12,7 +14,7 @@ from kafka_mc.model.state import (
     record_name,
     replica_name,
 )
-from kafka_mc.model.values import acked_names, leader_name
+from kafka_mc.model.values import acked_names, leader_name, plain_values
 
 TABLE_HEADERS = ("replica", "status", "role", "log (epoch)", "LEO", "HW", "epoch cache", "ISR", "leader epoch")
 
@@ -99,20 +101,20 @@ def state_view(state: State) -> dict:
 
 
 def trace_view(trace: Trace) -> list[dict]:
-    """The steps of a trace: the initial state under action "Init", then each action and the state after it."""
-    return [
-        {"action": "Init" if action is None else str(action), "state": state_view(state)}
-        for action, state in trace.steps()
-    ]
+    """The steps of a trace: the initial state under action "Init", then each action and the state
+    after it (a replication state as `state_view` gives it, another model's as its variables)."""
+    view = state_view if trace.model.name == "replication" else partial(plain_values, trace.model)
+    return [{"action": "Init" if action is None else str(action), "state": view(state)}
+            for action, state in trace.steps()]
 
 
-def result_view(result: CheckResult, trace_of=None) -> dict:
-    """The JSON summary printed by `kafka-mc check --format json`; `trace_of` renders a
-    violation's trace (default `trace_view`, the replication model's)."""
+def result_view(result: CheckResult, model_name: str = "replication") -> dict:
+    """The JSON summary of a check (`kafka-mc check --format json`, `kafka-mc control`) of the
+    model named `model_name`."""
     stats = result.stats
-    trace_of = trace_of or trace_view
     protocol = getattr(result.config, "protocol", None)
     return {
+        "model": model_name,
         "engine": result.engine,
         **({"protocol": protocol} if protocol is not None else {}),
         "config": result.config.to_dict(),
@@ -125,10 +127,14 @@ def result_view(result: CheckResult, trace_of=None) -> dict:
         "seconds": round(stats.seconds, 3),
         "states_per_second": round(stats.states_per_second, 1),
         "violations": [
-            {"invariant": v.invariant, "length": len(v.trace), "trace": trace_of(v.trace)}
+            {"invariant": v.invariant, "length": len(v.trace), "trace": trace_view(v.trace)}
             for v in result.violations
         ],
         "witnesses": result.witnesses,
+        "coverage": None if result.coverage is None else [
+            {"action": entry.action, "enabled": entry.enabled, "new_states": entry.new_states}
+            for entry in result.coverage],
+        "never_enabled": list(result.never_enabled),
         "passed": result.passed,
         **({"compile_seconds": round(stats.compile_seconds, 3), "collision_probability": stats.collision_probability}
            if isinstance(stats, KernelStats) else {}),

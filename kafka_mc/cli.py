@@ -13,7 +13,6 @@ import typer
 from tabulate import tabulate
 
 from kafka_mc import cli_spark, exitcodes
-from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.checker import Budget, CheckResult, ReplayError, check
 from kafka_mc.checker.article import compare as compare_with_article
 from kafka_mc.checker.graph import GraphTooLarge, check_recoverability, state_graph
@@ -21,7 +20,7 @@ from kafka_mc.checker.matrix import Axes, run_matrix, run_matrix_on_spark
 from kafka_mc.checker.scenario import ScenarioError, load_scenario, replay as replay_scenario
 from kafka_mc.checker.symbolic.bmc import EncodingMismatch, bounded_check
 from kafka_mc.checker.symbolic.transitions import EncodingError
-from kafka_mc.checker.tlc import spec_files
+from kafka_mc.checker.tla_twins import twin_of
 from kafka_mc.cli_common import (
     AcksOption,
     CrashesOption,
@@ -42,21 +41,22 @@ from kafka_mc.cli_common import (
     counts,
     load_plugins,
     load_properties,
-    refuse_unusable,
     network_failure_bound,
     number,
     out_dir,
     out_file,
     print_result,
+    refuse_unusable,
+    replication_config,
     verdict_code,
     write_violation_reports,
 )
 from kafka_mc.cli_control import control_command, run_system
+from kafka_mc.cli_explore import explore_command
 from kafka_mc.cli_prove import prove_command
 from kafka_mc.cli_simulate import simulate_command
 from kafka_mc.control.failover import FailoverConfig, FailoverModel
 from kafka_mc.counterexamples import catalogue
-from kafka_mc.counterexamples.control import control_reports
 from kafka_mc.counterexamples.dot import dot_text
 from kafka_mc.counterexamples.files import OutputError, ReportConflict, write_files
 from kafka_mc.counterexamples.reports import read_itf_scenario, write_reports
@@ -89,7 +89,8 @@ class MatrixEngine(str, Enum):
 
 # The options of `check` that only some engines take, by engine (every engine takes the model's options,
 # --format, --out, --keep-going, --max-seconds and --quiet); any other option given is refused by name.
-_EXPLICIT = frozenset({"--workers", "--symmetry", "--max-states", "--dump-dot", "--recoverability", "--write-tla"})
+_EXPLICIT = frozenset({"--workers", "--symmetry", "--max-states", "--dump-dot", "--recoverability", "--write-tla",
+                       "--coverage"})
 CHECK_ENGINE_FLAGS: dict[Engine, frozenset[str]] = {
     Engine.kernel: _EXPLICIT,
     Engine.python: _EXPLICIT | {"--property"},  # and its former name, bfs; a user's property is Python
@@ -136,6 +137,9 @@ def check_command(
                                         help="Check that every reachable state can reach agreement again."),
     write_tla: Optional[Path] = typer.Option(None, "--write-tla", metavar="DIR",
                                              help="Also write the TLA+ twin and its TLC .cfg for this configuration."),
+    coverage: bool = typer.Option(False, "--coverage",
+                                  help="Print each action's coverage, as TLC's -coverage: how often it was enabled "
+                                       "and the new states it reached (always in --format json)."),
     engine: Engine = typer.Option(Engine.kernel, "--engine",
                                   help="kernel: explore every reachable state, compiled (numba); python (or bfs): "
                                        "the same in Python, the reference; z3: bounded model checking to --depth; "
@@ -155,22 +159,19 @@ def check_command(
     """Explore every reachable state of one configuration (or, with --engine z3, every behaviour up
     to a depth) and check the properties."""
     load_plugins(plugin)
-    failures_flag, failures_text = network_failure_bound(ctx, network_failures, partitions)
-    flags = {"partitions": failures_flag}
+    config, flags = replication_config(ctx, protocol=protocol, replicas=replicas, messages=messages, crashes=crashes,
+                                       elections=elections, acks=acks, min_isr=min_isr, unclean=unclean,
+                                       no_flush=no_flush, network_failures=network_failures, partitions=partitions)
     budget = Budget(number("--max-states", max_states, positive=True),
                     number("--max-seconds", max_seconds, float, positive=True))
     worker_count = number("--workers", workers, positive=True)
     out = out_dir(out)
     dump_dot = out_file(dump_dot, "--dump-dot")
-    bounds = counts(flags, replicas=replicas, messages=messages, crashes=crashes, elections=elections,
-                    min_isr=min_isr, partitions=failures_text)
-    with config_errors(flags):
-        config = Config(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **bounds)
     failures = number("--controller-failures", controller_failures)
     given = {"--workers": worker_count != 1, "--symmetry": symmetry, "--max-states": budget.max_states is not None,
              "--property": bool(user_properties),
              "--dump-dot": dump_dot is not None, "--recoverability": recoverability,
-             "--write-tla": write_tla is not None, "--depth": depth is not None,
+             "--write-tla": write_tla is not None, "--depth": depth is not None, "--coverage": coverage,
              **dict.fromkeys(cli_spark.SPARK_FLAGS, False),
              **dict.fromkeys(cli_spark.spark_options_given(spark_master, spark_partitions, checkpoint_dir, resume), True)}
     if failures:
@@ -220,7 +221,7 @@ def check_command(
         if recoverability:
             recovery = check_recoverability(config, graph)
     written = write_violation_reports(result, out) if out else []
-    print_result(result, recovery, output_format, written)
+    print_result(result, recovery, output_format, written, coverage=coverage)
     code = verdict_code(result)
     if code == exitcodes.OK and recovery is not None and not recovery.holds:
         code = exitcodes.VIOLATION
@@ -259,7 +260,7 @@ def _check_with_controller_failures(config: Config, failures: int, flags: dict[s
 
 def _write_tla(config: Config, out: Path) -> None:
     try:
-        files = spec_files(config)
+        files = twin_of(config).spec_files()
     except ValueError as error:
         raise Exit(exitcodes.BAD_INPUT, f"--write-tla: {error}") from None
     for path in write_files(out, files):
@@ -295,9 +296,7 @@ def replay_command(
     print(replay_text(replayed))
     if out:
         broken = next(iter(replayed.first_breaks), None)
-        written = (write_files(out, control_reports(scenario.trace, broken, file.stem, scenario.title))
-                   if not isinstance(scenario.trace.model, ReplicationSystem) else
-                   write_reports(scenario.trace, broken, out, file.stem, scenario.title))
+        written = write_reports(scenario.trace, broken, out, file.stem, scenario.title)
         for path in written:
             print(f"wrote {path}")
     raise typer.Exit(exitcodes.FAILED if replayed.mismatches else exitcodes.OK)
@@ -473,3 +472,4 @@ def _interrupted(interrupt: KeyboardInterrupt) -> int:
 app.command("simulate")(simulate_command)
 app.command("prove")(prove_command)
 app.command("control")(control_command)
+app.command("explore")(explore_command)

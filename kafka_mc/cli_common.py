@@ -22,7 +22,6 @@ from typing import Annotated, Collection, Iterator, Mapping, Optional, overload
 import typer
 
 from kafka_mc import exitcodes
-from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.checker import CheckResult
 from kafka_mc.checker.result import Trace
 from kafka_mc.counterexamples.files import OutputError, ReportConflict, check_output_dir, check_output_file
@@ -30,7 +29,7 @@ from kafka_mc.counterexamples.reports import write_reports
 from kafka_mc.counterexamples.summary import result_text
 from kafka_mc.counterexamples.text import trace_text
 from kafka_mc.counterexamples.views import result_view
-from kafka_mc.model import PROTOCOLS, ConfigError
+from kafka_mc.model import PROTOCOLS, Config, ConfigError
 from kafka_mc.model.config import SIMULATION_COUNT_LIMIT
 from kafka_mc.model.shape import raised
 from kafka_mc.properties import Property
@@ -69,6 +68,7 @@ LIMITS: dict[str, int | float] = {
     "--k": 32,  # prove: k-induction
     "--bmc-depth": 1000,  # prove: the search after a failed proof
     "--epoch-cache": SIMULATION_COUNT_LIMIT + 1,  # prove: the exact cache of the most elections a bounded run takes
+    "--port": 65535,  # explore: the TCP port (0: a free one)
 }
 
 
@@ -167,20 +167,16 @@ def verdict_code(result: CheckResult) -> int:
 
 
 def write_violation_reports(result: CheckResult, out: Path) -> list[Path]:
-    """A report set in `out` for every violation of a replication run."""
+    """A report set in `out` for every violation of a run of any model, named after the replication
+    model's protocol or the model."""
     written: list[Path] = []
     for violation in result.violations:
-        stem = f"{result.config.protocol}-{violation.invariant}"
-        written += write_reports(replication_trace(violation.trace), violation.invariant, out, stem,
-                                 f"{violation.invariant} violated under {result.config.protocol}")
+        model = violation.trace.model
+        where = result.config.protocol if model.name == "replication" else model.name
+        written += write_reports(violation.trace, violation.invariant, out, f"{where}-{violation.invariant}",
+                                 f"{violation.invariant} violated "
+                                 + (f"under {where}" if model.name == "replication" else f"in the {where} model"))
     return written
-
-
-def replication_trace(trace: Trace) -> Trace:
-    """A replication run's trace (TypeError for another model's)."""
-    if not isinstance(trace.model, ReplicationSystem):
-        raise TypeError(f"a replication run's trace, not one of the {trace.model.name} model")
-    return trace
 
 
 def shared_traces(result: CheckResult) -> list[tuple[Trace, tuple[str, ...]]]:
@@ -191,25 +187,30 @@ def shared_traces(result: CheckResult) -> list[tuple[Trace, tuple[str, ...]]]:
     return [(trace, tuple(names)) for trace, names in grouped.items()]
 
 
-def print_result(result: CheckResult, recovery, output_format: OutputFormat, written: list[Path]) -> None:
-    """A replication run on stdout: TLC-style traces and the summary, or one JSON object."""
+def print_result(result: CheckResult, goal, output_format: OutputFormat, written: list[Path],
+                 model: str = "replication", invariants: tuple[str, ...] | None = None,
+                 coverage: bool = False) -> None:
+    """A run of the model named `model` on stdout: TLC-style traces (a trace that violates several
+    invariants printed once) and the summary (with each action's `coverage` if asked), or one JSON
+    object; `goal`, the AG EF verdict (`checker.graph.check_goal`) if it was decided."""
     if output_format is OutputFormat.json:
-        view = result_view(result)
-        if recovery is not None:
-            view["recoverability"] = {"property": recovery.property, "holds": recovery.holds,
-                                      "unrecoverable_states": recovery.unrecoverable,
-                                      "example_length": len(recovery.example) if recovery.example else None}
+        view = result_view(result, model)
+        if goal is not None:
+            view["goal"] = {"property": goal.property, "holds": goal.holds, "unrecoverable_states": goal.unrecoverable,
+                            "example": [str(a) for a in goal.example.actions] if goal.example else None}
         view["reports"] = [str(path) for path in written]
         print(json.dumps(view, indent=2))
         return
-    for trace, invariants in shared_traces(result):  # a trace that violates several invariants, printed once
-        print(trace_text(replication_trace(trace), invariants))
+    for trace, names in shared_traces(result):
+        print(trace_text(trace, names))
         print()
-    if recovery is not None and recovery.example is not None:
-        print(f"{recovery.property} cannot be reached again from the last state of this trace:")
-        print(trace_text(recovery.example, None))
+    if goal is not None and goal.example is not None:
+        print(f"{goal.property} can never be reached again from the last state of this trace:")
+        print(trace_text(goal.example, None))
         print()
-    print(result_text(result, recovery))
+    if model != "replication":
+        print(f"The {model} model.")
+    print(result_text(result, goal, invariants, coverage))
     for path in written:
         print(f"wrote {path}")
 
@@ -328,6 +329,21 @@ def load_properties(specs: Optional[list[str]]) -> tuple[Property, ...]:
     if len(set(names)) != len(names):
         raise Exit(exitcodes.BAD_INPUT, f"--property: each name once, not {', '.join(names)}")
     return tuple(loaded)
+
+
+def replication_config(ctx: typer.Context, *, protocol: str, replicas: str, messages: str, crashes: str,
+                       elections: str, acks: str, min_isr: str, unclean: bool, no_flush: bool, network_failures: str,
+                       partitions: Optional[str], simulation: bool = False) -> tuple[Config, dict[str, str]]:
+    """The replication model's configuration from its options as every command declares them (the
+    `*Option` types above; `simulation`: `Config.for_simulation`'s wider bounds), a bad value
+    refused naming its flag; and the flags whose name is not `--field-name`, for later messages."""
+    failures_flag, failures_text = network_failure_bound(ctx, network_failures, partitions)
+    flags = {"partitions": failures_flag}
+    bounds = counts(flags, replicas=replicas, messages=messages, crashes=crashes, elections=elections,
+                    min_isr=min_isr, partitions=failures_text)
+    with config_errors(flags):
+        make = Config.for_simulation if simulation else Config
+        return make(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **bounds), flags
 
 
 def network_failure_bound(ctx: typer.Context, value: str, deprecated: Optional[str]) -> tuple[str, str]:

@@ -20,17 +20,18 @@ import typer
 
 from kafka_mc import exitcodes
 from kafka_mc.checker import Budget, check
-from kafka_mc.checker.control_z3 import ENCODINGS, bounded_check
 from kafka_mc.checker.graph import GraphTooLarge, check_goal, system_graph
 from kafka_mc.checker.simulate import simulate
+from kafka_mc.checker.symbolic.bmc import bounded_check
+from kafka_mc.checker.symbolic.registry import z3_encoded_models
 from kafka_mc.cli_common import (
-    Exit, OutputFormat, config_errors, flag_of, number, out_dir, refuse_unusable, verdict_code,
+    Exit, OutputFormat, config_errors, flag_of, number, out_dir, print_result, refuse_unusable, verdict_code,
+    write_violation_reports,
 )
 from kafka_mc.cli_simulate import chosen_seed, simulation_code, simulation_text, simulation_view, with_progress
 from kafka_mc.cli_spark import spark_system_search
 from kafka_mc.control import MODELS
-from kafka_mc.counterexamples.control import control_result_view, control_text, write_control_reports
-from kafka_mc.counterexamples.summary import result_text
+from kafka_mc.counterexamples.views import result_view
 from kafka_mc.model.interface import ALWAYS
 from kafka_mc.progress import ProgressReporter
 
@@ -143,7 +144,7 @@ def run_system(system, *, keep_going: bool, budget, goal: bool, quiet: bool, as_
     finally:
         reporter.close()
     recovery = _check_goal(system) if goal else None
-    written = _write_reports(result, system.name, out)
+    written = write_violation_reports(result, out) if out else []
     _print(system, result, recovery, as_json, written)
     code = verdict_code(result)
     if code == exitcodes.OK and recovery is not None and not recovery.holds:
@@ -160,9 +161,9 @@ def _simulate(system, runs, depth, seed, keep_going, max_seconds, quiet, as_json
                                                             keep_going=keep_going, max_seconds=max_seconds,
                                                             progress=reporter),
                            run_count, depth_bound, seed_value, quiet)
-    written = _write_reports(result, system.name, out)
+    written = write_violation_reports(result, out) if out else []
     if as_json:
-        print(json.dumps(simulation_view(result, written, control_result_view(result, system.name)), indent=2))
+        print(json.dumps(simulation_view(result, written, result_view(result, system.name)), indent=2))
     else:
         _print(system, result, None, False, written)
         print(simulation_text(result))
@@ -172,21 +173,16 @@ def _simulate(system, runs, depth, seed, keep_going, max_seconds, quiet, as_json
 def _bounded(system, model: str, depth: Optional[str], keep_going: bool, max_seconds: Optional[float],
              as_json: bool, out: Optional[Path]) -> None:
     """Bounded model checking with Z3 to `depth`, reported as `check --engine z3` reports; exits."""
-    if model not in ENCODINGS:
+    encoded = [name for name in MODELS if name in z3_encoded_models()]
+    if model not in encoded:
         raise Exit(exitcodes.BAD_INPUT, f"--engine z3: the {model} model has no Z3 encoding; models with one: "
-                                        + ", ".join(ENCODINGS))
+                                        + ", ".join(encoded))
     bound = number("--depth", depth if depth is not None else str(DEFAULT_Z3_DEPTH))
     if bound < 0:
         raise Exit(exitcodes.BAD_INPUT, f"--depth must be 0 or more, not {depth}")
     result = bounded_check(system, bound, keep_going=keep_going, max_seconds=max_seconds)
-    _print(system, result, None, as_json, _write_reports(result, model, out))
+    _print(system, result, None, as_json, write_violation_reports(result, out) if out else [])
     raise typer.Exit(verdict_code(result))
-
-
-def _write_reports(result, model: str, out: Optional[Path]) -> list[Path]:
-    if out is None:
-        return []
-    return write_control_reports(result, model, out)
 
 
 def _switch_flag(field: str) -> str:
@@ -203,20 +199,5 @@ def _check_goal(system):
 
 
 def _print(system, result, goal, as_json: bool, written: list[Path]) -> None:
-    if as_json:
-        view = control_result_view(result, system.name)
-        if goal is not None:
-            view["goal"] = {"property": goal.property, "holds": goal.holds, "unrecoverable_states": goal.unrecoverable,
-                            "example": [str(a) for a in goal.example.actions] if goal.example else None}
-        view["reports"] = [str(path) for path in written]
-        print(json.dumps(view, indent=2))
-        return
-    for violation in result.violations:
-        print(control_text(violation.trace, violation.invariant))
-    if goal is not None and goal.example is not None:
-        print(f"{goal.property} can never be reached again from the last state of this trace:")
-        print(control_text(goal.example, None))
-    print(f"The {system.name} model.")
-    print(result_text(result, goal, tuple(p.name for p in system.properties if p.kind == ALWAYS)))
-    for path in written:
-        print(f"wrote {path}")
+    print_result(result, goal, OutputFormat.json if as_json else OutputFormat.text, written, system.name,
+                 tuple(p.name for p in system.properties if p.kind == ALWAYS))

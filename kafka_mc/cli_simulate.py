@@ -33,17 +33,14 @@ from kafka_mc.cli_common import (
     ProtocolOption,
     ReplicasOption,
     UncleanOption,
-    config_errors,
-    counts,
     load_plugins,
-    network_failure_bound,
     number,
     out_dir,
     print_result,
+    replication_config,
     write_violation_reports,
 )
 from kafka_mc.counterexamples.views import result_view
-from kafka_mc.model import Config
 
 DEFAULT_RUNS, DEFAULT_DEPTH = 10_000, 100
 
@@ -147,8 +144,6 @@ def simulate_command(
     """Random walks through the model (as TLC's -simulate): far beyond what `check` can explore,
     never a proof. A violation is reported as `check` reports one; the same seed gives the same runs."""
     load_plugins(plugin)
-    failures_flag, failures_text = network_failure_bound(ctx, network_failures, partitions)
-    flags = {"partitions": failures_flag}
     formats = {f.value: f for f in OutputFormat}
     if output_format not in formats:
         raise Exit(exitcodes.BAD_INPUT, f"--format must be one of {', '.join(formats)}, not {output_format!r}")
@@ -157,10 +152,10 @@ def simulate_command(
     budget = number("--max-seconds", max_seconds, float, positive=True)
     seed_value = chosen_seed(seed)
     out = out_dir(out)
-    bounds = counts(flags, replicas=replicas, messages=messages, crashes=crashes, elections=elections,
-                    min_isr=min_isr, partitions=failures_text)
-    with config_errors(flags):
-        config = Config.for_simulation(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **bounds)
+    config, _ = replication_config(ctx, protocol=protocol, replicas=replicas, messages=messages, crashes=crashes,
+                                   elections=elections, acks=acks, min_isr=min_isr, unclean=unclean,
+                                   no_flush=no_flush, network_failures=network_failures, partitions=partitions,
+                                   simulation=True)
     result = with_progress(lambda reporter: simulate(config, runs=run_count, depth=depth_bound, seed=seed_value,
                                                      keep_going=keep_going, max_seconds=budget, progress=reporter),
                            run_count, depth_bound, seed_value, quiet)

@@ -1,4 +1,5 @@
-"""`kafka-mc check --engine spark`: the option checks, the run, and its report (cli.py only dispatches)."""
+"""`kafka-mc check --engine spark` (and the Spark search of `kafka-mc control` and `check
+--controller-failures`): the option checks, the run, and its report (cli.py only dispatches)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import typer
 
 from kafka_mc import exitcodes
 from kafka_mc.checker import Budget
-from kafka_mc.checker.spark_systems import spark_explore
 from kafka_mc.cli_common import (Exit, OutputFormat, number, out_dir, print_result, verdict_code,
                                  write_violation_reports)
 from kafka_mc.counterexamples.views import result_view
@@ -42,8 +42,12 @@ def spark_master_url(spark_master: Optional[str]) -> str:
 
 
 def spark_system_search(spark_master: Optional[str], spark_partitions: Optional[str]):
-    """The control-plane models' search on the Spark master the options name (`checker.spark_systems`)."""
-    return partial(spark_explore, master=spark_master_url(spark_master),
+    """`checker.spark.spark_check` on the Spark master the options name, for a model's search
+    (`kafka-mc control`, `check --controller-failures`)."""
+    # deferred: the Spark engine (numpy, ~80 ms; pyspark when the job starts) loads for --engine spark only
+    from kafka_mc.checker.spark import spark_check
+
+    return partial(spark_check, master=spark_master_url(spark_master),
                    partitions=number("--spark-partitions", spark_partitions, positive=True))
 
 

@@ -36,7 +36,6 @@ class Replayed:
 
 def replay_with_reports(path: Path, out_dir: Path, title: str) -> Replayed:
     scenario = load_scenario(path)
-    assert isinstance(scenario, Scenario)  # the documented cases and findings are of the replication model
     replayed = replay(scenario)
     reports = write_reports(scenario.trace, next(iter(replayed.first_breaks), None), out_dir, path.stem,
                             title.format(title=scenario.title))

@@ -5,15 +5,19 @@ shows, the properties to check and a goal every reachable state must be able to 
 
 The replication model (`control.replication.ReplicationSystem`) and each control-plane model
 implement it. States are immutable and hashable; an action's `str` is what traces and reports show
-and what `parse_action` reads back.
+and what `parse_action` reads back. A model may also give `next_state` and the methods that make up
+its `Capabilities` (read by `capabilities`, with defaults for those it lacks).
 """
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Iterator, Protocol
+from functools import partial
+from itertools import islice
+from typing import Any, Callable, Hashable, Iterator, NamedTuple, Protocol
 
-__all__ = ["ALWAYS", "SOMETIMES", "Goal", "Model", "Property", "next_state"]
+__all__ = ["ALWAYS", "SOMETIMES", "Capabilities", "Goal", "Model", "Property", "capabilities", "next_state"]
 
 ALWAYS, SOMETIMES = "always", "sometimes"
 
@@ -73,3 +77,43 @@ def next_state(model: Model, state: Hashable, action: Any) -> Any:
     if own is not None:
         return own(state, action)
     return next((following for taken, following in model.successors(state) if taken == action), None)
+
+
+class Capabilities(NamedTuple):
+    """What an engine that keeps states as bytes, partitioned by a hash, needs of a model (the
+    Spark engine, `checker.spark`): `pack_state`, `unpack_state`, `fingerprint` and `owner_hash` are
+    the model's own methods of those names where it has them, and its slots its own fixed action
+    slots where it has `indexed_successors` and `action_at` (as the replication model has,
+    `control.replication.ReplicationSystem`); else defaults that serve any model whose states
+    pickle, and hash alike in every process (tuples of ints and bools, as every kafka-mc model's:
+    `model.state`)."""
+
+    pack_state: Callable[[Any], bytes]  # default: pickle
+    unpack_state: Callable[[bytes], Any]
+    fingerprint: Callable[[Any], int]  # a state's signed 64-bit identity; default: hash(state)
+    owner_hash: Callable[[Any], int]  # where a state is partitioned; default: its fingerprint
+    successors: Callable[[Any], Iterator[tuple[int, Any, Any]]]  # (slot, action, state), in `successors` order
+    action_at: Callable[[Any, int], Any]  # (state, slot): the action in that slot out of the state
+
+
+def capabilities(model: Model) -> Capabilities:
+    """`model`'s capabilities. A slot is the model's own fixed action slot where it has
+    `indexed_successors(state)`, giving (slot, state), and `action_at(slot)`; else a successor's
+    position among the state's `successors`."""
+    indexed, action_at = getattr(model, "indexed_successors", None), getattr(model, "action_at", None)
+    if indexed is not None and action_at is not None:
+        def successors(state):
+            return ((slot, action_at(slot), following) for slot, following in indexed(state))
+
+        def action_in(state, slot):
+            return action_at(slot)
+    else:
+        def successors(state):
+            return ((slot, action, following) for slot, (action, following) in enumerate(model.successors(state)))
+
+        def action_in(state, slot):
+            return next(islice(model.successors(state), slot, None))[0]
+    fingerprint = getattr(model, "fingerprint", hash)
+    return Capabilities(getattr(model, "pack_state", partial(pickle.dumps, protocol=pickle.HIGHEST_PROTOCOL)),
+                        getattr(model, "unpack_state", pickle.loads), fingerprint,
+                        getattr(model, "owner_hash", fingerprint), successors, action_in)

@@ -6,8 +6,7 @@ shapes (`"*"` for any other key), `Required(shape)` for a key that must be there
 `Expect(shape, wording)` to say what is expected in the reader's words. `check_shape` goes only
 as deep as the shape, so a value nested without end cannot exhaust the stack, and names the place
 that is wrong: `[[checkpoint]] 2: A.log` in a TOML file, `states[3].#meta.action` in JSON. The
-scenario formats (`checker.scenario`, `checker.control_scenario`) and ITF (`counterexamples.itf`)
-declare theirs.
+scenario format (`checker.scenario`) and ITF (`counterexamples.itf`) declare theirs.
 """
 
 from __future__ import annotations

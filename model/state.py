@@ -2,11 +2,13 @@
 
 Because every leaf is an int (no str, no None), the CPython hash of a state does not
 depend on PYTHONHASHSEED, so it serves as a cheap, stable 64-bit fingerprint (see
-`fingerprint`). Sets of replicas are bitmasks, so equal states are equal tuples.
+`fingerprint`). Sets of replicas are bitmasks, so equal states are equal tuples. A state as bytes
+(`pack_state`, for the Spark engine's levels) is the same tuples, plain, in `marshal` format.
 """
 
 from __future__ import annotations
 
+import marshal
 from typing import Any, NamedTuple, TypeVar
 
 
@@ -153,3 +155,46 @@ def record_name(record: Record) -> str:
 def fingerprint(state: State) -> int:
     """A stable unsigned 64-bit fingerprint: CPython's tuple hash over int-only leaves."""
     return hash(state) & FINGERPRINT_MASK
+
+
+def owner_hash(state: State) -> int:
+    """A stable hash (ints only) of a state's slowly changing part: states that share it share a
+    partition (`checker.partition.owner_of`, the Spark engine's shuffle)."""
+    controller = state.controller
+    return hash((state.written, state.crashes, controller.epoch, controller.leader, state.committed))
+
+
+def _plain(value):
+    """A state (or any part of it) as nested plain tuples, which `marshal` writes."""
+    if isinstance(value, tuple):
+        return tuple([_plain(item) for item in value])
+    return value
+
+
+def pack_state(state: State) -> bytes:
+    """The state as bytes: nested plain tuples of ints in `marshal` format (`unpack_state` reads them)."""
+    return marshal.dumps(_plain(state), 4)
+
+
+_REPLICAS: dict = {}  # per process: plain replica -> Replica, shared between the states unpacked
+
+
+def _replica(plain: tuple) -> Replica:
+    replica = _REPLICAS.get(plain)
+    if replica is None:
+        log, unflushed, hw, epochs, status, role, epoch, response, stale_isr, remote_leos = plain
+        if response:
+            offset, response_hw, records, out_of_range = response
+            response = FetchResponse(offset, response_hw, tuple([Record(*r) for r in records]), out_of_range)
+        replica = Replica(tuple([Record(*r) for r in log]), unflushed, hw, epochs, status, role, epoch,
+                          response, stale_isr, remote_leos)
+        if len(_REPLICAS) > 500_000:
+            _REPLICAS.clear()
+        _REPLICAS[plain] = replica
+    return replica
+
+
+def unpack_state(blob: bytes) -> State:
+    """The state `pack_state` wrote."""
+    plain = marshal.loads(blob)
+    return State(tuple([_replica(r) for r in plain[0]]), Controller(*plain[1]), *plain[2:])

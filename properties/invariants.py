@@ -89,15 +89,17 @@ def epoch_known_only_when_live(state: State) -> bool:
 
 
 INVARIANTS: tuple[Property, ...] = (
-    Property("NoCommittedDataLoss", ALWAYS, "seed 000 figures 8-9 to 8-11 (Case L)", no_committed_data_loss),
-    Property("NoLogDivergence", ALWAYS, "seed 000 figures 8-12 to 8-14 (Case D)", no_log_divergence),
-    Property("NoAckedDataLoss", ALWAYS, "seed 003, ways to lose acknowledged writes; SCENARIOS section 5",
+    Property("NoCommittedDataLoss", ALWAYS, "reliability article figures 8-9 to 8-11 (Case L)", no_committed_data_loss),
+    Property("NoLogDivergence", ALWAYS, "reliability article figures 8-12 to 8-14 (Case D)", no_log_divergence),
+    Property("NoAckedDataLoss", ALWAYS, "Vanlightly's fault-tolerance article, ways to lose acknowledged writes",
              no_acked_data_loss),
-    Property("NoConsumedRecordLost", ALWAYS, "seed 003, partition scenarios 4 and 6: two leaders",
+    Property("NoConsumedRecordLost", ALWAYS,
+             "Vanlightly's fault-tolerance article, partition scenarios 4 and 6: two leaders",
              no_consumed_record_lost),
-    Property("HwBelowLeo", ALWAYS, "seed 000 section 1.3: HW <= LEO", hw_below_leo),
-    Property("LeaderEpochMonotonic", ALWAYS, "seed 000 section 1.4: epochs only grow", leader_epoch_monotonic),
-    Property("LeaderInIsr", ALWAYS, "seed 002 and SCENARIOS section 2: the leader is in the ISR", leader_in_isr),
-    Property("CrashLosesMemory", ALWAYS, "SCENARIOS section 2: a crash loses in-memory state",
+    Property("HwBelowLeo", ALWAYS, "reliability article section 1.3: HW <= LEO", hw_below_leo),
+    Property("LeaderEpochMonotonic", ALWAYS, "reliability article section 1.4: epochs only grow",
+             leader_epoch_monotonic),
+    Property("LeaderInIsr", ALWAYS, "ISR high-watermark article: the leader is in the ISR", leader_in_isr),
+    Property("CrashLosesMemory", ALWAYS, "reliability article: a crash loses in-memory state",
              epoch_known_only_when_live),
 )

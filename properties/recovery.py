@@ -8,7 +8,7 @@ from kafka_mc.model.interface import Goal
 from kafka_mc.model.state import State
 
 RECOVERABILITY = "LiveReplicasAgree"
-RECOVERABILITY_SOURCE = "seed 000 figure 8-14: under hw, A can never fetch m3"
+RECOVERABILITY_SOURCE = "reliability article figure 8-14: under hw, A can never fetch m3"
 
 
 def live_replicas_agree(state: State) -> bool:

@@ -23,9 +23,9 @@ def follower_truncated(before: State, action, after: State) -> bool:
 
 
 WITNESSES: tuple[Property, ...] = (
-    Property("RecordCommitted", SOMETIMES, "SCENARIOS section 2: records below the HW are committed",
+    Property("RecordCommitted", SOMETIMES, "reliability article: records below the HW are committed",
              record_committed),
-    Property("LeaderChanged", SOMETIMES, "SCENARIOS section 2: leader election", leader_changed),
-    Property("FollowerTruncated", SOMETIMES, "SCENARIOS sections 3 and 4: truncation", follower_truncated,
+    Property("LeaderChanged", SOMETIMES, "reliability article: leader election", leader_changed),
+    Property("FollowerTruncated", SOMETIMES, "reliability article, truncation cases: truncation", follower_truncated,
              on_step=True),
 )

@@ -1,5 +1,7 @@
 """The BFS engine: verdicts, shortest counterexamples, budgets, witnesses and determinism."""
 
+from pathlib import Path
+
 import pytest
 
 from kafka_mc.checker import Budget, check
@@ -148,3 +150,12 @@ def test_a_step_invariant_is_checked_on_every_transition(workers):
     assert [str(action) for action in result.violations[0].trace.actions] == [
         "ProducerWrite(A)", "LeaderHandleFetchRequest(B)", "FollowerHandleFetchResponse(B)", "ReplicaCrash(B)",
         "ReplicaRestart(B)", "BecomeFollower(B)"]
+
+
+def test_the_readme_table_of_the_documented_cases_has_the_pinned_counts():
+    """The README's first table names each case by its figures; its distinct states are the pinned ones."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| case | protocol | figures reproduced |"):].splitlines()[2:]
+    rows = [line.split("|")[1:-1] for line in table[:next(i for i, line in enumerate(table) if not line.startswith("|"))]]
+    found = {f"case-{row[0].split()[1].lower()}-{row[1].strip()}": int(row[4]) for row in rows}
+    assert found == dict(PINNED)

@@ -6,6 +6,7 @@ state graph (`checker.graph.system_graph`) with shortest paths computed by netwo
 """
 
 import json
+from pathlib import Path
 
 import networkx as nx
 import pytest
@@ -14,12 +15,17 @@ from kafka_mc import exitcodes
 from kafka_mc.checker import Budget, ReplayError, check
 from kafka_mc.checker.graph import GraphTooLarge, check_goal, system_graph
 from kafka_mc.checker.result import Trace
+from kafka_mc.checker.scenario import load_scenario, replay
+from kafka_mc.checker.symbolic.bmc import bounded_check
+from kafka_mc.checker.symbolic.registry import z3_encoding
+from kafka_mc.checker.tlc import run_tlc
 from kafka_mc.cli import main
 from kafka_mc.control import (MODELS, ControllerConfig, ControllerModel, PartitionFsmConfig, PartitionFsmModel,
                               RebalanceConfig, RebalanceModel)
 from kafka_mc.control.partition_fsm import LEGAL, NON_EXISTENT, ONLINE
 from kafka_mc.control.system import ConfigError, ControlAction
-from kafka_mc.counterexamples.control import control_html, control_itf, control_markdown, control_text
+from kafka_mc.counterexamples.itf import itf_text, itf_to_trace
+from kafka_mc.counterexamples.reports import render_reports
 from kafka_mc.model.interface import ALWAYS
 
 SMALL_SYSTEMS = [
@@ -158,17 +164,22 @@ def test_a_state_budget_leaves_the_run_incomplete():
     assert not result.complete and not result.passed and "state budget" in result.stopped_because
 
 
-def test_reports_show_every_state_and_mark_the_violation():
+def test_reports_show_every_state_and_mark_the_violation(tmp_path):
     result = check(ControllerModel(ControllerConfig(fence_epochs=False)))
     trace = result.violations[0].trace
-    itf = json.loads(control_itf(trace, "StaleControllerIgnored"))
+    reports = render_reports(trace, "StaleControllerIgnored", "stale", "title")  # one report set for every model
+    assert set(reports) == {"stale.itf.json", "stale.txt", "stale.md", "stale.html", "stale.toml"}
+    itf = json.loads(reports["stale.itf.json"])
     assert itf["#meta"]["model"] == "controller" and len(itf["states"]) == len(trace) + 1
     assert [s["#meta"]["action"] for s in itf["states"]][1:] == [str(a) for a in trace.actions]
-    assert control_itf(trace, "StaleControllerIgnored") == control_itf(trace, "StaleControllerIgnored")
-    text = control_text(trace, "StaleControllerIgnored")
+    assert itf_text(trace, "StaleControllerIgnored") == reports["stale.itf.json"]
+    back = itf_to_trace(itf)  # the ITF trace replays through the model
+    assert (back.model.name, back.config, back.initial, back.actions) == \
+        (trace.model.name, trace.config, trace.initial, trace.actions)
+    text = reports["stale.txt"]
     assert text.startswith("Error: Invariant StaleControllerIgnored is violated.")
     assert "State 6: <BrokerHandleLeaderAndIsr(0, 1, 0)>\n\\* StaleControllerIgnored is violated" in text
-    markdown = control_markdown(trace, "StaleControllerIgnored", "title")
+    markdown = reports["stale.md"]
     header = markdown[markdown.index("```\n\n") + 5:].splitlines()[0]
     assert [cell.strip() for cell in header.strip("|").split("|")][:3] == ["step", "action", "controllerZnode"]
     table = markdown[markdown.index("```\n\n") + 5:]
@@ -176,10 +187,14 @@ def test_reports_show_every_state_and_mark_the_violation():
     assert "B0->>B0: LeaderAndIsr (controller epoch 1)\n    Note over B0: obeys it, going back from epoch 2" in markdown
     from xml.dom import minidom
 
-    page = minidom.parseString(control_html(trace, "StaleControllerIgnored", "title"))  # XHTML-compatible
+    page = minidom.parseString(reports["stale.html"])  # XHTML-compatible
     rows = page.getElementsByTagName("tbody")[0].getElementsByTagName("tr")
     assert len(rows) == len(trace) + 1 and rows[-1].getAttribute("class") == "violated"
     assert [r.getAttribute("class") for r in rows[:-1]] == [""] * len(trace)
+    scenario = tmp_path / "stale.toml"  # the trace as a scenario file, replayed as it was found
+    scenario.write_text(reports["stale.toml"])
+    replayed = replay(load_scenario(scenario))
+    assert replayed.mismatches == [] and replayed.first_breaks == {"StaleControllerIgnored": len(trace)}
 
 
 def run(capsys, *argv):
@@ -201,7 +216,7 @@ def test_cli_violation_writes_reports_and_exits_12(capsys, tmp_path):
     assert code == exitcodes.VIOLATION
     assert "Error: Invariant StaleControllerIgnored is violated." in out
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == [
-        f"controller-StaleControllerIgnored.{ext}" for ext in ("html", "itf.json", "md", "txt")]
+        f"controller-StaleControllerIgnored.{ext}" for ext in ("html", "itf.json", "md", "toml", "txt")]
     (tmp_path / "mine.txt").write_text("mine")
     (tmp_path / "controller-StaleControllerIgnored.txt").rename(tmp_path / "kept")
     (tmp_path / "controller-StaleControllerIgnored.txt").write_text("a file the user wrote")
@@ -257,8 +272,6 @@ def _scenario_file(name, folder="control"):
 
 
 def test_a_deposed_controller_replays_in_the_controller_model_and_is_ignored():
-    from kafka_mc.checker.scenario import load_scenario, replay
-
     replayed = replay(load_scenario(_scenario_file(DEPOSED)))
     assert replayed.first_breaks == {} and replayed.mismatches == []
     stale = replayed.steps[7]
@@ -266,15 +279,14 @@ def test_a_deposed_controller_replays_in_the_controller_model_and_is_ignored():
 
 
 def test_the_same_story_without_fencing_breaks_and_a_wrong_checkpoint_is_reported(tmp_path):
-    from kafka_mc.checker.scenario import load_scenario, replay
-
     text = _scenario_file(DEPOSED).read_text()
     broken = tmp_path / "unfenced.toml"
     broken.write_text(text.replace("expirations = 1", "expirations = 1\nfence_epochs = false"))
     replayed = replay(load_scenario(broken))
     assert replayed.first_breaks == {"StaleControllerIgnored": 7}
     assert "StaleControllerIgnored breaks, which the scenario does not expect" in replayed.mismatches
-    assert any("obeyedControllerEpoch is {'0': 0, '1': 2, '2': 1}, expected" in m for m in replayed.mismatches)
+    # a table pins the fields it lists, each reported apart
+    assert any("obeyedControllerEpoch.2 is 1, expected 2" in m for m in replayed.mismatches)
 
 
 @pytest.mark.parametrize("change, message", [
@@ -399,8 +411,6 @@ def test_a_controller_failover_changes_no_verdict_and_no_shortest_length(setting
 
 def test_partition_scenario_8_replays_with_replication_and_loses_nothing():
     from kafka_mc.checker.article import compare
-    from kafka_mc.checker.scenario import load_scenario, replay
-
     scenario = load_scenario(_scenario_file("partition-8.toml", "catalogue"))
     replayed = replay(scenario)
     assert replayed.first_breaks == {} and replayed.mismatches == []
@@ -441,8 +451,6 @@ def test_cli_controller_failures_refuse_what_they_cannot_do(capsys, argv, messag
 
 
 def _readme_control_rows():
-    from pathlib import Path
-
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     table = readme[readme.index("| model and options | states | result |"):]
     rows = []
@@ -462,6 +470,27 @@ def test_the_readme_table_of_control_models_is_what_the_checker_finds(capsys):
         assert json.loads(out)["distinct_states"] == states, argv
 
 
+def test_the_readme_table_of_controller_failures_is_what_the_checker_finds(capsys):
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| configuration | distinct states, no controller failure |"):]
+    rows = []
+    for line in table.splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.split("|")[1:-1]])
+    assert len(rows) == 4
+    for command, without, with_one, violations in rows:
+        found = []
+        for failures, states in (("0", without), ("1", with_one)):
+            code, out, _ = run(capsys, "check", *command.strip("`").split(), "--controller-failures", failures,
+                               "--keep-going", "--format", "json", "--quiet")
+            view = json.loads(out)
+            assert view["distinct_states"] == int(states.replace(",", "")), (command, failures)
+            found.append({v["invariant"]: v["length"] for v in view["violations"]})
+        assert found[0] == found[1]  # a controller failure changes no verdict and no shortest length
+        assert violations == "none" if not found[0] else all(name in violations for name in found[0])
+
+
 SPARK_SYSTEMS = [  # partition-fsm on Spark: test_cli_control_on_spark
     ControllerModel(ControllerConfig(brokers=2, expirations=1, fence_epochs=False)),
     RebalanceModel(RebalanceConfig(partitions=6, imbalance_percentage=50)),
@@ -471,11 +500,11 @@ SPARK_SYSTEMS = [  # partition-fsm on Spark: test_cli_control_on_spark
 def test_spark_explores_the_control_models_as_the_local_engine_does():
     """Spark's search agrees with the local one: counts, depth, verdicts, shortest lengths and
     witnesses; its traces replay and break their property at their last step."""
-    from kafka_mc.checker.spark_systems import spark_explore
+    from kafka_mc.checker.spark import spark_check
 
     for system in SPARK_SYSTEMS:
         local = check(system, keep_going=True)
-        spark = spark_explore(system, master="local[2]", partitions=3, keep_going=True)
+        spark = spark_check(system, master="local[2]", partitions=3, keep_going=True)
         assert spark.engine == "spark" and spark.complete
         assert (spark.stats.distinct_states, spark.stats.states_generated, spark.stats.depth) == \
             (local.stats.distinct_states, local.stats.states_generated, local.stats.depth), system.name
@@ -526,9 +555,7 @@ def test_the_z3_encoding_of_the_partition_fsm_equals_the_model_on_every_reachabl
 
 
 def _assert_encoding_agrees(system):
-    from kafka_mc.checker.control_z3 import ENCODINGS
-
-    encoding = ENCODINGS[system.name](system)
+    encoding = z3_encoding(system)
     names = {instance.name for instance in encoding.action_instances}
     for _, state in system_graph(system).nodes(data="state"):
         expected = sorted(system.successors(state))
@@ -544,8 +571,6 @@ def _assert_encoding_agrees(system):
                          ids=lambda s: f"{s.name}-{s.config}" if hasattr(s, "name") else str(s))
 def test_z3_bounded_model_checking_finds_what_the_explicit_search_finds(system, depth):
     """Every witness is within `depth` steps, so the bounded search must find them all."""
-    from kafka_mc.checker.control_z3 import bounded_check
-
     explicit = check(system, keep_going=True)
     bounded = bounded_check(system, depth, keep_going=True)
     assert bounded.engine == "z3" and bounded.bounded_to == depth and not bounded.complete
@@ -570,8 +595,6 @@ def test_cli_control_with_z3(capsys):
 
 
 def test_z3_out_of_time_says_so_and_claims_only_the_depths_searched():
-    from kafka_mc.checker.control_z3 import bounded_check
-
     result = bounded_check(ControllerModel(ControllerConfig()), 40, max_seconds=1.0)
     assert result.stopped_because.startswith("time budget of 1 s reached at depth ")
     searched_to = int(result.stopped_because.rsplit(" ", 1)[1]) - 1
@@ -583,9 +606,7 @@ def test_z3_out_of_time_says_so_and_claims_only_the_depths_searched():
 def test_tlc_on_the_controller_twin_agrees_with_kafka_mc(config):
     """model/tla/KafkaController.tla under TLC: the same distinct states, states generated and
     depth (TLC counts states, kafka-mc steps), and the same shortest violations."""
-    from kafka_mc.checker.tlc_control import run_controller_tlc
-
-    tlc = run_controller_tlc(config)
+    tlc = run_tlc(ControllerModel(config))
     ours = check(ControllerModel(config), keep_going=True)
     assert (tlc.distinct_states, tlc.states_generated, tlc.depth - 1) == \
         (ours.stats.distinct_states, ours.stats.states_generated, ours.stats.depth)

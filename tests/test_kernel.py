@@ -15,6 +15,8 @@ from kafka_mc.checker.kernel import kernel_check
 from kafka_mc.checker.kernel.batch import KernelBatch, KernelEncoding
 from kafka_mc.checker.kernel.engine import KernelStats, collision_probability
 from kafka_mc.checker.kernel.transitions import ACTION_NAMES
+from kafka_mc.control import ControllerConfig, ControllerModel
+from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.model import Config, ReplicationModel
 from kafka_mc.model.replication import ACTION_NAMES as MODEL_ACTION_NAMES
 from kafka_mc.properties import ALWAYS, INVARIANTS, PROPERTIES
@@ -176,3 +178,11 @@ def test_importing_the_kernel_starts_numbas_parallel_backend():
                            "from numba.np.ufunc import parallel\nprint(parallel._is_initialized)"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr
+
+
+def test_the_kernel_takes_the_replication_model_and_refuses_another_by_name():
+    config = Config("hw", replicas=2, messages=1, crashes=1, elections=1)
+    by_config, by_model = kernel_check(config, keep_going=True), kernel_check(ReplicationSystem(config), keep_going=True)
+    assert (by_model.stats.distinct_states, by_model.violated) == (by_config.stats.distinct_states, by_config.violated)
+    with pytest.raises(ValueError, match="the compiled kernel encodes the replication model only, not the controller"):
+        kernel_check(ControllerModel(ControllerConfig()))

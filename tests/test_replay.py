@@ -133,3 +133,18 @@ def test_a_step_that_is_not_enabled_names_the_step(tmp_path):
                                                           '["ProducerWrite(A)", "ProducerWrite(B)"]')))
     with pytest.raises(ReplayError, match=r"step 2 \(ProducerWrite\(B\)\): not enabled"):
         replay(scenario)
+
+
+def test_one_format_for_every_model_and_a_table_pins_the_fields_it_lists(tmp_path):
+    """The replication model may be named and its initial state given by index, as any model's;
+    a checkpoint's table pins only the fields it lists, and each differing one is reported."""
+    named = load_scenario(write(tmp_path, 'model = "replication"\n' + GOOD.replace('initial_leader = "A"', "initial = 1")
+                                .replace("ProducerWrite(A)", "ProducerWrite(B)")
+                                + '[[checkpoint]]\nafter = 0\nB = { hw = 0, role = "leader" }\n'
+                                + '"replicas.B.leaderEpoch" = 0\ncontroller = { leader = "A" }\n'))
+    assert named.trace.initial == 1 and named.trace.model.name == "replication"
+    replayed = replay(named)
+    assert replayed.mismatches == ["after step 0: controller.leader is 'B', expected 'A'"]
+    fsm = load_scenario(write(tmp_path, 'model = "partition-fsm"\nsteps = []\n[[checkpoint]]\nafter = 0\n'
+                                        'x = { y = 1 }\n'))
+    assert replay(fsm).mismatches == ["after step 0: x.y is None, expected 1"]

@@ -17,7 +17,7 @@ from kafka_mc.checker import Trace, check
 from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.counterexamples.files import MANIFEST, ReportConflict, write_files
 from kafka_mc.counterexamples.html import trace_html
-from kafka_mc.counterexamples.itf import ITF_VARS, itf_text, itf_to_trace, trace_to_itf
+from kafka_mc.counterexamples.itf import itf_text, itf_to_trace, trace_to_itf
 from kafka_mc.counterexamples.markdown import trace_markdown
 from kafka_mc.counterexamples.reports import read_itf_file, write_reports
 from kafka_mc.counterexamples.text import trace_text
@@ -59,11 +59,15 @@ def assert_contains(text: str, *snippets: str) -> None:
 
 # ------------------------------------------------------------------------- ITF
 
+ITF_VARS = ("replicas", "controller", "written", "crashes", "committed", "consumed", "acked")  # the replication model's
+
+
 def test_itf_has_every_variable_in_every_state(violations):
     invariant, trace = violations[0]
     data = trace_to_itf(trace, invariant)
     assert data["vars"] == list(ITF_VARS)
     assert data["#meta"]["invariant"] == invariant
+    assert data["#meta"]["model"] == "replication"
     assert data["#meta"]["config"] == trace.config.to_dict()
     assert data["#meta"]["initial"] == trace.initial
     assert len(data["states"]) == len(trace) + 1

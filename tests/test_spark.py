@@ -121,6 +121,49 @@ def test_checkpoint_dir_and_resume_after_interruption(spark, tmp_path):
     assert_same(result, check(config))
 
 
+def test_a_control_model_run_is_checkpointed_and_resumed(spark, tmp_path):
+    """Any model runs on the one engine with checkpoints: the rebalance model (state and step
+    properties, pickled states, slots by position) interrupted after level 2 resumes with the local
+    engine's result."""
+    from kafka_mc.control import RebalanceConfig, RebalanceModel
+
+    system = RebalanceModel(RebalanceConfig(partitions=6, imbalance_percentage=50))
+    directory = tmp_path / "run"
+
+    class Interrupted(Exception):
+        pass
+
+    def stop_at(depth):
+        if depth == 2:
+            raise Interrupted
+
+    with pytest.raises(Interrupted):
+        run_spark_check(system, keep_going=True, spark=spark, checkpoint_dir=directory, level_hook=stop_at)
+    header, last = read_checkpoint(directory)
+    assert last == 2 and (header["model"], header["config"], header["executors"]) == \
+        ("rebalance", system.config.to_dict(), "python")
+    with pytest.raises(CheckpointError, match="another configuration"):
+        spark_check(RebalanceModel(RebalanceConfig(partitions=6, imbalance_percentage=40)), keep_going=True,
+                    spark=spark, resume=directory)
+    with pytest.raises(CheckpointError, match="another configuration"):
+        spark_check(Config(), spark=spark, resume=directory)
+    with pytest.raises(ValueError, match="symmetry is for the replication model; the rebalance model"):
+        spark_check(system, symmetry=True, spark=spark, resume=directory)
+    result, run = run_spark_check(system, keep_going=True, spark=spark, resume=directory)
+    local = check(system, keep_going=True)
+    assert run.resumed_from_depth == 2 and not run.kernel and result.complete == local.complete
+    assert (result.stats.distinct_states, result.stats.states_generated, result.stats.depth) == \
+        (local.stats.distinct_states, local.stats.states_generated, local.stats.depth)
+    assert [(v.invariant, len(v.trace)) for v in result.violations] == \
+        [(v.invariant, len(v.trace)) for v in local.violations]
+    assert {n: len(t) for n, t in result.witness_traces.items()} == {n: len(t) for n, t in local.witness_traces.items()}
+    properties = {p.name: p for p in system.properties}
+    for name, trace in [*((v.invariant, v.trace) for v in result.violations), *result.witness_traces.items()]:
+        states = trace.states()  # each trace replays and decides its property at its last step
+        holds = properties[name].check(states[-2], trace.actions[-1], states[-1])
+        assert holds != (properties[name].kind == ALWAYS), name
+
+
 def test_resume_refuses_what_is_not_a_checkpoint(spark, tmp_path):
     with pytest.raises(CheckpointError, match="not a kafka-mc checkpoint"):
         spark_check(Config(), spark=spark, resume=tmp_path)

@@ -11,16 +11,8 @@ import shutil
 import pytest
 
 from kafka_mc.checker import check
-from kafka_mc.checker.tlc import (
-    INVARIANT_NAMES,
-    TLA_DIR,
-    TlcError,
-    parse_statistics,
-    parse_violation,
-    run_tlc,
-    tla_module_for,
-    tlc_config_text,
-)
+from kafka_mc.checker.tla_twins import INVARIANT_NAMES, TLA_DIR, tla_module_for, tlc_config_text, twin_of
+from kafka_mc.checker.tlc import TlcError, parse_statistics, parse_violation, run_tlc
 from kafka_mc.checker.tla_modules import variant_module
 from kafka_mc.model import PROTOCOLS, Config
 
@@ -122,3 +114,20 @@ def test_tlc_output_parsing():
     assert parse_statistics(COMPLETE_OUTPUT) == (2544, 1264, 18)
     with pytest.raises(TlcError):
         parse_statistics(TRACE_OUTPUT)
+
+
+def test_one_runner_for_every_twin_and_a_model_without_one_is_refused_by_name():
+    from kafka_mc.control import ControllerConfig, ControllerModel, PartitionFsmConfig, PartitionFsmModel
+
+    replication = twin_of(Config(protocol="kip-320"))
+    assert replication.module == "KafkaKip320" and set(replication.modules) == {
+        "KafkaReplication", "KafkaProtocols", "KafkaKip320"}
+    assert replication.spec_files()["KafkaKip320.cfg"] == tlc_config_text(Config(protocol="kip-320"))
+    controller = twin_of(ControllerModel(ControllerConfig(fence_epochs=False)))
+    assert controller.properties == ("OneControllerPerEpoch", "StaleControllerIgnored")
+    assert "FenceEpochs = FALSE" in controller.spec_files()["KafkaController.cfg"]
+    with pytest.raises(ValueError, match="the partition-fsm model has no TLA\\+ twin; models with one: "
+                                         "replication, controller"):
+        run_tlc(PartitionFsmModel(PartitionFsmConfig()))
+    with pytest.raises(ValueError, match="does not model the setting flush"):
+        run_tlc(Config(flush=False))

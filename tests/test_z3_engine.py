@@ -3,6 +3,7 @@ documented cases at the breadth-first engine's lengths, and the CLI reports it h
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -11,15 +12,20 @@ import z3
 from kafka_mc import exitcodes
 from kafka_mc.checker import check
 from kafka_mc.checker.scenario import load_scenario
-from kafka_mc.checker.symbolic import bmc as bmc_module
 from kafka_mc.checker.symbolic.agreement import Z3Encoding, shortest_lengths
 from kafka_mc.checker.symbolic.bmc import EncodingMismatch, bounded_check
+from kafka_mc.checker.symbolic.properties import SYMBOLIC_INVARIANTS
+from kafka_mc.checker.symbolic.registry import NoEncoding, z3_encoded_models
 from kafka_mc.checker.symbolic.transitions import EncodingError, SymbolicModel
 from kafka_mc.checker.symbolic.truncation import SymbolicProtocol
 from kafka_mc.cli import main
+from kafka_mc.control import (ControllerConfig, ControllerModel, PartitionFsmConfig, PartitionFsmModel,
+                              RebalanceConfig, RebalanceModel)
+from kafka_mc.control.failover import FailoverConfig, FailoverModel
+from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.counterexamples.itf import itf_to_trace
 from kafka_mc.model import Config
-from kafka_mc.properties import failing_invariants
+from kafka_mc.properties import INVARIANTS, failing_invariants
 from kafka_mc.testing import check_conformance, coverage_gaps
 
 # Every protocol, acks all, 1 and 0, min.insync.replicas 2, unclean election on and off, flush on
@@ -97,6 +103,27 @@ def test_no_violation_up_to_the_depth_is_bounded_never_a_pass():
     assert "bounded" in result.stopped_because
 
 
+def test_one_engine_runs_every_model_with_an_encoding_and_refuses_the_others_by_name():
+    def lengths(result):
+        return {v.invariant: len(v.trace) for v in result.violations}
+
+    config = _scenario_config("case-d-hw.toml")
+    from_config = bounded_check(config, 6, keep_going=True)
+    assert lengths(from_config) and lengths(bounded_check(ReplicationSystem(config, INVARIANTS), 6, keep_going=True)) \
+        == lengths(from_config)
+    controller = bounded_check(ControllerModel(ControllerConfig(atomic_epoch=False)), 6)
+    assert lengths(controller) == {"OneControllerPerEpoch": 5} and controller.witnesses["TwoBrokersActAsController"]
+    partitions = bounded_check(PartitionFsmModel(PartitionFsmConfig(delete_online=True)), 4)
+    assert [v.invariant for v in partitions.violations] == ["OnlyLegalTransitions"]
+    assert z3_encoded_models() == ("replication", "controller", "partition-fsm")
+    for model in (RebalanceModel(RebalanceConfig()), FailoverModel(FailoverConfig("hw"))):
+        with pytest.raises(NoEncoding, match=f"^the {model.name} model has no Z3 encoding; models with one: "
+                                             "replication, controller, partition-fsm$"):
+            bounded_check(model, 2)
+    with pytest.raises(EncodingError, match="WitnessName has no Z3 encoding: only state invariants have one"):
+        bounded_check(Config("hw"), 2, [dataclasses.replace(INVARIANTS[0], name="WitnessName", kind="sometimes")])
+
+
 def test_a_wrong_encoding_is_an_internal_error_never_a_report(monkeypatch):
     # a broken ProducerWrite that does not advance `written`: its solver traces no longer replay
     original = SymbolicModel.producer_write
@@ -165,8 +192,7 @@ def test_cli_z3_bad_input_names_the_option(capsys, argv, named):
 
 
 def test_an_invariant_formula_that_disagrees_with_its_predicate_is_an_internal_error(monkeypatch):
-    formulas = bmc_module.SYMBOLIC_INVARIANTS | {"HwBelowLeo": lambda s: s.written > 0}  # false initially
-    monkeypatch.setattr(bmc_module, "SYMBOLIC_INVARIANTS", formulas)
+    monkeypatch.setitem(SYMBOLIC_INVARIANTS, "HwBelowLeo", lambda s: s.written > 0)  # false initially
     with pytest.raises(EncodingMismatch, match="HwBelowLeo"):
         bounded_check(Config("hw"), 2)
 

@@ -18,18 +18,21 @@ predicates are Python; a run that asks for one runs `checker.bfs.check`).
 from __future__ import annotations
 
 import time
+from collections import Counter
 from itertools import permutations
 from typing import Callable, Iterable
 
 import numba
 import numpy as np
 
+from kafka_mc.control.replication import ReplicationSystem, model_of
 from kafka_mc.model import Config, ReplicationModel, State
+from kafka_mc.model.interface import Model
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
 from ..bfs import Budget, Progress, check, concrete_trace, search_result, stop_reason
 from ..interrupts import Interrupted, deferred_interrupts
-from ..result import CheckResult, KernelStats, Trace
+from ..result import CheckResult, Coverage, KernelStats, Trace, coverage_of
 from .cache import compile_lock
 from .explore import NO_PARENT, NOT_FOUND, explore_level, fingerprint, insert, pack_represented, unpack
 from .invariants import FOLLOWER_TRUNCATED, PROPERTY_NAMES, state_flags
@@ -78,6 +81,7 @@ class _Search:
         self.orders = replica_orders(config.replicas, symmetry)
         self.cfg = settings(config)
         self.slot_codes = slot_codes(self.model.action_names, config.replicas)
+        self.enabled = np.zeros(len(self.slot_codes), dtype=np.int64)  # successors generated, per action slot
         self.layout = packing(config)
         wanted = {p.name for p in properties}
         self.looking = sum(1 << index for index, name in enumerate(PROPERTY_NAMES) if name in wanted)
@@ -105,7 +109,7 @@ class _Search:
                 self._offer(state_flags(self.cfg, self.unpacked(frontier[count * words:(count + 1) * words])),
                             count)
                 count += 1
-        self.distinct = count
+        self.distinct = self.roots = count
         return frontier[:count * words], count
 
     def represent_into(self, wide: np.ndarray, out: np.ndarray, base: int) -> None:
@@ -147,7 +151,7 @@ class _Search:
                 self.cfg, self.slot_codes, self.orders, layout.cells, layout.biases, layout.bits, layout.shifts,
                 layout.words, words, self.frontier[start * words:(start + count) * words], count,
                 self.first_node + start, new_node + made, self.table, self.distinct, self.parents, self.slots,
-                self.found_nodes, self.found_slots, self.looking, self._next_capacity(count))
+                self.found_nodes, self.found_slots, self.looking, self._next_capacity(count), self.enabled)
             self.looking = sum(1 << index for index in range(len(PROPERTY_NAMES))
                                if self.looking >> index & 1 and self.found_nodes[index] == NOT_FOUND)
             self.generated += generated
@@ -163,6 +167,18 @@ class _Search:
         """The new states `count` frontier states make if the level grows as the last one did, and a
         tenth more."""
         return int(count * max(self.growth, 1.0) * 1.1)
+
+    def coverage(self) -> tuple[Coverage, ...]:
+        """Per action: the successors its slots generated, and the states first reached by them
+        (the action slot of each state's parent link; the initial states have none)."""
+        new = np.bincount(self.slots[self.roots:self.distinct], minlength=len(self.enabled))
+        enabled: Counter = Counter()
+        reached: Counter = Counter()
+        for slot in range(len(self.enabled)):
+            name = self.model.action_at(slot).name
+            enabled[name] += int(self.enabled[slot])
+            reached[name] += int(new[slot])
+        return coverage_of(self.model.action_names, enabled, reached)
 
     def found(self) -> dict[str, Trace]:
         """The trace to the first occurrence of every property found."""
@@ -181,8 +197,8 @@ class _Search:
 
 
 def kernel_check(
-    config: Config,
-    properties: Iterable[Property] = PROPERTIES,
+    model_or_config: Config | Model,
+    properties: Iterable[Property] | None = None,
     *,
     keep_going: bool = False,
     symmetry: bool = False,
@@ -191,8 +207,15 @@ def kernel_check(
     progress: Callable[[Progress], None] | None = None,
 ) -> CheckResult:
     """`checker.bfs.check` by the compiled kernel, with `workers` threads (the same results for
-    any number); with a property the kernel lacks, `checker.bfs.check` itself."""
-    properties = tuple(properties)
+    any number); with a property the kernel lacks, `checker.bfs.check` itself. The kernel encodes
+    the replication model: a `Config` of it, or the model itself (`control.replication.model_of`);
+    another model is refused by name."""
+    model = model_of(model_or_config, properties)
+    if model.name != ReplicationSystem.name:
+        raise ValueError(f"the compiled kernel encodes the replication model only, not the {model.name} model; "
+                         "check it with checker.bfs.check or checker.spark.spark_check")
+    config: Config = model.config
+    properties = tuple(model.properties)
     if not supports(properties):
         return check(config, properties, keep_going=keep_going, symmetry=symmetry, workers=workers,
                      budget=budget, progress=progress)
@@ -233,7 +256,7 @@ def kernel_check(
         config, properties, traces, not search.frontier_count and not stopped_because,
         KernelStats(search.distinct, search.generated, depth, seconds, compile_seconds,
                     collision_probability(search.distinct, search.generated)),
-        stopped_because)
+        stopped_because, search.coverage())
 
 
 def collision_probability(distinct: int, generated: int) -> float:

@@ -418,9 +418,10 @@ def reachability(config: Config, unbounded: frozenset[str], properties: Sequence
         deadline = Deadline(max_seconds)
     started = time.perf_counter()
     bounded = bounded_config(config, frozenset(unbounded), depth)
-    unrolling = Unrolling(SymbolicModel(bounded))
+    symbolic = SymbolicModel(bounded)
+    unrolling = Unrolling(symbolic)
     solver = unrolling.solver
-    shape = unrolling.symbolic.shape
+    shape = symbolic.shape
     fixed = None
     if target is not None:
         try:

@@ -13,6 +13,10 @@ Where the two could differ only on unreachable states, the encoding says so: a l
 cache that would grow past its capacity disables the transition (`overflow`; see `layout`),
 an epoch cache is truncated as a prefix (starts rise along every reachable cache), and a leader
 with an empty ISR keeps its HW (the explicit model never meets one).
+
+`SymbolicModel` is the replication model's `encoding.SymbolicEncoding`: with the invariants'
+formulas and well-formedness of `properties.py` and the layout's decoding, bounded model
+checking (`bmc.py`) runs it as it runs every model's encoding.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from typing import Callable
 
 import z3
 
-from kafka_mc.model import PROTOCOLS, Action, Config, ReplicationModel
+from kafka_mc.control.replication import ReplicationSystem
+from kafka_mc.model import PROTOCOLS, Action, Config, State
+from kafka_mc.model.interface import ALWAYS, Property
 from kafka_mc.model.protocols import UnencodedChoice
 from kafka_mc.model.state import (
     CRASHED,
@@ -37,7 +43,9 @@ from kafka_mc.model.state import (
     UP,
 )
 
-from .layout import Shape, SymReplica, SymState, constant, equal, fresh, leaves, merge, replace
+from .encoding import Formula
+from .layout import Shape, SymReplica, SymState, as_int, constant, decode, equal, fresh, leaves, merge, replace
+from .properties import SYMBOLIC_INVARIANTS, well_formed
 from .terms import acts_as_leader, alive, count, pick, put, smax, smin, with_replica
 from .truncation import SymbolicProtocol
 
@@ -56,7 +64,8 @@ class SymbolicModel:
         self.config = config
         self.shape = shape or Shape.of(config, integers=bool(unbounded))
         self.unbounded = unbounded
-        self.explicit = ReplicationModel(config)
+        self.model = ReplicationSystem(config)  # the explicit model, whose traces the decoded paths are
+        self.explicit = self.model.transitions
         try:
             self.protocol = SymbolicProtocol(PROTOCOLS[config.protocol])
         except UnencodedChoice as refused:
@@ -116,6 +125,30 @@ class SymbolicModel:
             frames.append(target == value)
         enabled = z3.Or([z3.And(pick, guard) for pick, guard in zip(chosen, guards)])
         return z3.And(action >= 0, action < len(self.slots), enabled, *frames)
+
+    # ------------------------------------------------------------------ the rest of SymbolicEncoding
+
+    def solver(self) -> z3.Solver:
+        """QF_BV where the numbers are bit-vectors."""
+        return z3.SolverFor("QF_BV") if self.shape.bits else z3.Solver()
+
+    def well_formed(self, s: SymState) -> z3.BoolRef:
+        return well_formed(s)
+
+    def formula(self, prop: Property) -> Formula:
+        """A state invariant's formula, `SYMBOLIC_INVARIANTS`: the only properties encoded."""
+        if prop.kind != ALWAYS or prop.on_step:
+            raise EncodingError(f"{prop.name} has no Z3 encoding: only state invariants have one")
+        if prop.name not in SYMBOLIC_INVARIANTS:
+            raise EncodingError(f"invariant {prop.name} has no Z3 encoding")
+        holds = SYMBOLIC_INVARIANTS[prop.name]
+        return lambda before, action, after: holds(after)
+
+    def decode(self, solver_model: z3.ModelRef, s: SymState) -> State:
+        return decode(solver_model, s)
+
+    def decode_action(self, solver_model: z3.ModelRef, action: z3.ExprRef) -> Action:
+        return self.slots[as_int(solver_model.eval(action, model_completion=True))]
 
     def overflow(self, condition) -> None:
         """Record a condition under which the transition being built would overflow an array."""

@@ -408,14 +408,15 @@ BaseNext ==
 (***************************************************************************)
 
 (* Every record once below the leader's HW is at the same offset in the    *)
-(* current leader's log, while it is live (seed 000, Case L).              *)
+(* current leader's log, while it is live (the reliability article, Case   *)
+(* L).                                                                     *)
 NoCommittedDataLoss ==
     controller.leader # NoLeader /\ Alive(replicas[controller.leader]) =>
         LET log == replicas[controller.leader].log
         IN  \A c \in committed : c[1] < Len(log) /\ log[c[1] + 1].msg = c[2]
 
 (* Every write acknowledged to the producer is in the current leader's log *)
-(* (seed 003).                                                             *)
+(* (Vanlightly's fault-tolerance article).                                *)
 NoAckedDataLoss ==
     controller.leader # NoLeader /\ Alive(replicas[controller.leader]) =>
         \A m \in acked : \E o \in 1 .. Len(replicas[controller.leader].log) :
@@ -427,7 +428,7 @@ NoAckedDataLoss ==
 NoConsumedRecordLost == NoCommittedDataLoss
 
 (* No two replicas, live or not, hold different records at an offset below *)
-(* both their HWs (seed 000, Case D).                                      *)
+(* both their HWs (the reliability article, Case D).                       *)
 NoLogDivergence ==
     \A a, b \in Replicas :
         LET common == Lesser(replicas[a].hw, replicas[b].hw)

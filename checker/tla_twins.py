@@ -1,0 +1,155 @@
+"""The TLA+ twins of the models, the encoding TLC runs (`checker.tlc`): for each model that has one,
+the module TLC checks, the text of every module it needs, the properties it states under
+kafka-mc's names, and the TLC configuration (.cfg) of a run checking some of them.
+
+- The replication model: `model/tla/KafkaReplication.tla` mirrors `model/replication.py` value
+  for value, `KafkaProtocols.tla` holds the operators the protocols are made of, and each
+  variant's module is generated from its declaration in `model/protocols.py`
+  (`checker/tla_modules.py`). It states the state invariants of `properties.INVARIANTS`.
+- The controller model: `model/tla/KafkaController.tla`, with `OneControllerPerEpoch` as an
+  invariant and `StaleControllerIgnored` as an action property.
+
+A twin is found by the model's `name` (`twin_of`); `register_twin` adds one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Callable
+
+from kafka_mc.control.controller import ControllerConfig
+from kafka_mc.control.replication import model_of
+from kafka_mc.model import PROTOCOLS, Config
+from kafka_mc.model.interface import Model
+from kafka_mc.model.state import replica_name
+from kafka_mc.properties import INVARIANTS
+
+from .tla_modules import TLA_DIR, module_name, variant_module
+
+__all__ = ["INVARIANT_NAMES", "TLA_DIR", "TWINS", "TlaTwin", "register_twin", "tla_module_for", "tlc_config_text",
+           "twin_of"]
+
+BASE_MODULE = "KafkaReplication"
+SHARED_MODULES = (BASE_MODULE, "KafkaProtocols")
+INVARIANT_NAMES: tuple[str, ...] = tuple(p.name for p in INVARIANTS if not p.on_step)
+
+# The Config fields the twin maps to TLA+ constants; any other field must keep its default.
+_COVERED_FIELDS = frozenset({"protocol", "replicas", "messages", "crashes", "elections", "acks", "min_isr", "unclean"})
+_ACKS_ALL = {"all": "TRUE", "1": "FALSE"}
+
+
+@dataclass(frozen=True)
+class TlaTwin:
+    """A model's TLA+ twin. `properties`: what the twin states, by kafka-mc's names (TLC reports
+    them under the same names); `config_text(pending)`: the .cfg of a run checking `pending`."""
+
+    module: str
+    modules: dict[str, str]  # module name -> text, every module TLC needs
+    properties: tuple[str, ...]
+    config_text: Callable[[tuple[str, ...]], str]
+
+    def spec_files(self) -> dict[str, str]:
+        """The modules and the .cfg checking every property, by file name, ready for `java tlc2.TLC`."""
+        files = {f"{name}.tla": text for name, text in self.modules.items()}
+        files[f"{self.module}.cfg"] = self.config_text(self.properties)
+        return files
+
+
+# ------------------------------------------------------------------------- replication
+
+
+def tla_module_for(protocol: str) -> str:
+    """The name of the TLA+ module of a protocol variant's twin."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol {protocol!r} is unknown; allowed: {', '.join(PROTOCOLS)}")
+    return module_name(PROTOCOLS[protocol])
+
+
+def tlc_config_text(config: Config, invariants: tuple[str, ...] = INVARIANT_NAMES) -> str:
+    """The TLC configuration (.cfg) of `config` for the twin module, checking `invariants`;
+    ValueError for a setting the twin does not model."""
+    module = tla_module_for(config.protocol)
+    for field in dataclasses.fields(config):
+        if field.name not in _COVERED_FIELDS and getattr(config, field.name) != field.default:
+            raise ValueError(f"the TLA+ twin does not model the setting {field.name}="
+                             f"{getattr(config, field.name)!r}; it covers: {', '.join(sorted(_COVERED_FIELDS))}")
+    if config.acks not in _ACKS_ALL:
+        raise ValueError(f"the TLA+ twin does not model acks={config.acks!r}; it covers: {', '.join(_ACKS_ALL)}")
+    unknown = [name for name in invariants if name not in INVARIANT_NAMES]
+    if unknown:
+        raise ValueError(f"the TLA+ twin has no invariant {', '.join(unknown)}; it has: {', '.join(INVARIANT_NAMES)}")
+    replicas = ", ".join(replica_name(index) for index in range(config.replicas))
+    settings = ", ".join(f"{key}={value!r}" for key, value in config.to_dict().items())
+    lines = [
+        f"\\* TLC configuration of {module} for kafka-mc Config({settings})",
+        "CONSTANTS",
+        f"    Replicas = {{{replicas}}}",
+        f"    MaxMessages = {config.messages}",
+        f"    MaxCrashes = {config.crashes}",
+        f"    MaxElections = {config.elections}",
+        f"    AcksAll = {_ACKS_ALL[config.acks]}",
+        f"    MinIsr = {config.min_isr}",
+        f"    Unclean = {'TRUE' if config.unclean else 'FALSE'}",
+        "SPECIFICATION Spec",
+    ]
+    if invariants:
+        lines += ["INVARIANTS", *(f"    {name}" for name in invariants)]
+    return "\n".join(lines) + "\n"
+
+
+def replication_twin(model: Model) -> TlaTwin:
+    """The twin of the replication model's configuration: the shared modules and the variant's,
+    generated from its declaration."""
+    config: Config = model.config
+    tlc_config_text(config)  # a ValueError for what the twin does not cover, before any run
+    protocol = PROTOCOLS[config.protocol]
+    modules = {name: (TLA_DIR / f"{name}.tla").read_text(encoding="utf-8") for name in SHARED_MODULES}
+    modules[module_name(protocol)] = variant_module(protocol)
+    return TlaTwin(module_name(protocol), modules, INVARIANT_NAMES, lambda pending: tlc_config_text(config, pending))
+
+
+# -------------------------------------------------------------------------- controller
+
+CONTROLLER_MODULE = "KafkaController"
+CONTROLLER_INVARIANTS = ("OneControllerPerEpoch",)
+CONTROLLER_ACTION_PROPERTIES = ("StaleControllerIgnored",)
+
+
+def controller_config_text(config: ControllerConfig, pending: tuple[str, ...]) -> str:
+    """The .cfg of one TLC run of `KafkaController.tla` checking the `pending` properties."""
+    brokers = ", ".join(str(b) for b in range(config.brokers))
+    lines = ["CONSTANTS", f"    Brokers = {{{brokers}}}", f"    MaxExpirations = {config.expirations}",
+             f"    FenceEpochs = {str(config.fence_epochs).upper()}",
+             f"    AtomicEpoch = {str(config.atomic_epoch).upper()}", "SPECIFICATION Spec"]
+    lines += [f"INVARIANT {name}" for name in CONTROLLER_INVARIANTS if name in pending]
+    lines += [f"PROPERTY {name}" for name in CONTROLLER_ACTION_PROPERTIES if name in pending]
+    return "\n".join(lines) + "\n"
+
+
+def controller_twin(model: Model) -> TlaTwin:
+    """The twin of the controller model's configuration."""
+    config: ControllerConfig = model.config
+    text = (TLA_DIR / f"{CONTROLLER_MODULE}.tla").read_text(encoding="utf-8")
+    return TlaTwin(CONTROLLER_MODULE, {CONTROLLER_MODULE: text},
+                   (*CONTROLLER_INVARIANTS, *CONTROLLER_ACTION_PROPERTIES),
+                   lambda pending: controller_config_text(config, pending))
+
+
+# ---------------------------------------------------------------------------- registry
+
+TWINS: dict[str, Callable[[Model], TlaTwin]] = {"replication": replication_twin, "controller": controller_twin}
+
+
+def register_twin(model_name: str, twin: Callable[[Model], TlaTwin]) -> None:
+    """Give the models named `model_name` a TLA+ twin (`twin(model)` builds it for a model's configuration)."""
+    TWINS[model_name] = twin
+
+
+def twin_of(model: Model | Config) -> TlaTwin:
+    """The TLA+ twin of `model` (a Config: of the replication model); ValueError naming the model
+    when it has none, or naming the setting its twin does not model."""
+    model = model_of(model)
+    if model.name not in TWINS:
+        raise ValueError(f"the {model.name} model has no TLA+ twin; models with one: {', '.join(TWINS)}")
+    return TWINS[model.name](model)
