@@ -9,24 +9,39 @@ from kafka_mc.model import PROTOCOLS
 from kafka_mc.model.state import UNKNOWN, replica_name
 from kafka_mc.model.values import leader_name
 
-from .steps import CONTROLLER, Change, Step, controller_text, epoch_text, response_text, trace_steps, verdict
+from .explain import Diagnosis, diagnose, reasons, verdict
+from .steps import (
+    CONTROLLER,
+    Change,
+    Step,
+    controller_text,
+    epoch_text,
+    newly_failing,
+    record_at,
+    response_text,
+    step_removals,
+    trace_steps,
+)
 from .views import TABLE_HEADERS, replica_rows
 
 
 def trace_markdown(trace: Trace, invariant: str | None, title: str) -> str:
     """A report: configuration, violated invariant, sequence diagram and every step's state."""
     steps = trace_steps(trace)
+    diagnosis = diagnose(steps, invariant)
     lines = [f"# {title}", "", "## Configuration", ""]
     lines += [f"- {key}: `{value}`" for key, value in trace.config.to_dict().items()]
-    lines += ["", f"**Verdict:** {verdict(steps, invariant)}", "", "## Sequence", "",
+    lines += ["", f"**Verdict:** {verdict(invariant, diagnosis)}", "", "## Sequence", "",
               *sequence_diagram(steps, trace.config.protocol)]
     lines += ["", "## Steps"]
     for step in steps:
-        lines += ["", *_step_section(step)]
+        lines += ["", *_step_section(steps, step, diagnosis)]
     return "\n".join(lines) + "\n"
 
 
-def _step_section(step: Step) -> list[str]:
+def _step_section(steps: list[Step], step: Step, diagnosis: Diagnosis | None) -> list[str]:
+    """A step's table and controller; the records removed at it struck out, the cause of the
+    diagnosed violation, and why each invariant that starts failing here fails."""
     state = step.state
     lines = [
         f"### Step {step.number}: {step.label}",
@@ -35,9 +50,27 @@ def _step_section(step: Step) -> list[str]:
         "",
         controller_text(state),
     ]
+    lines += _removed(step)
+    note = None if diagnosis is None else diagnosis.cause_note(step.number)
+    if note:
+        lines += ["", f"**⚑ Cause:** {note}"]
     if step.failing:
         lines += ["", f"**✗ Invariant violated: {', '.join(step.failing)}**"]
+    why = reasons(steps, step)
+    if why:
+        lines += ["", *(f"- {name}: {text}" for name, text in why)]
     return lines
+
+
+def _removed(step: Step) -> list[str]:
+    """The records each replica lost at this step, struck out."""
+    removals = step_removals(step)
+    if not removals:
+        return []
+    struck = {index: " ".join(f"~~{record_at(record.msg, offset)}~~" for offset, record in records.items())
+              for index, records in removals.items()}
+    removed = "; ".join(f"{replica_name(index)} {records}" for index, records in struck.items())
+    return ["", f"Removed at this step: {removed}"]
 
 
 def sequence_diagram(steps: list[Step], protocol: str) -> list[str]:
@@ -55,9 +88,9 @@ def sequence_diagram(steps: list[Step], protocol: str) -> list[str]:
         for where, text in (*notes, *step.changes):
             texts_by_place.setdefault(where, []).append(text)
         lines += [f"    Note over {where}: {'<br/>'.join(texts)}" for where, texts in texts_by_place.items()]
-        newly_failing = [name for name in step.failing if name not in steps[step.number - 1].failing]
-        if newly_failing:
-            lines.append(f"    Note over {everyone}: ✗ {', '.join(newly_failing)} violated")
+        starting = newly_failing(steps, step)
+        if starting:
+            lines.append(f"    Note over {everyone}: ✗ {', '.join(starting)} violated")
     lines.append("```")
     return lines
 

@@ -11,6 +11,8 @@ from kafka_mc.model.state import (
     ROLE_NAMES,
     UNKNOWN,
     FetchResponse,
+    Record,
+    Replica,
     record_name,
     replica_name,
 )
@@ -59,13 +61,10 @@ def first_failure(steps: list[Step], invariant: str | None) -> int | None:
     return next((step.number for step in steps if invariant in step.failing), None)
 
 
-def verdict(steps: list[Step], invariant: str | None) -> str:
-    """One sentence: the violated invariant and the step where it first fails."""
-    if invariant is None:
-        return "No invariant is named as violated."
-    breaking = first_failure(steps, invariant)
-    where = "" if breaking is None else f", first at step {breaking}"
-    return f"Invariant {invariant} is violated{where}."
+def newly_failing(steps: list[Step], step: Step) -> tuple[str, ...]:
+    """The invariants that fail at `step` but not at the step before."""
+    earlier = steps[step.number - 1].failing if step.number else ()
+    return tuple(name for name in step.failing if name not in earlier)
 
 
 def state_changes(before: State, after: State) -> list[Change]:
@@ -87,8 +86,8 @@ def state_changes(before: State, after: State) -> list[Change]:
 
 def _replica_changes(before: State, after: State, index: int) -> list[str]:
     old, new = before.replicas[index], after.replicas[index]
-    kept = _common_prefix(old.log, new.log)
-    texts = [f"truncated to {kept}"] if kept < old.leo else []
+    removed = removed_records(old, new)
+    texts = [f"truncated to {min(removed)}"] if removed else []
     values = (
         ("LEO", old.leo, new.leo),
         ("HW", old.hw, new.hw),
@@ -99,6 +98,26 @@ def _replica_changes(before: State, after: State, index: int) -> list[str]:
         ("leader epoch", epoch_text(old.epoch), epoch_text(new.epoch)),
     )
     return texts + [_moved(label, before, after) for label, before, after in values if before != after]
+
+
+def removed_records(old: Replica, new: Replica) -> dict[int, Record]:
+    """The records of `old` that `new` no longer holds at their offsets (a truncation, or a crash
+    losing unflushed records), by offset."""
+    kept = _common_prefix(old.log, new.log)
+    return dict(enumerate(old.log[kept:], start=kept))
+
+
+def step_removals(step: Step) -> dict[int, dict[int, Record]]:
+    """The records each replica (by index) lost at this step, for the replicas that lost any."""
+    if step.before is None:
+        return {}
+    pairs = zip(step.before.replicas, step.state.replicas)
+    return {index: removed for index, (old, new) in enumerate(pairs) if (removed := removed_records(old, new))}
+
+
+def record_at(msg: int, offset: int) -> str:
+    """A record by message number and offset: `m2@1`."""
+    return f"m{msg}@{offset}"
 
 
 def _common_prefix(first: tuple, second: tuple) -> int:

@@ -9,6 +9,8 @@ from typing import Any
 from kafka_mc.checker.result import Trace
 from kafka_mc.model.values import sorted_values
 
+from .explain import explain
+
 
 def trace_text(trace: Trace, invariant: str | tuple[str, ...] | None) -> str:
     """A TLC-style error trace of one invariant's violation, or of several that this same trace
@@ -25,6 +27,7 @@ def trace_text(trace: Trace, invariant: str | tuple[str, ...] | None) -> str:
         lines.append(f"State {number + 1}: <{predicate}>")
         if number == breaking:
             lines.append(f"\\* {', '.join(names)} {'is' if len(names) == 1 else 'are'} violated in this state")
+            lines += [f"\\* {name}: {why}" for name in names if (why := explain(name, state))]
         values = sorted_values(trace.model, state)
         lines += [conjunct(name, values[name]) for name in sorted(values)]
         lines.append("")

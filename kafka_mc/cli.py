@@ -52,7 +52,10 @@ from kafka_mc.cli_common import (
     write_violation_reports,
 )
 from kafka_mc.cli_control import control_command, run_system
-from kafka_mc.cli_explore import explore_command
+from kafka_mc.cli_explore import explore_command, serve
+from kafka_mc.explorer.app import Explorer
+from kafka_mc.explorer.models import model_settings
+from kafka_mc.explorer.paths import trace_path
 from kafka_mc.cli_prove import prove_command
 from kafka_mc.cli_simulate import simulate_command
 from kafka_mc.control.failover import FailoverConfig, FailoverModel
@@ -90,7 +93,7 @@ class MatrixEngine(str, Enum):
 # The options of `check` that only some engines take, by engine (every engine takes the model's options,
 # --format, --out, --keep-going, --max-seconds and --quiet); any other option given is refused by name.
 _EXPLICIT = frozenset({"--workers", "--symmetry", "--max-states", "--dump-dot", "--recoverability", "--write-tla",
-                       "--coverage"})
+                       "--coverage", "--explore"})
 CHECK_ENGINE_FLAGS: dict[Engine, frozenset[str]] = {
     Engine.kernel: _EXPLICIT,
     Engine.python: _EXPLICIT | {"--property"},  # and its former name, bfs; a user's property is Python
@@ -137,6 +140,9 @@ def check_command(
                                         help="Check that every reachable state can reach agreement again."),
     write_tla: Optional[Path] = typer.Option(None, "--write-tla", metavar="DIR",
                                              help="Also write the TLA+ twin and its TLC .cfg for this configuration."),
+    explore_after: bool = typer.Option(False, "--explore",
+                                       help="After the run, serve the explorer (kafka-mc explore) on its shortest "
+                                            "counterexample, or on the initial state when there is none."),
     coverage: bool = typer.Option(False, "--coverage",
                                   help="Print each action's coverage, as TLC's -coverage: how often it was enabled "
                                        "and the new states it reached (always in --format json)."),
@@ -172,6 +178,7 @@ def check_command(
              "--property": bool(user_properties),
              "--dump-dot": dump_dot is not None, "--recoverability": recoverability,
              "--write-tla": write_tla is not None, "--depth": depth is not None, "--coverage": coverage,
+             "--explore": explore_after,
              **dict.fromkeys(cli_spark.SPARK_FLAGS, False),
              **dict.fromkeys(cli_spark.spark_options_given(spark_master, spark_partitions, checkpoint_dir, resume), True)}
     if failures:
@@ -183,6 +190,8 @@ def check_command(
         _check_with_controller_failures(
             config, failures, flags, keep_going=keep_going, budget=budget, quiet=quiet, output_format=output_format,
             out=out, recoverability=recoverability, search=search)
+    if explore_after and output_format is OutputFormat.json:
+        raise Exit(exitcodes.BAD_INPUT, "--explore: not with --format json (the explorer's URL is printed on stdout)")
     takes = CHECK_ENGINE_FLAGS[Engine.python if engine is Engine.bfs else engine]
     refuse_unusable(f"--engine {engine.value}", takes, given, {e.value: flags for e, flags in CHECK_ENGINE_FLAGS.items()})
     if write_tla is not None:
@@ -225,7 +234,20 @@ def check_command(
     code = verdict_code(result)
     if code == exitcodes.OK and recovery is not None and not recovery.holds:
         code = exitcodes.VIOLATION
+    if explore_after:
+        _explore(result)
     raise typer.Exit(code)
+
+
+def _explore(result: CheckResult) -> None:
+    """Serve the explorer on the run's shortest counterexample (the initial state without one),
+    until Ctrl-C."""
+    shortest = result.violations[0] if result.violations else None
+    if shortest is None:
+        serve(Explorer("replication", result.config.to_dict()))
+        return
+    name, settings = model_settings(shortest.trace.model)
+    serve(Explorer(name, settings, trace_path(shortest.trace), f"{shortest.invariant} violated"))
 
 
 def _bounded_check(config: Config, depth: Optional[str], keep_going: bool, max_seconds: Optional[float],

@@ -106,10 +106,10 @@ def explore_command(
     else:
         refuse_unusable(f"--model {model}", (), given, why=" (they set the replication model)")
         explorer = Explorer(*model_settings(model_for(model, {})), extra=extra)
-    _serve(explorer, host, port_number, open_browser)
+    serve(explorer, host, port_number, open_browser)
 
 
-def _serve(explorer: Explorer, host: str, port: int, open_browser: bool) -> None:
+def serve(explorer: Explorer, host: str = "127.0.0.1", port: int = 0, open_browser: bool = False) -> None:
     """Serve until Ctrl-C: the URL on stdout, a warning on stderr when others can reach it."""
     try:
         sock = listening_socket(host, port)

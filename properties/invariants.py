@@ -9,43 +9,56 @@ from kafka_mc.model.state import NO_LEADER, UNKNOWN, State
 from .base import ALWAYS, Property
 
 
-def _in_leader_log(state: State, history: tuple[tuple[int, int], ...]) -> bool:
-    """Every (offset, msg) of `history` is at that offset in the log of the controller's leader,
-    while it is live (a crashed leader without flushed data is no later leader yet)."""
+def missing_from_leader(state: State, history: tuple[tuple[int, int], ...]) -> tuple[int, int] | None:
+    """The first (offset, msg) of `history` that is not at that offset in the log of the
+    controller's leader, while it is live (a crashed leader without flushed data is no later
+    leader yet); None when every one is."""
     leader = state.leader
     if leader is None or not leader.alive:
-        return True
+        return None
     log = leader.log
-    return all(offset < len(log) and log[offset].msg == msg for offset, msg in history)
+    return next(((offset, msg) for offset, msg in history if offset >= len(log) or log[offset].msg != msg), None)
+
+
+def missing_acked(state: State) -> int | None:
+    """The lowest acknowledged message number missing from the live current leader's log, if any."""
+    leader = state.leader
+    if leader is None or not leader.alive or not state.acked:
+        return None
+    missing = state.acked & ~sum(1 << record.msg for record in leader.log)
+    return (missing & -missing).bit_length() - 1 if missing else None
+
+
+def diverging_offset(state: State) -> tuple[int, int, int] | None:
+    """Two replicas (indices) and the first offset below both their HWs where they hold different
+    records, live or not; None when no two do."""
+    for (first, one), (second, other) in combinations(enumerate(state.replicas), 2):
+        common = min(one.hw, other.hw)
+        if one.log[:common] != other.log[:common]:
+            offset = next(i for i in range(common) if one.log[i] != other.log[i])
+            return first, second, offset
+    return None
 
 
 def no_committed_data_loss(state: State) -> bool:
     """Every record once below the leader's HW is at the same offset in the current leader's log."""
-    return _in_leader_log(state, state.committed)
+    return missing_from_leader(state, state.committed) is None
 
 
 def no_consumed_record_lost(state: State) -> bool:
     """Every record a consumer could read below some acting leader's HW (a deposed leader's
     too) is at the same offset in the current leader's log."""
-    return _in_leader_log(state, state.consumed)
+    return missing_from_leader(state, state.consumed) is None
 
 
 def no_acked_data_loss(state: State) -> bool:
     """Every write acknowledged to the producer is in the live current leader's log."""
-    leader = state.leader
-    if leader is None or not leader.alive or not state.acked:
-        return True
-    held = sum(1 << record.msg for record in leader.log)
-    return state.acked & ~held == 0
+    return missing_acked(state) is None
 
 
 def no_log_divergence(state: State) -> bool:
     """No two replicas, live or not, hold different records at an offset below both their HWs."""
-    for first, second in combinations(state.replicas, 2):
-        common = min(first.hw, second.hw)
-        if first.log[:common] != second.log[:common]:
-            return False
-    return True
+    return diverging_offset(state) is None
 
 
 def hw_below_leo(state: State) -> bool:

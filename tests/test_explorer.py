@@ -19,6 +19,7 @@ import pytest
 from starlette.exceptions import StarletteDeprecationWarning
 
 from kafka_mc import exitcodes
+from kafka_mc.checker import check
 from kafka_mc.checker.scenario import load_scenario, replay
 from kafka_mc.cli import main
 from kafka_mc.cli_common import load_properties
@@ -201,6 +202,33 @@ def test_the_command_prints_the_url_serves_and_stops_on_ctrl_c():
         server.send_signal(signal.SIGINT)
         _, err = server.communicate(timeout=20)
     assert server.returncode == exitcodes.OK and "warning" not in err
+
+
+def test_check_explore_serves_the_shortest_counterexample_and_exits_with_the_verdict():
+    """`kafka-mc check --explore`: the run's output, then the explorer on its shortest
+    counterexample; after Ctrl-C, the run's own exit code (12: a violation)."""
+    command = [sys.executable, "-m", "kafka_mc", "check", "--protocol", "hw", "--engine", "python", "--quiet",
+               "--explore"]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        while not (lines and lines[-1].startswith("http://")):
+            lines.append(server.stdout.readline().strip())
+        url = lines[-1]
+        assert "Error: Invariant NoCommittedDataLoss is violated." in lines
+        with urllib.request.urlopen(f"{url}api/state", timeout=10) as answer:
+            view = json.load(answer)
+        shortest = check(Config(protocol="hw")).violations[0]
+        assert view["path"] == list(trace_path(shortest.trace))
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.communicate(timeout=20)
+    assert server.returncode == exitcodes.VIOLATION
+
+
+def test_check_explore_is_refused_with_json_output(capsys):
+    assert main(["check", "--explore", "--format", "json", "--quiet"]) == exitcodes.BAD_INPUT
+    assert "--explore: not with --format json" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- the page in a browser

@@ -1,5 +1,7 @@
 """The HTML reports in a real headless browser (Debian's chromium, installed by `.ci/run`): the page
-loads without script errors, and every replica's log, HW and LEO is shown at every step of the trace.
+loads without script errors, every replica's log, HW and LEO is shown at every step of the trace,
+the records a step removes are shown struck out, the step that causes the violation is marked, and
+the keys and the timeline move the current step.
 
 The browser is driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`), so nothing
 beyond the standard library is needed: console errors, uncaught exceptions and failed loads are
@@ -20,7 +22,9 @@ import pytest
 
 from kafka_mc.checker.scenario import load_scenario
 from kafka_mc.checker.simulate import simulate
+from kafka_mc.counterexamples.explain import diagnose
 from kafka_mc.counterexamples.reports import write_reports
+from kafka_mc.counterexamples.steps import trace_steps
 from kafka_mc.model import Config
 from kafka_mc.model.state import record_name, replica_name
 from kafka_mc.properties import SOMETIMES, Property
@@ -37,6 +41,7 @@ RENDERED = """(() => {
     const box = el.getBoundingClientRect(), style = getComputedStyle(el);
     return box.width > 0 && box.height > 0 && style.visibility !== 'hidden' && parseFloat(style.opacity) > 0;
   };
+  const name = box => box.firstChild.textContent.trim() + '/' + box.querySelector('.epoch').innerText.trim();
   const marker = (row, kind) => [...row.querySelectorAll('td.slot')]
     .findIndex(slot => [...slot.querySelectorAll('span.' + kind)].some(shown));
   return [...document.querySelectorAll('section.step')].map(section => ({
@@ -45,8 +50,9 @@ RENDERED = """(() => {
     replicas: [...section.querySelectorAll('table.logs tbody tr')].map(row => ({
       name: row.querySelector('th.name').firstChild.textContent.trim(),
       shown: shown(row),
-      records: [...row.querySelectorAll('div.record:not(.free)')].filter(shown)
-        .map(box => box.firstChild.textContent.trim() + '/' + box.querySelector('.epoch').innerText.trim()),
+      records: [...row.querySelectorAll('div.record:not(.free):not(.removed)')].filter(shown).map(name),
+      removed: [...row.querySelectorAll('div.record.removed')].filter(shown)
+        .filter(box => getComputedStyle(box).textDecorationLine.includes('line-through')).map(name),
       hw: marker(row, 'hw'),
       leo: marker(row, 'leo'),
     })),
@@ -101,21 +107,40 @@ class Browser:
                 return reply.get("result", {})
             self.events.append(reply)
 
-    def load(self, page: Path) -> tuple[list[str], object]:
-        """Open the page; return the errors seen while it loaded and what RENDERED reads from it."""
+    def open(self, page: Path, fragment: str = "") -> tuple[str, str]:
+        """Open the page in a new tab and wait until it has loaded; its target and session ids."""
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for domain in ("Page", "Runtime", "Log"):
             self.call(f"{domain}.enable", session=session)
         self.events.clear()
-        self.call("Page.navigate", {"url": page.resolve().as_uri()}, session=session)
+        self.call("Page.navigate", {"url": page.resolve().as_uri() + fragment}, session=session)
         deadline = time.monotonic() + TIMEOUT
         while not any(event.get("method") == "Page.loadEventFired" for event in self.events):
             self.events.append(self._read(deadline))
-        rendered = self.call("Runtime.evaluate", {"expression": RENDERED, "returnByValue": True},
-                             session=session)
+        return target, session
+
+    def evaluate(self, session: str, expression: str) -> object:
+        """The value of a script run in the page (a promise is awaited)."""
+        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True,
+                                                "awaitPromise": True}, session=session)
+        return result["result"].get("value")
+
+    def press(self, session: str, key: str, code: str, key_code: int) -> None:
+        """A key pressed and released on the page."""
+        for kind in ("keyDown", "keyUp"):
+            self.call("Input.dispatchKeyEvent", {"type": kind, "key": key, "code": code,
+                                                 "windowsVirtualKeyCode": key_code}, session=session)
+
+    def load(self, page: Path) -> tuple[list[str], object]:
+        """Open the page; return the errors seen while it loaded and what RENDERED reads from it."""
+        target, session = self.open(page)
+        rendered = self.evaluate(session, RENDERED)
+        self.close_tab(target)
+        return errors_in(self.events), rendered
+
+    def close_tab(self, target: str) -> None:
         self.call("Target.closeTarget", {"targetId": target})
-        return errors_in(self.events), rendered["result"].get("value")
 
     def close(self) -> None:
         try:
@@ -147,15 +172,25 @@ def errors_in(events: list[dict]) -> list[str]:
 
 def expected_view(trace) -> list[dict]:
     """What each step must show, from the trace replayed by the model: every replica's records (with
-    epochs), the offset its HW marker and its LEO marker stand at."""
+    epochs), the records the step removed from it (struck out), the offset its HW marker and its LEO
+    marker stand at."""
+    states = trace.states()
     return [
         {"id": f"step-{number}", "shown": True,
          "replicas": [{"name": replica_name(index), "shown": True,
                        "records": [f"{record_name(r)}/e{r.epoch}" for r in replica.log],
+                       "removed": removed_from(states[number - 1].replicas[index].log, replica.log) if number else [],
                        "hw": replica.hw, "leo": replica.leo}
                       for index, replica in enumerate(state.replicas)]}
-        for number, (_, state) in enumerate(trace.steps())
+        for number, state in enumerate(states)
     ]
+
+
+def removed_from(before: tuple, after: tuple) -> list[str]:
+    """The records of `before` from the first offset where `after` no longer holds the same record."""
+    kept = next((offset for offset, record in enumerate(before) if offset >= len(after) or after[offset] != record),
+                len(before))
+    return [f"{record_name(r)}/e{r.epoch}" for r in before[kept:]]
 
 
 def long_random_trace():
@@ -178,13 +213,14 @@ def reports(tmp_path_factory):
     trace (five), as `write_reports` writes them."""
     out = tmp_path_factory.mktemp("html")
     traces = {
-        "case-l-hw": load_scenario(SCENARIOS / "case-l-hw.toml").trace,
-        "fast-failover": load_scenario(SCENARIOS / "findings" / "fast-failover-leader-epoch.toml").trace,
-        "long-random": long_random_trace(),
+        "case-l-hw": (load_scenario(SCENARIOS / "case-l-hw.toml").trace, "NoCommittedDataLoss"),
+        "fast-failover": (load_scenario(SCENARIOS / "findings" / "fast-failover-leader-epoch.toml").trace,
+                          "NoLogDivergence"),
+        "long-random": (long_random_trace(), None),
     }
-    for stem, trace in traces.items():
-        write_reports(trace, "NoLogDivergence", out, stem, f"{stem} in a browser")
-    return {stem: (out / f"{stem}.html", trace) for stem, trace in traces.items()}
+    for stem, (trace, invariant) in traces.items():
+        write_reports(trace, invariant, out, stem, f"{stem} in a browser")
+    return {stem: (out / f"{stem}.html", trace) for stem, (trace, _) in traces.items()}
 
 
 @pytest.mark.parametrize("stem", ["case-l-hw", "fast-failover", "long-random"])
@@ -214,3 +250,117 @@ def test_the_check_catches_a_replica_the_page_does_not_show(browser, reports, tm
     errors, rendered = browser.load(hidden)
     assert errors == [] and rendered != expected_view(trace)
     assert all(not step["replicas"][1]["shown"] for step in rendered)
+
+
+MARKS = """(() => {
+  const ids = selector => [...document.querySelectorAll(selector)].map(el => el.id || el.getAttribute('href'));
+  const border = selector => getComputedStyle(document.querySelector(selector)).borderTopColor;
+  return {
+    cause: ids('section.step.cause'), shows: ids('section.step.shows'),
+    timeline_cause: ids('nav.timeline a.cause'), timeline_shows: ids('nav.timeline a.shows'),
+    badge_shown: [...document.querySelectorAll('section.step.cause span.badge.cause')]
+      .map(badge => badge.getBoundingClientRect().width > 0),
+    distinct: border('section.step.cause') !== border('section.step.shows'),
+  };
+})()"""
+
+CURRENT = """(() => {
+  const current = [...document.querySelectorAll('section.step.current')];
+  const box = current.length ? current[0].getBoundingClientRect() : null;
+  const below = document.querySelector('nav.timeline').getBoundingClientRect().bottom;
+  return {
+    steps: current.map(section => section.id),
+    ticks: [...document.querySelectorAll('nav.timeline a.current')].map(tick => tick.getAttribute('href')),
+    in_view: box !== null && box.top >= below && box.top < innerHeight,  // not hidden under the timeline
+    highlighted: current.length > 0 && getComputedStyle(current[0]).boxShadow !== 'none',
+  };
+})()"""
+
+KEYS = {"Right": ("ArrowRight", "ArrowRight", 39), "Left": ("ArrowLeft", "ArrowLeft", 37), "j": ("j", "KeyJ", 74),
+        "k": ("k", "KeyK", 75)}
+
+
+def shrinking_steps(trace, index: int) -> list[int]:
+    """The steps at which the replica's log loses records (the model's states, not the report's)."""
+    states = trace.states()
+    return [number for number in range(1, len(states))
+            if removed_from(states[number - 1].replicas[index].log, states[number].replicas[index].log)]
+
+
+def holds(state, index: int, offset: int, msg: int) -> bool:
+    log = state.replicas[index].log
+    return offset < len(log) and log[offset].msg == msg
+
+
+def last_removal_of_a_lost_committed_record(trace) -> int:
+    """Case L from the model's states: the first state where a committed record is missing from the
+    leader's log, and the last step before it at which that leader lost the record."""
+    states = trace.states()
+    shows, leader, (offset, msg) = next(
+        (number, state.controller.leader, entry) for number, state in enumerate(states)
+        for entry in state.committed if not holds(state, state.controller.leader, *entry))
+    return max(number for number in range(1, shows + 1)
+               if holds(states[number - 1], leader, offset, msg) and not holds(states[number], leader, offset, msg))
+
+
+def test_case_l_strikes_out_the_record_its_truncation_removes(browser, reports):
+    """A truncates to its HW after restarting (figure 8-10): m2 is drawn struck out at that step."""
+    page, trace = reports["case-l-hw"]
+    errors, rendered = browser.load(page)
+    truncating = shrinking_steps(trace, 0)
+    assert errors == [] and truncating
+    first = truncating[0]
+    assert str(trace.actions[first - 1]) == "BecomeFollower(A)"
+    assert rendered[first]["replicas"][0]["removed"] == ["m2/e0"]
+    assert "m2/e0" not in rendered[first]["replicas"][0]["records"]
+    assert all(step["replicas"][0]["removed"] == [] for number, step in enumerate(rendered) if number not in truncating)
+
+
+def test_the_cause_is_marked_on_the_step_that_removed_the_lost_record(browser, reports):
+    page, trace = reports["case-l-hw"]
+    diagnosis = diagnose(trace_steps(trace), "NoCommittedDataLoss")
+    assert diagnosis is not None and diagnosis.cause is not None
+    cause = last_removal_of_a_lost_committed_record(trace)
+    assert diagnosis.cause.number == cause < diagnosis.shows
+    target, session = browser.open(page)
+    marks = browser.evaluate(session, MARKS)
+    browser.close_tab(target)
+    assert errors_in(browser.events) == []
+    assert marks == {"cause": [f"step-{cause}"], "shows": [f"step-{diagnosis.shows}"],
+                     "timeline_cause": [f"#step-{cause}"], "timeline_shows": [f"#step-{diagnosis.shows}"],
+                     "badge_shown": [True], "distinct": True}
+
+
+def test_keys_and_the_timeline_move_the_highlighted_step(browser, reports):
+    page, trace = reports["case-l-hw"]
+    target, session = browser.open(page)
+    start = browser.evaluate(session, CURRENT)
+    keys = ("Left", "Right", "j", "j", "k")  # Left at the first step stays there
+    moved = []
+    for key in keys:
+        browser.press(session, *KEYS[key])
+        moved.append(browser.evaluate(session, CURRENT))
+    for _ in range(len(trace) + 3):
+        browser.press(session, *KEYS["Right"])
+    at_end = browser.evaluate(session, CURRENT)
+    browser.evaluate(session, "document.querySelector('nav.timeline a[href=\"#step-5\"]').click();"
+                              "new Promise(done => setTimeout(done, 100))")
+    clicked = browser.evaluate(session, CURRENT)
+    browser.close_tab(target)
+    assert errors_in(browser.events) == []
+    assert start["steps"] == ["step-0"] and start["ticks"] == ["#step-0"] and start["highlighted"]
+    assert [(current["steps"], current["ticks"]) for current in moved] == [
+        ([f"step-{number}"], [f"#step-{number}"]) for number in (0, 1, 2, 3, 2)]
+    assert all(current["in_view"] and current["highlighted"] for current in moved[1:])
+    last = f"step-{len(trace)}"
+    assert at_end == {"steps": [last], "ticks": [f"#{last}"], "in_view": True, "highlighted": True}
+    assert clicked["steps"] == ["step-5"] and clicked["ticks"] == ["#step-5"] and clicked["in_view"]
+
+
+def test_an_address_picks_the_current_step(browser, reports):
+    page, _ = reports["case-l-hw"]
+    target, session = browser.open(page, "#step-13")
+    current = browser.evaluate(session, CURRENT)
+    browser.close_tab(target)
+    assert errors_in(browser.events) == []
+    assert current["steps"] == ["step-13"] and current["in_view"]

@@ -16,10 +16,12 @@ import pytest
 from kafka_mc.checker import Trace, check
 from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.counterexamples.files import MANIFEST, ReportConflict, write_files
+from kafka_mc.counterexamples.explain import diagnose, explain, verdict
 from kafka_mc.counterexamples.html import trace_html
 from kafka_mc.counterexamples.itf import itf_text, itf_to_trace, trace_to_itf
 from kafka_mc.counterexamples.markdown import trace_markdown
 from kafka_mc.counterexamples.reports import read_itf_file, write_reports
+from kafka_mc.counterexamples.steps import trace_steps
 from kafka_mc.counterexamples.text import trace_text
 from kafka_mc.model import Config, ReplicationModel, parse_action
 
@@ -139,6 +141,8 @@ def test_text_is_a_tlc_error_trace(violations):
     assert '/\\ controller = [leader |-> "A", epoch |-> 0, isr |-> {"A", "B"}]' in lines
     marker = lines.index(f"\\* {invariant} is violated in this state")
     assert lines[marker - 1] == f"State {len(trace) + 1}: <{trace.actions[-1]}>"
+    assert lines[marker + 1] == f"\\* {invariant}: {explain(invariant, trace.states()[-1])}"
+    assert lines[marker + 2].startswith("/\\ ")
 
 
 def test_text_without_invariant_has_no_error_lines(leader_epoch_trace):
@@ -155,7 +159,8 @@ def test_markdown_has_a_sequence_diagram_and_a_table_per_step(violations):
     assert markdown.startswith("# Case L under hw\n")
     assert_contains(
         markdown,
-        f"**Verdict:** Invariant {invariant} is violated, first at step {len(trace)}.",
+        f"**Verdict:** {verdict(invariant, diagnose(trace_steps(trace), invariant))}",
+        f"- {invariant}: {explain(invariant, trace.states()[-1])}\n",
         "```mermaid\nsequenceDiagram\n",
         *(f"    participant {participant}\n" for participant in ("Producer", "Controller", "A", "B")),
         "Producer->>A: write m1",
@@ -197,7 +202,10 @@ def test_html_parses_and_pictures_every_step(violations, leader_epoch_trace):
         sections = root.findall(".//section")
         assert [section.get("id") for section in sections] == [f"step-{n}" for n in range(len(trace) + 1)]
         assert any("violated" in section.get("class") for section in sections)
-        assert "<script" not in page and "http" not in page
+        assert [script.get("src") for script in root.iter("script")] == [None]  # inline, nothing loaded
+        assert "http" not in page
+        ticks = root.findall(".//nav[@class='timeline']/a")
+        assert [tick.get("href") for tick in ticks] == [f"#step-{n}" for n in range(len(trace) + 1)]
 
 
 def test_html_shades_committed_records_and_marks_the_leader(violations):
@@ -209,6 +217,38 @@ def test_html_shades_committed_records_and_marks_the_leader(violations):
     assert rows[1].find("th/span").text == "L"
     assert rows[0].get("class") == "down"
     assert rows[0].find("td/div").get("class") == "record committed"
+
+
+def test_html_marks_the_cause_strikes_out_removed_records_and_says_why(violations):
+    """Case L's shortest form: the cause and the failing step are marked, the record the cause
+    removed is struck out there, and the verdict and the failing step say why."""
+    invariant, trace = violations[0]
+    diagnosis = diagnose(trace_steps(trace), invariant)
+    assert diagnosis is not None and diagnosis.cause is not None and diagnosis.why is not None
+    root = ET.fromstring(trace_html(trace, invariant, "Case L"))
+    sections = {section.get("id"): section for section in root.iter("section")}
+    cause = sections[f"step-{diagnosis.cause.number}"]
+    assert "cause" in cause.get("class").split()
+    assert [section_id for section_id, section in sections.items() if "shows" in section.get("class").split()] == \
+        [f"step-{diagnosis.shows}"]
+    states = trace.states()
+    before, after = states[diagnosis.cause.number - 1], states[diagnosis.cause.number]
+    lost = [f"m{r.msg}" for index, replica in enumerate(before.replicas) for r in replica.log
+            if r not in after.replicas[index].log]
+    assert [box.text for box in cause.iter("div") if box.get("class") == "record removed"] == lost
+    assert root.find(".//p[@class='verdict']").text == verdict(invariant, diagnosis)
+    why = "".join(sections[f"step-{diagnosis.shows}"].find(".//ul[@class='why']").itertext())
+    assert f"{invariant}: {diagnosis.why}" in why
+
+
+def test_markdown_strikes_out_removed_records_and_marks_the_cause(violations):
+    invariant, trace = violations[0]
+    diagnosis = diagnose(trace_steps(trace), invariant)
+    assert diagnosis is not None and diagnosis.cause is not None
+    markdown = trace_markdown(trace, invariant, "Case L")
+    cause_section = markdown.split(f"### Step {diagnosis.cause.number}:")[1].split("### Step")[0]
+    assert_contains(cause_section, f"**⚑ Cause:** {diagnosis.cause_note(diagnosis.cause.number)}",
+                    "Removed at this step: ", "~~m")
 
 
 # ---------------------------------------------------------------------- writer

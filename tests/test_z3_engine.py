@@ -203,4 +203,4 @@ def test_the_readme_shows_the_prove_example_the_tests_run():
 
     root = Path(__file__).parent.parent
     example = re.search(r"README_EXAMPLE = '''\n(.*?)'''", (root / "tests" / "test_prove.py").read_text(), re.S)
-    assert example and example.group(1).strip() in (root / "README.md").read_text()
+    assert example and example.group(1).strip() in (root / "docs" / "proofs.md").read_text()
