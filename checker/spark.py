@@ -46,13 +46,16 @@ state it leaves (`Capabilities.action_at`; `bfs.path_trace`).
 
 A run can be resumed from its checkpoint directory: `DIR/kafka-mc-checkpoint.json` names the
 model and its configuration, and `DIR/level-NNNNN.json` is written once level N is complete.
+Every file of it, the driver's too, goes through Spark's Hadoop filesystem layer
+(`checker.spark_storage`), so DIR may be a local path or any URI that Spark's Hadoop reaches
+(`hdfs://`, `s3a://`, `file://`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import shutil
 import sys
 import tempfile
 import threading
@@ -72,6 +75,7 @@ from .interrupts import Interrupted, deferred_interrupts
 from .result import CheckResult, Stats, Trace
 from .shipping import ship
 from .spark_kernel import edge_key, kernel_checker, kernel_expander, seed_rows
+from .spark_storage import HadoopDirectory, StorageError, directory
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -239,12 +243,12 @@ def _executors(spark) -> int:
 # ------------------------------------------------------------------------- checkpoints
 
 
-def _level_dir(root: Path, depth: int) -> Path:
-    return root / f"level-{depth:05d}"
+def _level_dir(depth: int) -> str:
+    return f"level-{depth:05d}"
 
 
-def _level_meta(root: Path, depth: int) -> Path:
-    return root / f"level-{depth:05d}.json"
+def _level_meta(depth: int) -> str:
+    return f"level-{depth:05d}.json"
 
 
 def _header(model: Model, symmetry: bool, keep_going: bool, kernel: bool) -> dict:
@@ -255,30 +259,33 @@ def _header(model: Model, symmetry: bool, keep_going: bool, kernel: bool) -> dic
         "executors": "kernel" if kernel else "python"}))
 
 
-def read_checkpoint(directory: Path) -> tuple[dict, int]:
+def read_checkpoint(location: str | Path, spark=None) -> tuple[dict, int]:
     """The header of a kafka-mc checkpoint and its last complete level; CheckpointError if
-    `directory` is not one."""
-    header_path = Path(directory) / CHECKPOINT_FILE
-    if not Path(directory).is_dir():
-        raise CheckpointError(f"{directory} is not a directory")
+    `location` is not one. Without a session `spark`, a local directory only
+    (`spark_storage.directory`)."""
+    files = directory(location, spark)
+    header_path = f"{str(location).rstrip('/')}/{CHECKPOINT_FILE}"
+    if not files.is_dir():
+        raise CheckpointError(f"{location} is not a directory")
+    names = set(files.names())
+    if CHECKPOINT_FILE not in names:
+        raise CheckpointError(f"{location} is not a kafka-mc checkpoint (no {CHECKPOINT_FILE})")
     try:
-        header = json.loads(header_path.read_text())
-    except FileNotFoundError:
-        raise CheckpointError(f"{directory} is not a kafka-mc checkpoint (no {CHECKPOINT_FILE})") from None
+        header = json.loads(files.read_text(CHECKPOINT_FILE))
     except (OSError, ValueError) as error:
         raise CheckpointError(f"{header_path} cannot be read: {error}") from None
     if not isinstance(header, dict) or header.get("format") != CHECKPOINT_FORMAT or "config" not in header:
         raise CheckpointError(f"{header_path} is not a kafka-mc checkpoint of format {CHECKPOINT_FORMAT}")
     depth = -1
-    while _level_meta(Path(directory), depth + 1).exists():
+    while _level_meta(depth + 1) in names:
         depth += 1
     if depth < 0:
-        raise CheckpointError(f"{directory} holds no complete level to resume from")
+        raise CheckpointError(f"{location} holds no complete level to resume from")
     return header, depth
 
 
-def checkpoint_config(directory: Path) -> tuple[Config, bool, bool]:
-    """The replication configuration, symmetry and keep_going a checkpoint was started with."""
+def checkpoint_config(directory: str | Path) -> tuple[Config, bool, bool]:
+    """The replication configuration, symmetry and keep_going a local checkpoint was started with."""
     header, _ = read_checkpoint(directory)
     if header.get("model", ReplicationSystem.name) != ReplicationSystem.name:
         raise CheckpointError(f"{directory} is a checkpoint of the {header['model']} model")
@@ -347,52 +354,13 @@ def run_spark_check(model: Model | Config, properties: Iterable[Property] | None
                          "executors with kernel=False")
     header = _header(model, symmetry, keep_going, kernel)
 
-    totals, start_depth = _Totals(), None
-    if resume is not None:
-        root = Path(resume)
-        saved, last = read_checkpoint(root)
-        # a checkpoint written before the header named its model is of the replication model
-        saved_model = saved.get("model", ReplicationSystem.name)
-        if saved_model != model.name or saved["config"] != header["config"] or saved["symmetry"] != symmetry:
-            raise CheckpointError(f"{root} is a checkpoint of another configuration "
-                                  f"(the {saved_model} model, {saved['config']}, symmetry {saved['symmetry']})")
-        if saved["properties"] != header["properties"]:
-            raise CheckpointError(f"{root} was checked with other properties ({', '.join(saved['properties'])})")
-        if saved["keep_going"] != keep_going:
-            raise CheckpointError(f"{root} was started with keep_going={saved['keep_going']}")
-        if saved["executors"] != header["executors"]:
-            raise CheckpointError(f"{root} was started with the {saved['executors']} executors")
-        totals = _Totals(**json.loads(_level_meta(root, last).read_text()))
-        start_depth = last
-        for stale in root.glob("level-*"):  # a level the interrupted run had not finished
-            number = int(stale.name[6:11])
-            if number > last:
-                shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
-        temporary = False
-    elif checkpoint_dir is not None:
-        root = Path(checkpoint_dir)
-        if root.exists() and any(root.iterdir()):
-            if (root / CHECKPOINT_FILE).exists():
-                raise CheckpointError(f"{root} already holds a kafka-mc checkpoint: resume it, or choose another "
-                                      "directory")
-            raise CheckpointError(f"{root} is not empty")
-        root.mkdir(parents=True, exist_ok=True)
-        temporary = False
-    else:
-        root = Path(tempfile.mkdtemp(prefix="kafka-mc-spark-"))
-        temporary = True
-    root = root.absolute()
-    if resume is None:
-        (root / CHECKPOINT_FILE).write_text(json.dumps(header, indent=1))
-
     own_session = spark is None
     if own_session:
         spark = session(master, partitions)
-    ship(spark.sparkContext)
-    count = partitions or spark.sparkContext.defaultParallelism
-    spark.conf.set("spark.sql.shuffle.partitions", str(count))
-    run = SparkRun(master=spark.sparkContext.master, executors=_executors(spark), partitions=count,
-                   checkpoint_dir=str(root), resumed_from_depth=start_depth, kernel=kernel)
+    location = resume if resume is not None else checkpoint_dir
+    temporary = location is None
+    if location is None:
+        location = tempfile.mkdtemp(prefix="kafka-mc-spark-")
     context = spark.sparkContext
 
     def cancel() -> None:  # at Ctrl-C: the running job fails at once, the session is then stopped in order
@@ -408,7 +376,7 @@ def run_spark_check(model: Model | Config, properties: Iterable[Property] | None
 
         threading.Thread(target=quietly, daemon=True).start()
 
-    reached = start_depth or 0  # the last level committed
+    reached = 0  # the last level committed
 
     def committed(depth: int) -> None:
         nonlocal reached
@@ -419,9 +387,17 @@ def run_spark_check(model: Model | Config, properties: Iterable[Property] | None
             level_hook(depth)
 
     try:
+        files = HadoopDirectory(spark, location)
+        totals, start_depth = _open_checkpoint(files, location, header, spark, resumed=resume is not None)
+        reached = start_depth or 0
+        ship(context)
+        count = partitions or context.defaultParallelism
+        spark.conf.set("spark.sql.shuffle.partitions", str(count))
+        run = SparkRun(master=context.master, executors=_executors(spark), partitions=count,
+                       checkpoint_dir=files.uri, resumed_from_depth=start_depth, kernel=kernel)
         with deferred_interrupts(cancel) as interrupt:
             try:
-                engine = _Engine(spark, model, symmetry, keep_going, count, root, kernel)
+                engine = _Engine(spark, model, symmetry, keep_going, count, files, kernel)
                 result = engine.run(totals, start_depth, budget, progress, run, committed)
             except Exception:
                 if interrupt.arrived:
@@ -432,17 +408,56 @@ def run_spark_check(model: Model | Config, properties: Iterable[Property] | None
     finally:
         if 'engine' in locals():
             engine.release()
+        if temporary and 'files' in locals():
+            with contextlib.suppress(StorageError):
+                files.delete()
         if own_session:
             spark.stop()
-        if temporary:
-            shutil.rmtree(root, ignore_errors=True)
+
+
+def _open_checkpoint(files: HadoopDirectory, location: str | Path, header: dict, spark,
+                     resumed: bool) -> tuple[_Totals, int | None]:
+    """Open the checkpoint directory: resumed, where it must be one of this run (its totals and last
+    complete level, then levels past that one removed), or new, where it must be empty (its header
+    written)."""
+    if resumed:
+        saved, last = read_checkpoint(location, spark)
+        # a checkpoint written before the header named its model is of the replication model
+        saved_model = saved.get("model", ReplicationSystem.name)
+        if saved_model != header["model"] or saved["config"] != header["config"] or \
+                saved["symmetry"] != header["symmetry"]:
+            raise CheckpointError(f"{location} is a checkpoint of another configuration "
+                                  f"(the {saved_model} model, {saved['config']}, symmetry {saved['symmetry']})")
+        if saved["properties"] != header["properties"]:
+            raise CheckpointError(f"{location} was checked with other properties ({', '.join(saved['properties'])})")
+        if saved["keep_going"] != header["keep_going"]:
+            raise CheckpointError(f"{location} was started with keep_going={saved['keep_going']}")
+        if saved["executors"] != header["executors"]:
+            raise CheckpointError(f"{location} was started with the {saved['executors']} executors")
+        for name in files.names():  # a level the interrupted run had not finished
+            if name.startswith("level-") and int(name[6:11]) > last:
+                files.delete(name)
+        return _Totals(**json.loads(files.read_text(_level_meta(last)))), last
+    if files.exists():
+        if not files.is_dir():
+            raise CheckpointError(f"{location} is not a directory")
+        names = files.names()
+        if CHECKPOINT_FILE in names:
+            raise CheckpointError(f"{location} already holds a kafka-mc checkpoint: resume it, or choose another "
+                                  "directory")
+        if names:
+            raise CheckpointError(f"{location} is not empty")
+    files.mkdirs()
+    files.write_text(CHECKPOINT_FILE, json.dumps(header, indent=1))
+    return _Totals(), None
 
 
 class _Engine:
-    def __init__(self, spark, model: Model, symmetry: bool, keep_going: bool, count: int, root: Path, kernel: bool):
+    def __init__(self, spark, model: Model, symmetry: bool, keep_going: bool, count: int, files: HadoopDirectory,
+                 kernel: bool):
         self.spark, self.model, self.kernel = spark, model, kernel
         self.config, self.properties, self.encoded = model.config, model.properties, capabilities(model)
-        self.symmetry, self.keep_going, self.count, self.root = symmetry, keep_going, count, root
+        self.symmetry, self.keep_going, self.count, self.files = symmetry, keep_going, count, files
         self.invariants = {p.name for p in model.properties if p.kind == ALWAYS}
         self.state_props = tuple(p for p in model.properties if not p.on_step)
         self.step_props = tuple(p for p in model.properties if p.on_step)
@@ -467,7 +482,7 @@ class _Engine:
         """A level's Parquet: its states or (`states` false) every row, the level's statistics too
         (rows with a negative slot: -1 carries the count of generated successors in `key`, -2-i
         the least key and parent of an edge where step witness i holds)."""
-        frame = self.spark.read.schema(self.level_schema).parquet(str(_level_dir(self.root, depth)))
+        frame = self.spark.read.schema(self.level_schema).parquet(self.files.uri_at(_level_dir(depth)))
         return frame.where("slot >= 0") if states else frame
 
     def _remember(self, depth: int) -> None:
@@ -481,7 +496,7 @@ class _Engine:
         while self.visited and self.visited[-1][1] - self.visited[-1][0] == depth - first:
             first, _, merged = self.visited.pop()
             merged.unpersist()
-        paths = [str(_level_dir(self.root, level)) for level in range(first, depth + 1)]
+        paths = [self.files.uri_at(_level_dir(level)) for level in range(first, depth + 1)]
         frame = (self.spark.read.schema(self.level_schema).parquet(*paths).where("slot >= 0").select("owner", "fp")
                  .repartition(self.count, "owner").sortWithinPartitions("owner", "fp"))
         self.visited.append((first, depth, frame.persist(StorageLevel.MEMORY_AND_DISK)))
@@ -496,7 +511,7 @@ class _Engine:
         return self.spark.createDataFrame(rows, self.level_schema, verifySchema=False)
 
     def _write(self, frame, depth: int) -> None:
-        frame.write.mode("overwrite").parquet(str(_level_dir(self.root, depth)))
+        frame.write.mode("overwrite").parquet(self.files.uri_at(_level_dir(depth)))
 
     def _level_summary(self, depth: int) -> tuple[int, int, dict[str, dict]]:
         """From a written level, in one read: its count of states, the successors generated to
@@ -607,7 +622,7 @@ class _Engine:
             self.seed(totals)
             level_number = 0
             totals.seconds = time.perf_counter() - started
-            _level_meta(self.root, 0).write_text(json.dumps(totals.to_json()))
+            self.files.write_text(_level_meta(0), json.dumps(totals.to_json()))
             if level_hook:
                 level_hook(0)
         else:
@@ -630,7 +645,7 @@ class _Engine:
             for name, entry in sorted(level_found.items()):
                 found.setdefault(name, entry)
             totals.seconds = time.perf_counter() - started
-            _level_meta(self.root, level_number).write_text(json.dumps(totals.to_json()))
+            self.files.write_text(_level_meta(level_number), json.dumps(totals.to_json()))
             run.level_seconds.append(time.perf_counter() - level_started)
             self._remember(level_number)
             if progress:

@@ -157,10 +157,12 @@ def check_command(
                                                help="With --engine spark: the Spark master (default local[*])."),
     spark_partitions: Optional[str] = typer.Option(None, "--spark-partitions", metavar="N",
                                                    help="With --engine spark: partitions of the state space."),
-    checkpoint_dir: Optional[Path] = typer.Option(None, "--checkpoint-dir", metavar="DIR",
-                                                  help="With --engine spark: keep every BFS level here."),
-    resume: Optional[Path] = typer.Option(None, "--resume", metavar="DIR",
-                                          help="With --engine spark: finish the interrupted run checkpointed in DIR."),
+    # str, not Path: a URI's `//` must reach Hadoop as given (Path("hdfs://nn/x") is hdfs:/nn/x)
+    checkpoint_dir: Optional[str] = typer.Option(None, "--checkpoint-dir", metavar="DIR",
+                                                 help="With --engine spark: keep every BFS level here (a path, "
+                                                      "or a URI: hdfs://, s3a://, file://)."),
+    resume: Optional[str] = typer.Option(None, "--resume", metavar="DIR",
+                                         help="With --engine spark: finish the interrupted run checkpointed in DIR."),
 ) -> None:
     """Explore every reachable state of one configuration (or, with --engine z3, every behaviour up
     to a depth) and check the properties."""

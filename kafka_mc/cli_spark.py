@@ -26,7 +26,7 @@ SPARK_FLAGS = ("--spark-master", "--spark-partitions", "--checkpoint-dir", "--re
 
 
 def spark_options_given(spark_master: Optional[str], spark_partitions: Optional[str],
-                        checkpoint_dir: Optional[Path], resume: Optional[Path]) -> list[str]:
+                        checkpoint_dir: Optional[str], resume: Optional[str]) -> list[str]:
     """The Spark options the user set, by flag."""
     given = (spark_master is not None, spark_partitions is not None, checkpoint_dir is not None, resume is not None)
     return [flag for flag, is_given in zip(SPARK_FLAGS, given) if is_given]
@@ -52,38 +52,44 @@ def spark_system_search(spark_master: Optional[str], spark_partitions: Optional[
 
 
 def run_spark(config: Config, *, keep_going: bool, symmetry: bool, budget: Budget, quiet: bool,
-              spark_master: Optional[str], spark_partitions: Optional[str], checkpoint_dir: Optional[Path],
-              resume: Optional[Path], output_format: OutputFormat,
+              spark_master: Optional[str], spark_partitions: Optional[str], checkpoint_dir: Optional[str],
+              resume: Optional[str], output_format: OutputFormat,
               out: Optional[Path]) -> None:
     """Check `config` on Spark, print the result as `check` does (JSON adds master, executors,
-    partitions), and leave with the verdict's exit code."""
+    partitions), and leave with the verdict's exit code. `checkpoint_dir` and `resume` are local
+    paths or URIs (`hdfs://`, `s3a://`, `file://`): a local one is checked here, before Spark
+    starts; another by the engine, once its session is up."""
     # deferred: the Spark engine (numpy, ~80 ms; pyspark when the job starts) loads for --engine spark only
     from kafka_mc.checker.spark import CheckpointError, checkpoint_config, run_spark_check
+    from kafka_mc.checker.spark_storage import StorageError, local_path, uri_of
 
     partitions = number("--spark-partitions", spark_partitions, positive=True)
     master = spark_master_url(spark_master)
     if resume is not None:
-        if checkpoint_dir is not None and Path(checkpoint_dir).absolute() != Path(resume).absolute():
+        if checkpoint_dir is not None and uri_of(checkpoint_dir) != uri_of(resume):
             raise Exit(exitcodes.BAD_INPUT, "--resume DIR continues in DIR: do not give another --checkpoint-dir")
-        try:
-            saved, saved_symmetry, saved_keep_going = checkpoint_config(resume)
-        except CheckpointError as error:
-            raise Exit(exitcodes.BAD_INPUT, f"--resume: {error}") from None
-        if (saved, saved_symmetry, saved_keep_going) != (config, symmetry, keep_going):
-            raise Exit(exitcodes.BAD_INPUT, f"--resume: {resume} is a checkpoint of another run "
-                                            f"({saved.to_dict()}, symmetry={saved_symmetry}, "
-                                            f"keep_going={saved_keep_going}); give the same options")
+        if local_path(resume) is not None:
+            try:
+                saved, saved_symmetry, saved_keep_going = checkpoint_config(resume)
+            except CheckpointError as error:
+                raise Exit(exitcodes.BAD_INPUT, f"--resume: {error}") from None
+            if (saved, saved_symmetry, saved_keep_going) != (config, symmetry, keep_going):
+                raise Exit(exitcodes.BAD_INPUT, f"--resume: {resume} is a checkpoint of another run "
+                                                f"({saved.to_dict()}, symmetry={saved_symmetry}, "
+                                                f"keep_going={saved_keep_going}); give the same options")
     elif checkpoint_dir is not None:
-        out_dir(checkpoint_dir, "--checkpoint-dir")  # a folder that can be written, and empty: nothing is replaced
-        if checkpoint_dir.exists() and any(checkpoint_dir.iterdir()):
-            raise Exit(exitcodes.BAD_INPUT, f"--checkpoint-dir {checkpoint_dir} exists and is not an empty directory "
-                                            "(to continue a run, give --resume)")
+        local = local_path(checkpoint_dir)
+        if local is not None:
+            out_dir(local, "--checkpoint-dir")  # a folder that can be written, and empty: nothing is replaced
+            if local.exists() and any(local.iterdir()):
+                raise Exit(exitcodes.BAD_INPUT, f"--checkpoint-dir {checkpoint_dir} exists and is not an empty "
+                                                "directory (to continue a run, give --resume)")
     reporter = ProgressReporter(enabled=not quiet)
     try:
         result, run = run_spark_check(config, keep_going=keep_going, symmetry=symmetry, master=master,
                                       partitions=partitions, checkpoint_dir=checkpoint_dir, resume=resume,
                                       budget=budget, progress=lambda p: reporter.note(reporter.describe(p)))
-    except CheckpointError as error:
+    except (CheckpointError, StorageError) as error:
         raise Exit(exitcodes.BAD_INPUT, f"--resume/--checkpoint-dir: {error}") from None
     finally:
         reporter.close()
@@ -91,7 +97,7 @@ def run_spark(config: Config, *, keep_going: bool, symmetry: bool, budget: Budge
     if output_format.value == "json":
         view = result_view(result)
         view.update(master=run.master, executors=run.executors, partitions=run.partitions,
-                    checkpoint_dir=str(checkpoint_dir or resume) if (checkpoint_dir or resume) else None,
+                    checkpoint_dir=checkpoint_dir or resume,
                     resumed_from_depth=run.resumed_from_depth, reports=[str(path) for path in written])
         print(json.dumps(view, indent=2))
     else:
