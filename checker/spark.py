@@ -69,6 +69,7 @@ from kafka_mc.model import Config
 from kafka_mc.model.interface import Model, capabilities, next_state
 from kafka_mc.model.symmetry import canonical
 from kafka_mc.properties import ALWAYS, Property
+from kafka_mc.properties.user import UserPropertyError
 
 from .bfs import Budget, Progress, path_trace, search_result, stop_reason
 from .interrupts import Interrupted, deferred_interrupts
@@ -97,6 +98,16 @@ def _identity(state):
     return state
 
 
+def _holds(prop: Property, *arguments) -> bool:
+    """Whether `prop` holds; a user's property that raises (`UserPropertyError`) counts as failing
+    here, so the run stops with a trace to where it raised: the driver evaluates the property again
+    along that trace and reports its error (`kafka_mc/cli_spark.py`), as the local engines do."""
+    try:
+        return prop.holds(*arguments)
+    except UserPropertyError:
+        return False
+
+
 def _expander(model: Model, symmetry: bool, step_props: tuple[Property, ...]):
     """mapPartitions over a frontier (rows: fp, state): every successor once per partition with
     its least edge key, how many times it was generated, and for each step property the least key
@@ -113,7 +124,7 @@ def _expander(model: Model, symmetry: bool, step_props: tuple[Property, ...]):
         for parent_fp, blob in rows:
             state = unpack(blob)
             for slot, action, following in successors(state):
-                held = [p.holds(state, action, following) != (p.kind == ALWAYS) for p in step_props] if steps else ()
+                held = [_holds(p, state, action, following) != (p.kind == ALWAYS) for p in step_props] if steps else ()
                 following = represent(following)
                 fp = fingerprint(following)
                 key = edge_key(parent_fp, slot)
@@ -147,7 +158,7 @@ def _checker(model: Model, properties: tuple[Property, ...], bits: dict[str, int
             state = unpack(blob)
             mask = 0
             for bit, prop in state_props:
-                if (not prop.holds(state)) if prop.kind == ALWAYS else prop.holds(state):
+                if _holds(prop, state) != (prop.kind == ALWAYS):
                     mask |= bit
             yield owner, fp, key, parent, slot, blob, mask
 

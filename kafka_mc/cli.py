@@ -98,7 +98,7 @@ CHECK_ENGINE_FLAGS: dict[Engine, frozenset[str]] = {
     Engine.kernel: _EXPLICIT,
     Engine.python: _EXPLICIT | {"--property"},  # and its former name, bfs; a user's property is Python
     Engine.z3: frozenset({"--depth", "--write-tla"}),
-    Engine.spark: frozenset({"--symmetry", "--max-states", "--write-tla", *cli_spark.SPARK_FLAGS}),
+    Engine.spark: frozenset({"--symmetry", "--max-states", "--write-tla", "--property", *cli_spark.SPARK_FLAGS}),
 }
 # with --controller-failures: the control-plane search over the replication model with failover
 FAILOVER_FLAGS = frozenset({"--max-states", "--recoverability"})
@@ -203,8 +203,9 @@ def check_command(
         written = write_violation_reports(result, out) if out else []
         print_result(result, None, output_format, written)
         raise typer.Exit(verdict_code(result))
+    chosen = load_properties(user_properties) or PROPERTIES
     if engine is Engine.spark:
-        cli_spark.run_spark(config, keep_going=keep_going, symmetry=symmetry, budget=budget, quiet=quiet,
+        cli_spark.run_spark(config, chosen, keep_going=keep_going, symmetry=symmetry, budget=budget, quiet=quiet,
                             spark_master=spark_master, spark_partitions=spark_partitions,
                             checkpoint_dir=checkpoint_dir, resume=resume, output_format=output_format, out=out)
     explore: Callable[..., CheckResult] = check
@@ -212,7 +213,6 @@ def check_command(
         from kafka_mc.checker.kernel import kernel_check  # deferred: numba (~0.5 s), for the kernel only
 
         explore = kernel_check
-    chosen = load_properties(user_properties) or PROPERTIES
     reporter = ProgressReporter(enabled=not quiet)
     try:
         result = explore(config, chosen, keep_going=keep_going, symmetry=symmetry, workers=worker_count,

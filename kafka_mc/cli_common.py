@@ -298,7 +298,7 @@ PropertyOption = Annotated[Optional[list[str]], typer.Option(
     "--property", metavar="FILE:NAME",
     help="Check this property instead of kafka-mc's own: the function NAME in the Python file FILE, of a "
          "state or of (state, action, next_state), that returns False or fails an assert where it does not "
-         "hold (a function made a test with kafka_mc's @always works too). Repeatable; --engine python.")]
+         "hold (a function made a test with kafka_mc's @always works too). Repeatable; --engine python or spark.")]
 
 
 def load_properties(specs: Optional[list[str]]) -> tuple[Property, ...]:

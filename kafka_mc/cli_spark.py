@@ -17,6 +17,8 @@ from kafka_mc.cli_common import (Exit, OutputFormat, number, out_dir, print_resu
                                  write_violation_reports)
 from kafka_mc.counterexamples.views import result_view
 from kafka_mc.model import Config
+from kafka_mc.properties import Property
+from kafka_mc.properties.user import UserPropertyError
 from kafka_mc.progress import ProgressReporter
 
 # the master URLs Spark accepts (SparkSubmit: yarn, or spark://, k8s://, local...)
@@ -51,11 +53,13 @@ def spark_system_search(spark_master: Optional[str], spark_partitions: Optional[
                    partitions=number("--spark-partitions", spark_partitions, positive=True))
 
 
-def run_spark(config: Config, *, keep_going: bool, symmetry: bool, budget: Budget, quiet: bool,
+def run_spark(config: Config, properties: tuple[Property, ...], *, keep_going: bool, symmetry: bool, budget: Budget,
+              quiet: bool,
               spark_master: Optional[str], spark_partitions: Optional[str], checkpoint_dir: Optional[str],
               resume: Optional[str], output_format: OutputFormat,
               out: Optional[Path]) -> None:
-    """Check `config` on Spark, print the result as `check` does (JSON adds master, executors,
+    """Check `config` for `properties` on Spark (a user's own run on the executors' Python, kafka-mc's
+    on the compiled kernel), print the result as `check` does (JSON adds master, executors,
     partitions), and leave with the verdict's exit code. `checkpoint_dir` and `resume` are local
     paths or URIs (`hdfs://`, `s3a://`, `file://`): a local one is checked here, before Spark
     starts; another by the engine, once its session is up."""
@@ -86,13 +90,22 @@ def run_spark(config: Config, *, keep_going: bool, symmetry: bool, budget: Budge
                                                 "directory (to continue a run, give --resume)")
     reporter = ProgressReporter(enabled=not quiet)
     try:
-        result, run = run_spark_check(config, keep_going=keep_going, symmetry=symmetry, master=master,
+        result, run = run_spark_check(config, properties, keep_going=keep_going, symmetry=symmetry, master=master,
                                       partitions=partitions, checkpoint_dir=checkpoint_dir, resume=resume,
                                       budget=budget, progress=lambda p: reporter.note(reporter.describe(p)))
     except (CheckpointError, StorageError) as error:
         raise Exit(exitcodes.BAD_INPUT, f"--resume/--checkpoint-dir: {error}") from None
     finally:
         reporter.close()
+    checked = {prop.name: prop for prop in properties}
+    try:  # a user's property that raised on an executor was counted failing there: it raises here again
+        for violation in result.violations:
+            before = None
+            for action, state in violation.trace.steps():
+                checked[violation.invariant].check(before, action, state)
+                before = state
+    except UserPropertyError as error:
+        raise Exit(exitcodes.BAD_SPEC, f"--property: {error}") from None
     written = write_violation_reports(result, out) if out else []
     if output_format.value == "json":
         view = result_view(result)

@@ -344,7 +344,7 @@ def test_check_takes_a_users_property_from_a_file(capsys, tmp_path):
 
 @pytest.mark.parametrize("argv, code, message", [
     (["--property", "{props}:leader_never_b"], exitcodes.BAD_INPUT, "--property: not with --engine kernel "
-                                                                    "(only with --engine python)"),
+                                                                    "(only with --engine python or spark)"),
     (["--engine", "python", "--property", "{props}:broken"], exitcodes.BAD_SPEC,
      "property broken raised AttributeError"),
     (["--engine", "python", "--property", "{props}:two"], exitcodes.BAD_SPEC, "not 2 parameters"),
