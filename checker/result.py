@@ -4,7 +4,7 @@ what a scenario's replay returns (`Replay`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol
+from typing import Any, Iterable, Mapping, Protocol
 
 from kafka_mc.model import Action, Config, State
 from kafka_mc.model.interface import ALWAYS, next_state
@@ -78,15 +78,20 @@ class Trace(_Steps):
             states.append(following)
         return states
 
-    def broken(self) -> list[tuple[str, ...]]:
-        """For each step, the model's invariants that fail there (a step invariant: on the step into it)."""
-        invariants = [p for p in self.model.properties if p.kind == ALWAYS]
+    def checked_steps(self, properties: Iterable[Any] | None = None) -> list[tuple[Any, Any, tuple[str, ...]]]:
+        """`steps()`, each with the invariants of `properties` (the model's own unless given) that fail
+        there (a step invariant: on the step into it), from one replay."""
+        invariants = [p for p in (self.model.properties if properties is None else properties) if p.kind == ALWAYS]
         before = None
-        broken = []
+        checked = []
         for action, state in self.steps():
-            broken.append(tuple(p.name for p in invariants if not p.check(before, action, state)))
+            checked.append((action, state, tuple(p.name for p in invariants if not p.check(before, action, state))))
             before = state
-        return broken
+        return checked
+
+    def broken(self, properties: Iterable[Any] | None = None) -> list[tuple[str, ...]]:
+        """For each step, the invariants that fail there (`checked_steps`)."""
+        return [names for _, _, names in self.checked_steps(properties)]
 
 
 @dataclass(frozen=True)

@@ -320,7 +320,7 @@ def replay(scenario: Scenario) -> Replay:
     ReplayError names the first step that is not enabled."""
     model = scenario.trace.model
     result = Replay(scenario)
-    for number, ((action, state), broken) in enumerate(zip(scenario.trace.steps(), scenario.trace.broken())):
+    for number, (action, state, broken) in enumerate(scenario.trace.checked_steps()):
         due = [checkpoint for checkpoint in scenario.checkpoints if checkpoint.after == number]
         mismatches = sum((_compare(c, checkpoint_values(model, state)) for c in due), ()) if due else ()
         result.steps.append(ReplayStep(number, "Init" if action is None else str(action), state, broken, mismatches))

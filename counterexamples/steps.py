@@ -49,7 +49,7 @@ def trace_steps(trace: Trace) -> list[Step]:
     """Every step of the trace with its failing invariants and its changes."""
     steps: list[Step] = []
     before: State | None = None
-    for number, ((action, state), broken) in enumerate(zip(trace.steps(), trace.broken())):
+    for number, (action, state, broken) in enumerate(trace.checked_steps()):
         changes = () if before is None else tuple(state_changes(before, state))
         steps.append(Step(number, action, before, state, broken, changes))
         before = state

@@ -17,12 +17,13 @@ def trace_text(trace: Trace, invariant: str | tuple[str, ...] | None) -> str:
     violates (each a shortest violation, so they break first in its last state); the first state
     where they fail carries a comment."""
     names = (invariant,) if isinstance(invariant, str) else tuple(invariant or ())
-    broken = trace.broken()
-    breaking = next((number for number, failing in enumerate(broken) if names[0] in failing), None) if names else None
+    checked = trace.checked_steps()
+    breaking = next((number for number, (*_, failing) in enumerate(checked) if names[0] in failing), None) \
+        if names else None
     lines = [f"Error: Invariant {name} is violated." for name in names]
     if names:
         lines.append("Error: The behavior up to this point is:")
-    for number, (action, state) in enumerate(trace.steps()):
+    for number, (action, state, _) in enumerate(checked):
         predicate = "Initial predicate" if action is None else str(action)
         lines.append(f"State {number + 1}: <{predicate}>")
         if number == breaking:

@@ -97,13 +97,9 @@ def run_spark(config: Config, properties: tuple[Property, ...], *, keep_going: b
         raise Exit(exitcodes.BAD_INPUT, f"--resume/--checkpoint-dir: {error}") from None
     finally:
         reporter.close()
-    checked = {prop.name: prop for prop in properties}
     try:  # a user's property that raised on an executor was counted failing there: it raises here again
         for violation in result.violations:
-            before = None
-            for action, state in violation.trace.steps():
-                checked[violation.invariant].check(before, action, state)
-                before = state
+            violation.trace.broken(properties)
     except UserPropertyError as error:
         raise Exit(exitcodes.BAD_SPEC, f"--property: {error}") from None
     written = write_violation_reports(result, out) if out else []
