@@ -6,15 +6,22 @@ write is replaced). The Markdown and HTML of the replication model draw logs, HW
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from kafka_mc.checker.result import Trace
 from kafka_mc.checker.scenario import Scenario
 
 from .files import write_files
 from .html import trace_html
-from .itf import itf_text, itf_to_trace
+from .itf import (
+    SettingError,
+    itf_text,
+    itf_to_trace,
+    twin_itf_to_trace,
+    written_by_kafka_mc,
+)
 from .markdown import trace_markdown
 from .scenario_file import scenario_toml
 from .tables import table_html, table_markdown
@@ -54,20 +61,32 @@ def read_itf_file(path: Path) -> Trace:
     return read_itf_scenario(path).trace
 
 
-def read_itf_scenario(path: Path) -> Scenario:
+def read_itf_scenario(path: Path, settings: Mapping[str, Any] | None = None) -> Scenario:
     """An ITF file written by kafka-mc as a scenario to replay: its trace, expected to break the
-    invariant the file records (others may break too); ValueError naming the file if it is not one."""
+    invariant the file records (others may break too); ValueError naming the file if it is not one.
+    A file without kafka-mc's #meta is read as a trace of the TLA+ twin (`itf.twin_itf_to_trace`),
+    under `settings` (Config fields) and what it infers; SettingError naming the file and the option
+    for a setting missing, contradicted, or given for a file whose #meta has its configuration."""
+    note = ""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-        trace = itf_to_trace(data)
+        if written_by_kafka_mc(data):
+            trace = itf_to_trace(data, settings)
+        else:
+            trace, note = twin_itf_to_trace(data, settings or {})
+    except SettingError as error:
+        raise SettingError(f"{path}: {error}") from None
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from error
     except RecursionError:
         raise ValueError(f"{path}: cannot be read: values nested too deeply") from None
     except OSError as error:
         raise ValueError(f"{path}: cannot be read ({error.strerror or error})") from None
-    invariant = data["#meta"].get("invariant")
+    meta = data.get("#meta")
+    invariant = meta.get("invariant") if isinstance(meta, dict) else None
     expected = (invariant,) if isinstance(invariant, str) else ()
     title = f"{Path(path).name}: {invariant} violated" if expected else Path(path).name
+    if note:
+        title += f" (a trace of the TLA+ twin; {note})"
     return Scenario(path=Path(path), title=title, source=str(path), description="", trace=trace, checkpoints=(),
                     expected_violations=expected, exhaustive_violations=None, strict=False)

@@ -39,6 +39,7 @@ from kafka_mc.cli_common import (
     UncleanOption,
     config_errors,
     counts,
+    flag_of,
     load_plugins,
     load_properties,
     network_failure_bound,
@@ -62,12 +63,14 @@ from kafka_mc.control.failover import FailoverConfig, FailoverModel
 from kafka_mc.counterexamples import catalogue
 from kafka_mc.counterexamples.dot import dot_text
 from kafka_mc.counterexamples.files import OutputError, ReportConflict, write_files
+from kafka_mc.counterexamples.itf import SettingError
 from kafka_mc.counterexamples.reports import read_itf_scenario, write_reports
 from kafka_mc.counterexamples.summary import replay_text
 from kafka_mc.model import PROTOCOLS, Config
 from kafka_mc.model.values import plain_values
 from kafka_mc.progress import ProgressReporter
 from kafka_mc.properties import PROPERTIES
+from kafka_mc.properties.lowering import NotLowered
 from kafka_mc.properties.user import UserPropertyError
 from kafka_mc.reproduce import SUMMARY_HEADERS, reproduce, summary_rows
 
@@ -81,6 +84,7 @@ class Engine(str, Enum):
     bfs = "bfs"  # the explicit engine's name before the kernel became the default: `python`
     z3 = "z3"
     spark = "spark"
+    gpu = "gpu"
 
 
 class MatrixEngine(str, Enum):
@@ -95,10 +99,11 @@ class MatrixEngine(str, Enum):
 _EXPLICIT = frozenset({"--workers", "--symmetry", "--max-states", "--dump-dot", "--recoverability", "--write-tla",
                        "--coverage", "--explore"})
 CHECK_ENGINE_FLAGS: dict[Engine, frozenset[str]] = {
-    Engine.kernel: _EXPLICIT,
-    Engine.python: _EXPLICIT | {"--property"},  # and its former name, bfs; a user's property is Python
-    Engine.z3: frozenset({"--depth", "--write-tla"}),
+    Engine.kernel: _EXPLICIT | {"--property"},  # a user's property lowered (properties/lowering.py)
+    Engine.python: _EXPLICIT | {"--property"},  # and its former name, bfs
+    Engine.z3: frozenset({"--depth", "--write-tla", "--property"}),
     Engine.spark: frozenset({"--symmetry", "--max-states", "--write-tla", "--property", *cli_spark.SPARK_FLAGS}),
+    Engine.gpu: _EXPLICIT - {"--workers", "--symmetry"},  # checker/gpu: the GPU's threads, no symmetry reduction
 }
 # with --controller-failures: the control-plane search over the replication model with failover
 FAILOVER_FLAGS = frozenset({"--max-states", "--recoverability"})
@@ -149,7 +154,8 @@ def check_command(
     engine: Engine = typer.Option(Engine.kernel, "--engine",
                                   help="kernel: explore every reachable state, compiled (numba); python (or bfs): "
                                        "the same in Python, the reference; z3: bounded model checking to --depth; "
-                                       "spark: the exploration on a Spark cluster."),
+                                       "spark: the exploration on a Spark cluster; gpu: the kernel's search on "
+                                       "an NVIDIA GPU (numba-cuda)."),
     depth: Optional[str] = typer.Option(None, metavar="K",
                                         help=f"With --engine z3: search behaviours of up to K steps (default {DEFAULT_DEPTH})."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress on stderr."),
@@ -198,12 +204,13 @@ def check_command(
     refuse_unusable(f"--engine {engine.value}", takes, given, {e.value: flags for e, flags in CHECK_ENGINE_FLAGS.items()})
     if write_tla is not None:
         _write_tla(config, out_dir(write_tla, "--write-tla"))
+    chosen = load_properties(user_properties) or PROPERTIES
     if engine is Engine.z3:
-        result = _bounded_check(config, depth, keep_going, budget.max_seconds, quiet)
+        result = _bounded_check(config, depth, keep_going, budget.max_seconds, quiet,
+                                chosen if user_properties else None)
         written = write_violation_reports(result, out) if out else []
         print_result(result, None, output_format, written)
         raise typer.Exit(verdict_code(result))
-    chosen = load_properties(user_properties) or PROPERTIES
     if engine is Engine.spark:
         cli_spark.run_spark(config, chosen, keep_going=keep_going, symmetry=symmetry, budget=budget, quiet=quiet,
                             spark_master=spark_master, spark_partitions=spark_partitions,
@@ -213,12 +220,23 @@ def check_command(
         from kafka_mc.checker.kernel import kernel_check  # deferred: numba (~0.5 s), for the kernel only
 
         explore = kernel_check
+    if engine is Engine.gpu:
+        from kafka_mc.checker.gpu import GpuUnavailable, gpu_check, require_gpu  # deferred: numba's CUDA target
+
+        try:
+            require_gpu()
+        except GpuUnavailable as error:
+            raise Exit(exitcodes.BAD_INPUT, str(error)) from None
+        explore = gpu_check
     reporter = ProgressReporter(enabled=not quiet)
     try:
         result = explore(config, chosen, keep_going=keep_going, symmetry=symmetry, workers=worker_count,
                          budget=budget, progress=reporter)
     except UserPropertyError as error:
         raise Exit(exitcodes.BAD_SPEC, f"--property: {error}") from None
+    except NotLowered as error:
+        raise Exit(exitcodes.BAD_SPEC, f"--property: {error} for --engine {engine.value}; the python engine runs "
+                                       "any Python (--engine python)") from None
     finally:
         reporter.close()
     recovery = None
@@ -253,15 +271,21 @@ def _explore(result: CheckResult) -> None:
 
 
 def _bounded_check(config: Config, depth: Optional[str], keep_going: bool, max_seconds: Optional[float],
-                   quiet: bool) -> CheckResult:
-    """Bounded model checking with Z3 to `--depth`, progress per depth on stderr."""
+                   quiet: bool, properties: Optional[tuple] = None) -> CheckResult:
+    """Bounded model checking with Z3 to `--depth` (of the invariants, or of `properties`), progress per
+    depth on stderr."""
     bound = DEFAULT_DEPTH if depth is None else number("--depth", depth)
     if bound < 0:
         raise Exit(exitcodes.BAD_INPUT, f"--depth must be 0 or more, not {depth}")
     reporter = ProgressReporter(enabled=not quiet)
     try:
-        return bounded_check(config, bound, keep_going=keep_going, max_seconds=max_seconds,
+        return bounded_check(config, bound, properties, keep_going=keep_going, max_seconds=max_seconds,
                              progress=lambda report: reporter.note(report.describe()))
+    except UserPropertyError as error:
+        raise Exit(exitcodes.BAD_SPEC, f"--property: {error}") from None
+    except NotLowered as error:
+        raise Exit(exitcodes.BAD_SPEC, f"--property: {error} for --engine z3; the python engine runs any Python "
+                                       "(--engine python)") from None
     except EncodingError as error:
         raise Exit(exitcodes.BAD_INPUT, f"--engine z3: {error}") from None
     except EncodingMismatch as error:
@@ -299,22 +323,50 @@ def _state_before(model, error: ReplayError) -> str:
     return "\nThe state before it:\n" + "\n".join(f"  {name} = {json.dumps(value)}" for name, value in values.items())
 
 
+_TWIN = "For an ITF trace of the TLA+ twin (by another tool): "
+
+
 @app.command("replay")
 def replay_command(
     file: Path = typer.Argument(..., help="A scenario file (TOML) with a configuration and steps, the name "
                                           "of a shipped one (e.g. case-l-hw), or an ITF trace kafka-mc wrote "
-                                          "(NAME.itf.json)."),
+                                          "(NAME.itf.json), or one of the TLA+ twin another tool wrote."),
     out: Optional[Path] = typer.Option(None, help="Also write the report set for the replayed trace here."),
+    protocol: Optional[str] = typer.Option(None, "--protocol", metavar="NAME", help=_TWIN + "its protocol "
+                                           "(needed unless its #meta.source names the variant's module)."),
+    replicas: Optional[str] = typer.Option(None, "--replicas", metavar="N", help=_TWIN + "replicas (inferred)."),
+    messages: Optional[str] = typer.Option(None, "--messages", metavar="N",
+                                           help=_TWIN + "producer writes, at most (default: as many as it has)."),
+    crashes: Optional[str] = typer.Option(None, "--crashes", metavar="N",
+                                          help=_TWIN + "crashes, at most (default: as many as it has)."),
+    elections: Optional[str] = typer.Option(None, "--elections", metavar="N",
+                                            help=_TWIN + "elections, at most (default: as many as it has)."),
+    acks: Optional[str] = typer.Option(None, "--acks", metavar="all|1|0", help=_TWIN + "producer acks (default all)."),
+    min_isr: Optional[str] = typer.Option(None, "--min-isr", metavar="N",
+                                          help=_TWIN + "min.insync.replicas (default 1)."),
+    unclean: bool = typer.Option(False, "--unclean", help=_TWIN + "unclean leader election enabled."),
 ) -> None:
     """Run a documented step sequence, printing a table per step and where invariants break. An ITF
     trace replays through the model (each recorded state must be the one the model gives) and must
-    break the invariant it records."""
+    break the invariant it records. One of the TLA+ twin that another tool wrote (Apalache, Quint:
+    no kafka-mc #meta) replays each of its steps as the model's action that leads there, under the
+    options given and what the trace shows."""
+    given = {"protocol": protocol, "acks": acks, "unclean": unclean or None,
+             **{name: number(flag_of(name), text) for name, text in
+                (("replicas", replicas), ("messages", messages), ("crashes", crashes), ("elections", elections),
+                 ("min_isr", min_isr))}}
+    settings = {name: value for name, value in given.items() if value is not None}
+    if settings and not file.name.endswith(".json"):
+        raise Exit(exitcodes.BAD_INPUT, f"{', '.join(map(flag_of, settings))}: only for an ITF trace without "
+                                        "kafka-mc's #meta (a scenario file gives its configuration)")
     out = out_dir(out)
     try:
-        scenario = read_itf_scenario(file) if file.name.endswith(".json") else load_scenario(file)
+        scenario = read_itf_scenario(file, settings) if file.name.endswith(".json") else load_scenario(file)
         replayed = replay_scenario(scenario)
     except ReplayError as error:
         raise Exit(exitcodes.BAD_SPEC, f"{file}: {error}{_state_before(scenario.trace.model, error)}") from None
+    except SettingError as error:  # an option an ITF trace of the TLA+ twin needs, or contradicts
+        raise Exit(exitcodes.BAD_INPUT, str(error)) from None
     except (ScenarioError, ValueError) as error:  # a scenario, or an ITF trace, that cannot be used
         raise Exit(exitcodes.BAD_SPEC, str(error)) from None
     print(replay_text(replayed))

@@ -298,7 +298,8 @@ PropertyOption = Annotated[Optional[list[str]], typer.Option(
     "--property", metavar="FILE:NAME",
     help="Check this property instead of kafka-mc's own: the function NAME in the Python file FILE, of a "
          "state or of (state, action, next_state), that returns False or fails an assert where it does not "
-         "hold (a function made a test with kafka_mc's @always works too). Repeatable; --engine python or spark.")]
+         "hold (a function made a test with kafka_mc's @always works too). Repeatable. The python and spark "
+         "engines run it as written; the kernel and z3 lower it (docs: Write your own property).")]
 
 
 def load_properties(specs: Optional[list[str]]) -> tuple[Property, ...]:

@@ -48,6 +48,7 @@ from kafka_mc.cli_common import (
     config_errors,
     counts,
     load_plugins,
+    load_properties,
     network_failure_bound,
     number,
     out_dir,
@@ -58,6 +59,7 @@ from kafka_mc.counterexamples.text import trace_text
 from kafka_mc.counterexamples.views import TABLE_HEADERS, isr_text, replica_rows, state_view, trace_view
 from kafka_mc.model import Config
 from kafka_mc.model.config import SIMULATION_COUNT_LIMIT
+from kafka_mc.properties.user import UserPropertyError
 from kafka_mc.model.shape import raised, short_repr
 from kafka_mc.progress import ProgressReporter
 from kafka_mc.model.values import leader_name
@@ -85,9 +87,11 @@ def prove_command(
     no_flush: NoFlushOption = False,
     network_failures: NetworkFailuresOption = "0",
     partitions: DeprecatedNetworkFailuresOption = None,
-    properties: Optional[list[str]] = typer.Option(None, "--property", metavar="NAME",
+    properties: Optional[list[str]] = typer.Option(None, "--property", metavar="NAME|FILE:NAME",
                                                    help="A property to prove (repeatable; default "
-                                                        "NoCommittedDataLoss and NoLogDivergence)."),
+                                                        "NoCommittedDataLoss and NoLogDivergence): a shipped "
+                                                        "invariant, or your own state invariant, the function NAME "
+                                                        "in the Python file FILE (lowered to Z3; --method lemmas)."),
     method: str = typer.Option("lemmas", metavar="lemmas|spacer",
                                help="lemmas: the strengthening lemmas; spacer: Z3's Spacer looks for an invariant."),
     k: str = typer.Option("1", "--k", metavar="N",
@@ -124,11 +128,15 @@ def prove_command(
         raise Exit(exitcodes.BAD_INPUT, f"--format must be one of {', '.join(formats)}, not {output_format!r}")
     if method not in METHODS:
         raise Exit(exitcodes.BAD_INPUT, f"--method must be one of {', '.join(METHODS)}, not {method!r}")
-    chosen = list(properties or DEFAULT_PROPERTIES)
-    for name in chosen:
-        if name not in SYMBOLIC_INVARIANTS:
-            raise Exit(exitcodes.BAD_INPUT,
-                       f"--property {name!r} is unknown; allowed: {', '.join(SYMBOLIC_INVARIANTS)}")
+    chosen: list = []
+    for name in properties or DEFAULT_PROPERTIES:
+        if ":" in name:
+            chosen += load_properties([name])
+        elif name not in SYMBOLIC_INVARIANTS:
+            raise Exit(exitcodes.BAD_INPUT, f"--property {name!r} is unknown; allowed: "
+                                            f"{', '.join(SYMBOLIC_INVARIANTS)}, or FILE:NAME for your own")
+        else:
+            chosen.append(name)
     depth = number("--k", k, positive=True)
     search_depth = number("--bmc-depth", bmc_depth)
     budget = number("--max-seconds", max_seconds, float, positive=True)
@@ -182,6 +190,8 @@ def prove_command(
         raise Exit(exitcodes.INTERNAL, f"internal error: shipped {error}") from None
     except EncodingError as error:
         raise Exit(exitcodes.BAD_INPUT, f"prove: {error}") from None
+    except UserPropertyError as error:
+        raise Exit(exitcodes.BAD_SPEC, f"--property: {error}") from None
     except EncodingMismatch as error:
         raise Exit(exitcodes.INTERNAL, f"internal error: the Z3 encoding disagrees with the model: {error}") from None
     except ValueError as error:  # a lemma that builds no formula, a bad property

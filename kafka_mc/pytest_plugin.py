@@ -11,10 +11,13 @@ turns it into a test,
 
 or check it from any test through the `kafka_mc` fixture: `kafka_mc.check(config, predicate)`.
 
-Engines: `bfs` explores every reachable state (the shortest counterexample); `hypothesis` runs the
-model's RuleBasedStateMachine (`checker.machine`) and shrinks what it finds; `auto` (the default)
-explores exhaustively when the configuration is within `check`'s bounds and its states number at
-most AUTO_MAX_STATES, and hands larger ones to Hypothesis. On failure the assertion message holds
+Engines: `kernel` explores every reachable state with the compiled kernel, the property lowered
+(`properties.lowering`: written once in Python, evaluated compiled); `bfs` explores every reachable
+state in Python, running the property as written; both give the shortest counterexample.
+`hypothesis` runs the model's RuleBasedStateMachine (`checker.machine`) and shrinks what it finds.
+`auto` (the default), within `check`'s bounds: the kernel up to AUTO_KERNEL_MAX_STATES states, or,
+for a property that does not lower, the Python engine up to AUTO_MAX_STATES; larger ones go to
+Hypothesis. On failure the assertion message holds
 the trace as a step table, the report files written (ITF, text, Markdown, HTML) and how to
 reproduce it.
 
@@ -39,10 +42,12 @@ from tabulate import tabulate
 from kafka_mc.model import Config
 from kafka_mc.model.config import CHECK_COUNT_LIMIT, BOUNDED_COUNTS
 from kafka_mc.properties import SOMETIMES, Property
+from kafka_mc.properties.lowering import NotLowered
 from kafka_mc.properties.user import arity, user_property
 
-ENGINES = ("auto", "bfs", "hypothesis")
-AUTO_MAX_STATES = 100_000  # auto: exhaustive up to this many distinct states, then Hypothesis
+ENGINES = ("auto", "kernel", "bfs", "hypothesis")
+AUTO_KERNEL_MAX_STATES = 10_000_000  # auto: the kernel explores up to this many distinct states, then Hypothesis
+AUTO_MAX_STATES = 100_000  # auto, for a property the kernel cannot take: the Python engine up to this many
 SAMPLED = "kafka_mc_sampled"  # a test's user property: a property it checked by sampling, and how
 DEFAULT_MAX_EXAMPLES = 200
 DEFAULT_STEPS = 50  # Hypothesis: steps per example
@@ -79,8 +84,9 @@ class Outcome:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kafka-mc", "kafka-mc model properties")
     group.addoption("--kafka-mc-engine", default="auto", metavar="|".join(ENGINES),
-                    help=f"Engine for kafka-mc properties: auto (exhaustive up to {AUTO_MAX_STATES:,} states, "
-                         "else Hypothesis), bfs or hypothesis. Default: auto.")
+                    help="Engine for kafka-mc properties: auto (exhaustive: the compiled kernel up to "
+                         f"{AUTO_KERNEL_MAX_STATES:,} states, or Python up to {AUTO_MAX_STATES:,} for a property "
+                         "that does not lower; else Hypothesis), kernel, bfs or hypothesis. Default: auto.")
     group.addoption("--kafka-mc-max-examples", default=str(DEFAULT_MAX_EXAMPLES), metavar="N",
                     help=f"Hypothesis examples per property. Default: {DEFAULT_MAX_EXAMPLES}.")
     group.addoption("--kafka-mc-seed", default=None, metavar="S",
@@ -147,8 +153,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
                 terminalreporter.line(f"{report.nodeid}: {text}")
     terminalreporter.line("Each held in every state its runs met, but other states were never explored. A "
                           "configuration with fewer states (auto explores up to "
-                          f"{AUTO_MAX_STATES:,}) or --kafka-mc-engine bfs checks every state; "
-                          "--kafka-mc-require-exhaustive makes a sampled property fail.")
+                          f"{AUTO_KERNEL_MAX_STATES:,} with the kernel) or --kafka-mc-engine kernel or bfs "
+                          "checks every state; --kafka-mc-require-exhaustive makes a sampled property fail.")
 
 
 @pytest.fixture
@@ -205,17 +211,31 @@ class KafkaMc:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
         prop = user_property(predicate, name)
         exhaustive_bounds = all(getattr(config, count) <= CHECK_COUNT_LIMIT for count in BOUNDED_COUNTS)
-        if engine == "bfs" and not exhaustive_bounds:
-            raise ValueError(f"the bfs engine explores at most {CHECK_COUNT_LIMIT} of each of "
+        if engine in ("kernel", "bfs") and not exhaustive_bounds:
+            raise ValueError(f"the {engine} engine explores at most {CHECK_COUNT_LIMIT} of each of "
                              f"{', '.join(BOUNDED_COUNTS)}; use engine hypothesis or auto for {config}")
-        if engine in ("auto", "bfs") and exhaustive_bounds:
-            result = _bfs(config, prop, AUTO_MAX_STATES if engine == "auto" else None)
-            if result.complete or _counterexample(result, prop) is not None:
-                return self._verdict(result, prop, predicate, "bfs", complete=result.complete)
-            why = f"auto: more than {AUTO_MAX_STATES:,} states"
+        if engine == "hypothesis":
+            why = "--kafka-mc-engine hypothesis"
+        elif not exhaustive_bounds:
+            why = "auto: bounds beyond the exhaustive search's (Config.for_simulation)"
         else:
-            why = ("--kafka-mc-engine hypothesis" if engine == "hypothesis" else
-                   "auto: bounds beyond the exhaustive search's (Config.for_simulation)")
+            searches = [("kernel", AUTO_KERNEL_MAX_STATES), ("bfs", AUTO_MAX_STATES)] if engine == "auto" \
+                else [(engine, None)]
+            reasons = []
+            for search, most in searches:
+                try:
+                    result = _EXHAUSTIVE[search](config, prop, most)
+                except NotLowered as error:
+                    if engine == "kernel":
+                        raise ValueError(f"{name}: {error} for the kernel; --kafka-mc-engine bfs runs any "
+                                         "Python") from None
+                    reasons.append(f"the kernel cannot take it: {error}")
+                    continue
+                if result.complete or _counterexample(result, prop) is not None:
+                    return self._verdict(result, prop, predicate, search, complete=result.complete)
+                reasons.append(f"more than {most:,} states for the {'kernel' if search == 'kernel' else 'Python engine'}")
+                break
+            why = "auto: " + "; ".join(reasons)
         result = self._hypothesis(config, prop, predicate, max_examples, steps)
         outcome = self._verdict(result, prop, predicate, "hypothesis", complete=False)
         self._sampled(name, outcome, why, steps or DEFAULT_STEPS, result.seed)
@@ -266,7 +286,7 @@ class KafkaMc:
         if out is None:
             out = self.request.getfixturevalue("tmp_path_factory").getbasetemp() / "kafka-mc-reports"
         kind = "step property" if prop.on_step else "property"
-        how = ("found by exhaustive search: a shortest counterexample" if engine == "bfs"
+        how = ("found by exhaustive search: a shortest counterexample" if engine in ("kernel", "bfs")
                else f"found and shrunk by Hypothesis in {result.examples} examples")
         lines = [f"kafka-mc: {kind} {prop.name} is violated after {len(trace)} steps ({how}).",
                  f"Configuration: {_config_text(trace.config)}", ""]
@@ -287,8 +307,8 @@ class KafkaMc:
         except ReportConflict as error:
             lines.append(f"No reports written: {error}")
         lines.append("")
-        if engine == "bfs":
-            lines.append(f"Reproduce: pytest '{node.nodeid}' --kafka-mc-engine bfs (exhaustive search is "
+        if engine in ("kernel", "bfs"):
+            lines.append(f"Reproduce: pytest '{node.nodeid}' --kafka-mc-engine {engine} (exhaustive search is "
                          "deterministic).")
         else:
             lines.append(f"Reproduce: pytest '{node.nodeid}' --kafka-mc-engine hypothesis "
@@ -322,6 +342,17 @@ def _bfs(config: Config, prop: Property, max_states: int | None):
     failure = Property(prop.name, SOMETIMES, prop.source, lambda before, action, after: not prop.holds(before, action, after),
                        on_step=True)
     return check(config, [failure], budget=budget)
+
+
+def _kernel(config: Config, prop: Property, max_states: int | None):
+    """Exhaustive search by the compiled kernel, the property lowered; NotLowered when it does not lower."""
+    from kafka_mc.checker import Budget
+    from kafka_mc.checker.kernel import kernel_check
+
+    return kernel_check(config, [prop], budget=Budget(max_states=max_states))
+
+
+_EXHAUSTIVE = {"kernel": _kernel, "bfs": _bfs}
 
 
 def _counterexample(result, prop: Property):

@@ -12,7 +12,7 @@ its `Capabilities` (read by `capabilities`, with defaults for those it lacks).
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from itertools import islice
 from typing import Any, Callable, Hashable, Iterator, NamedTuple, Protocol
@@ -33,6 +33,8 @@ class Property:
     source: str
     holds: Callable[..., bool]
     on_step: bool = False
+    # a user's own Python function behind `holds`, which the compiled engines lower (`properties.lowering`)
+    predicate: Callable[..., Any] | None = field(default=None, compare=False)
 
     def check(self, before: Hashable | None, action: Any, after: Hashable) -> bool:
         """Whether it holds in `after` (or the step to it); with no step before (an initial state),

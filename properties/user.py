@@ -54,6 +54,6 @@ def user_property(predicate: Callable, name: str, guarded: bool = False) -> Prop
             raise UserPropertyError(name, error) from error
 
     if arity(predicate) == 1:
-        return Property(name, ALWAYS, "user property", lambda state: check(state))
+        return Property(name, ALWAYS, "user property", lambda state: check(state), predicate=predicate)
     return Property(name, ALWAYS, "user step property", lambda before, action, after: check(before, action, after),
-                    on_step=True)
+                    on_step=True, predicate=predicate)

@@ -338,13 +338,16 @@ def test_check_takes_a_users_property_from_a_file(capsys, tmp_path):
                        "--out", str(tmp_path / "out"), *SMALL)
     assert code == exitcodes.VIOLATION and "Error: Invariant leader_never_b is violated." in out
     assert "NoCommittedDataLoss" not in out and (tmp_path / "out" / "hw-leader_never_b.toml").is_file()
-    code, out, _ = run(capsys, "check", "--engine", "python", "--property", f"{props}:epoch_never_drops", *SMALL)
-    assert code == exitcodes.OK and "epoch_never_drops  holds" in out and "NoCommittedDataLoss" not in out
+    for engine, verdict in (("python", "holds"), ("kernel", "holds"), ("z3", "no violation up to depth 10")):
+        code, out, _ = run(capsys, "check", "--engine", engine, "--property", f"{props}:epoch_never_drops", *SMALL)
+        assert code == exitcodes.OK and f"epoch_never_drops  {verdict}" in out and "NoCommittedDataLoss" not in out
 
 
 @pytest.mark.parametrize("argv, code, message", [
-    (["--property", "{props}:leader_never_b"], exitcodes.BAD_INPUT, "--property: not with --engine kernel "
-                                                                    "(only with --engine python or spark)"),
+    (["--property", "{props}:leader_never_b"], exitcodes.BAD_SPEC,
+     "--property: property leader_never_b: indexing str 'ABCDE' cannot be lowered (state.py, line"),
+    (["--engine", "gpu", "--property", "{props}:epoch_never_drops"], exitcodes.BAD_INPUT,
+     "--property: not with --engine gpu"),
     (["--engine", "python", "--property", "{props}:broken"], exitcodes.BAD_SPEC,
      "property broken raised AttributeError"),
     (["--engine", "python", "--property", "{props}:two"], exitcodes.BAD_SPEC, "not 2 parameters"),

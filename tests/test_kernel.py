@@ -68,6 +68,72 @@ def test_two_threads_give_the_same_results_as_one():
     assert two.engine == "kernel (2 threads)"
 
 
+def _search_arrays(config: Config, threads: int) -> dict:
+    """A whole search by the kernel with `threads` threads: its raw node numbering (every node's
+    parent and action slot, every level's frontier in order), the first node of each property,
+    the coverage counts, the counts and the traces."""
+    import numba
+    from kafka_mc.checker.kernel.engine import _Search, compile_kernel
+
+    compile_kernel()
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        search, frontiers = _Search(config, PROPERTIES), []
+        while search.frontier_count:
+            search.run_level()
+            frontiers.append(search.frontier.copy())
+    finally:
+        numba.set_num_threads(before)
+    assert int(search.shard_counts.sum()) == search.distinct == np.count_nonzero(search.table)
+    return {"parents": search.parents[:search.distinct].tolist(), "slots": search.slots[:search.distinct].tolist(),
+            "frontiers": np.concatenate(frontiers).tolist(), "found_nodes": search.found_nodes.tolist(),
+            "found_slots": search.found_slots.tolist(), "enabled": search.enabled.tolist(),
+            "counts": (search.distinct, search.generated, len(frontiers)), "table_slots": len(search.table),
+            "traces": {name: (trace.initial, tuple(trace.actions)) for name, trace in search.found().items()}}
+
+
+def test_the_node_numbering_and_parent_links_do_not_depend_on_the_number_of_threads():
+    """The visited table is inserted into shard by shard in parallel: the same new states, numbered
+    the same, with the same parent links, next frontiers and first occurrences as with one thread."""
+    config = Config("leader-epoch", replicas=3, messages=2, crashes=1, elections=1)  # about 10^5 states
+    one, two = _search_arrays(config, 1), _search_arrays(config, 2)
+    assert one["counts"][0] > 50_000 and len(one["traces"]) == 3 and "FollowerTruncated" in one["traces"]
+    assert one == two
+
+
+def test_a_table_grown_from_one_slot_a_shard_gives_the_same_search(monkeypatch):
+    from kafka_mc.checker.kernel import engine
+    from kafka_mc.checker.kernel.explore import SHARDS
+
+    config = Config("leader-epoch", replicas=3, messages=1, crashes=1, elections=1, unclean=True)
+    roomy, initial_slots = _search_arrays(config, 2), engine.INITIAL_TABLE_SLOTS
+    monkeypatch.setattr(engine, "INITIAL_TABLE_SLOTS", 1)  # one slot in each shard: it grows from the seed on
+    grown = _search_arrays(config, 2)
+    assert roomy["table_slots"] == initial_slots and grown["table_slots"] > 8 * SHARDS
+    assert {**grown, "table_slots": None} == {**roomy, "table_slots": None}
+
+
+def test_inserting_a_batch_finds_the_keys_that_inserting_them_one_by_one_finds_new():
+    from kafka_mc.checker.kernel.explore import SHARDS, insert, insert_all, new_table
+
+    rng = np.random.default_rng(7)
+    keys = rng.integers(0, 2 ** 64, size=3000, dtype=np.uint64)
+    keys = np.concatenate([keys, keys[rng.integers(0, 3000, size=2000)], np.array([0, 1, 0], dtype=np.uint64)])
+    rng.shuffle(keys)
+    table, counts = new_table(1), np.zeros(SHARDS, dtype=np.int64)
+    table, first_half = insert_all(table, counts, keys[:2500])
+    table, second_half = insert_all(table, counts, keys[2500:])
+    seen: set[int] = set()
+    expected = []
+    for key in keys.tolist():
+        expected.append(max(key, 1) not in seen)  # the fingerprint 0 is stored as 1
+        seen.add(max(key, 1))
+    assert np.concatenate([first_half, second_half]).tolist() == expected
+    assert int(counts.sum()) == len(seen) == np.count_nonzero(table)
+    assert not insert(table, np.uint64(0)) and not insert(table, keys[-1])  # one key at a time: the same table
+
+
 def test_a_budget_stops_the_kernel_where_it_stops_the_bfs_engine():
     config, budget = Config("leader-epoch", replicas=3, messages=1, crashes=1, elections=1), Budget(max_states=3000)
     kernel, reference = kernel_check(config, budget=budget), check(config, budget=budget)
@@ -105,9 +171,10 @@ def test_symmetry_gives_the_bfs_engines_counts_verdicts_and_shortest_lengths(con
         {name: len(trace) for name, trace in reference.witness_traces.items()}
 
 
-def test_users_properties_run_the_bfs_engine():
-    own = dataclasses.replace(INVARIANTS[0], holds=lambda state: True)
-    assert kernel_check(Config("hw", messages=1), (own,)).engine == "bfs"
+def test_a_property_without_a_python_function_is_refused_by_name():
+    own = dataclasses.replace(INVARIANTS[0], name="Own", holds=lambda state: True)
+    with pytest.raises(ValueError, match="property Own has no Python function the kernel could lower"):
+        kernel_check(Config("hw", messages=1), (own,))
 
 
 def test_the_kernel_reports_compile_time_apart_and_tlcs_collision_estimate():

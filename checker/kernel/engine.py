@@ -11,8 +11,10 @@ the same counts, verdicts and shortest lengths as the BFS engine with symmetry; 
 least path over these representatives, renamed onto concrete states (`concrete_trace`), so it
 may differ from the BFS engine's while being as short.
 
-What the kernel leaves out: properties other than those of `properties.PROPERTIES` (users' own
-predicates are Python; a run that asks for one runs `checker.bfs.check`).
+Users' own properties (a `Property` with its Python `predicate`) run lowered (`properties.lowering`,
+`user_properties`): where the kernel flags one, the user's function is evaluated on the trace's
+last state, so its verdict and its errors are its own. One that does not lower is refused
+(`NotLowered`, naming the construct and line); `checker.bfs.check` runs any Python.
 """
 
 from __future__ import annotations
@@ -30,23 +32,31 @@ from kafka_mc.model import Config, ReplicationModel, State
 from kafka_mc.model.interface import Model
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 
-from ..bfs import Budget, Progress, check, concrete_trace, search_result, stop_reason
+from ..bfs import Budget, Progress, concrete_trace, search_result, stop_reason
 from ..interrupts import Interrupted, deferred_interrupts
 from ..result import CheckResult, Coverage, KernelStats, Trace, coverage_of
 from .cache import compile_lock
-from .explore import NO_PARENT, NOT_FOUND, explore_level, fingerprint, insert, pack_represented, unpack
+from .explore import (NO_PARENT, NOT_FOUND, SHARDS, explore_level, fingerprints, insert_all, new_table,
+                      pack_represented, unpack)
 from .invariants import FOLLOWER_TRUNCATED, PROPERTY_NAMES, state_flags
 from .layout import WIDTH, decode, encode, packing, settings
 from .transitions import slot_codes
+from .user_properties import UserChecks, lowered_program
 
 INITIAL_TABLE_SLOTS = 1 << 16
 PART = 1 << 16  # frontier states a kernel call expands: about 0.1 s on one core, so a run stops
 # within a second of its time budget or an interrupt
 
 
+def shipped(prop: Property) -> bool:
+    """Whether the property is one of `properties.PROPERTIES`, which the kernel states itself (`invariants`)."""
+    return any(prop is known for known in PROPERTIES)
+
+
 def supports(properties: Iterable[Property]) -> bool:
-    """Whether the kernel can check these properties (otherwise `kernel_check` runs the BFS engine)."""
-    return all(any(p is known for known in PROPERTIES) for p in properties)
+    """Whether the kernel states every one of these properties itself (the Spark engine's batches
+    evaluate only those; `kernel_check` also runs users' properties, lowered)."""
+    return all(shipped(p) for p in properties)
 
 
 def replica_orders(replicas: int, symmetry: bool) -> np.ndarray:
@@ -83,11 +93,13 @@ class _Search:
         self.slot_codes = slot_codes(self.model.action_names, config.replicas)
         self.enabled = np.zeros(len(self.slot_codes), dtype=np.int64)  # successors generated, per action slot
         self.layout = packing(config)
-        wanted = {p.name for p in properties}
+        wanted = {p.name for p in properties if shipped(p)}
+        self.user = UserChecks(self.model, [p for p in properties if not shipped(p)], len(self.slot_codes))
         self.looking = sum(1 << index for index, name in enumerate(PROPERTY_NAMES) if name in wanted)
         self.found_nodes = np.full(len(PROPERTY_NAMES), NOT_FOUND, dtype=np.int64)
         self.found_slots = np.full(len(PROPERTY_NAMES), NOT_FOUND, dtype=np.int64)
-        self.table = np.zeros(INITIAL_TABLE_SLOTS, dtype=np.uint64)
+        self.table = new_table(INITIAL_TABLE_SLOTS)  # the visited table (`explore.insert_block`)
+        self.shard_counts = np.zeros(SHARDS, dtype=np.int64)  # the fingerprints in each of its shards
         self.parents = np.empty(1024, dtype=np.uint32)
         self.slots = np.empty(1024, dtype=np.uint8)
         self.distinct = self.generated = 0
@@ -97,19 +109,22 @@ class _Search:
 
     def _seed(self) -> tuple[np.ndarray, int]:
         """The initial states, each kept when new, checked, numbered in order."""
-        layout, words = self.layout, self.layout.word_count
+        words = self.layout.word_count
         initial_states = self.model.initial_states()
         self.generated = len(initial_states)
+        packed = np.zeros(len(initial_states) * words, dtype=np.int64)
+        for index, state in enumerate(initial_states):
+            self.represent_into(encode(state), packed, index * words)
+        self.table, fresh = insert_all(self.table, self.shard_counts, fingerprints(packed, len(initial_states), words))
         frontier = np.zeros(len(initial_states) * words, dtype=np.int64)
         count = 0
-        for index, state in enumerate(initial_states):
-            self.represent_into(encode(state), frontier, count * words)
-            if insert(self.table, np.uint64(fingerprint(frontier, count * words, words))):
-                self.parents[count], self.slots[count] = NO_PARENT, index
-                self._offer(state_flags(self.cfg, self.unpacked(frontier[count * words:(count + 1) * words])),
-                            count)
-                count += 1
+        for index in np.flatnonzero(fresh).tolist():
+            frontier[count * words:(count + 1) * words] = packed[index * words:(index + 1) * words]
+            self.parents[count], self.slots[count] = NO_PARENT, index
+            self._offer(state_flags(self.cfg, self.unpacked(frontier[count * words:(count + 1) * words])), count)
+            count += 1
         self.distinct = self.roots = count
+        self.user.states(self.cfg, self.layout, frontier, count, 0)
         return frontier[:count * words], count
 
     def represent_into(self, wide: np.ndarray, out: np.ndarray, base: int) -> None:
@@ -147,13 +162,16 @@ class _Search:
             if start and stop():
                 return None
             count = min(PART, self.frontier_count - start)
+            part = self.frontier[start * words:(start + count) * words]
+            self.user.steps(self.cfg, self.slot_codes, layout, part, count, self.first_node + start)
             (self.table, self.distinct, self.parents, self.slots, frontier, new, generated) = explore_level(
                 self.cfg, self.slot_codes, self.orders, layout.cells, layout.biases, layout.bits, layout.shifts,
-                layout.words, words, self.frontier[start * words:(start + count) * words], count,
-                self.first_node + start, new_node + made, self.table, self.distinct, self.parents, self.slots,
-                self.found_nodes, self.found_slots, self.looking, self._next_capacity(count), self.enabled)
+                layout.words, words, part, count,
+                self.first_node + start, new_node + made, self.table, self.distinct, self.shard_counts, self.parents,
+                self.slots, self.found_nodes, self.found_slots, self.looking, self._next_capacity(count), self.enabled)
             self.looking = sum(1 << index for index in range(len(PROPERTY_NAMES))
                                if self.looking >> index & 1 and self.found_nodes[index] == NOT_FOUND)
+            self.user.states(self.cfg, layout, frontier, new, new_node + made)
             self.generated += generated
             parts.append(frontier)
             made += new
@@ -180,20 +198,33 @@ class _Search:
             reached[name] += int(new[slot])
         return coverage_of(self.model.action_names, enabled, reached)
 
+    def found_names(self) -> set[str]:
+        """The properties found so far."""
+        return {PROPERTY_NAMES[i] for i in range(len(PROPERTY_NAMES)) if self.found_nodes[i] != NOT_FOUND} | \
+            set(self.user.found)
+
     def found(self) -> dict[str, Trace]:
-        """The trace to the first occurrence of every property found."""
+        """The trace to the first occurrence of every property found; a user's property is confirmed by
+        its own function at the trace's end (`UserChecks.confirm`)."""
         traces = {}
         for index, name in enumerate(PROPERTY_NAMES):
             node = int(self.found_nodes[index])
-            if node == NOT_FOUND:
-                continue
-            path = [int(self.found_slots[index])] if index == FOLLOWER_TRUNCATED else []
-            while self.parents[node] != NO_PARENT:
-                path.append(int(self.slots[node]))
-                node = int(self.parents[node])
-            actions = [self.model.action_at(slot) for slot in reversed(path)]
-            traces[name] = concrete_trace(self.model, int(self.slots[node]), actions, self.symmetry, self.represent)
+            if node != NOT_FOUND:
+                step = int(self.found_slots[index]) if index == FOLLOWER_TRUNCATED else None
+                traces[name] = self.trace(node, step)
+        for name, (node, step) in self.user.found.items():
+            traces[name] = self.trace(node, step)
+            self.user.confirm(name, traces[name], self.symmetry)
         return traces
+
+    def trace(self, node: int, step: int | None) -> Trace:
+        """The path to a node, and then the action slot `step` when given."""
+        path = [] if step is None else [step]
+        while self.parents[node] != NO_PARENT:
+            path.append(int(self.slots[node]))
+            node = int(self.parents[node])
+        actions = [self.model.action_at(slot) for slot in reversed(path)]
+        return concrete_trace(self.model, int(self.slots[node]), actions, self.symmetry, self.represent)
 
 
 def kernel_check(
@@ -207,20 +238,20 @@ def kernel_check(
     progress: Callable[[Progress], None] | None = None,
 ) -> CheckResult:
     """`checker.bfs.check` by the compiled kernel, with `workers` threads (the same results for
-    any number); with a property the kernel lacks, `checker.bfs.check` itself. The kernel encodes
-    the replication model: a `Config` of it, or the model itself (`control.replication.model_of`);
-    another model is refused by name."""
+    any number); a user's property runs lowered, and one that does not lower is refused
+    (`NotLowered`). The kernel encodes the replication model: a `Config` of it, or the model itself
+    (`control.replication.model_of`); another model is refused by name."""
     model = model_of(model_or_config, properties)
     if model.name != ReplicationSystem.name:
         raise ValueError(f"the compiled kernel encodes the replication model only, not the {model.name} model; "
                          "check it with checker.bfs.check or checker.spark.spark_check")
     config: Config = model.config
     properties = tuple(model.properties)
-    if not supports(properties):
-        return check(config, properties, keep_going=keep_going, symmetry=symmetry, workers=workers,
-                     budget=budget, progress=progress)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, not {workers!r}")
+    for prop in properties:  # refused before the kernel compiles
+        if not shipped(prop):
+            lowered_program(prop, config)
     compile_seconds = compile_kernel()
     # numba.config sets its NUMBA_* settings at run time, from the environment
     numba.set_num_threads(min(workers, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
@@ -233,7 +264,7 @@ def kernel_check(
             return interrupt.arrived or bool(budget.out_of_time(time.perf_counter() - started))
 
         while search.frontier_count:
-            found = {PROPERTY_NAMES[i] for i in range(len(PROPERTY_NAMES)) if search.found_nodes[i] != NOT_FOUND}
+            found = search.found_names()
             stopped_because = stop_reason(found, invariants, len(properties), keep_going, budget, search.distinct,
                                           time.perf_counter() - started)
             if stopped_because or interrupt.arrived:

@@ -2,17 +2,40 @@
 
 One call of `explore_level` expands a frontier, or a part of one (the engine expands a level a part
 at a time, so that it can stop within a second of a budget or an interrupt). It works a block of
-states at a time:
-the successors of a block are computed in parallel (`expand_block`: unpack, every action
-slot, pack, fingerprint, the step witness), then inserted one by one in frontier order and
-slot order into the visited table (so the first path to a state is its least one, as in the
-one-partition BFS engine, whatever the number of threads), then the new states' invariants
-and witnesses are evaluated in parallel and scanned in node order.
+BLOCK frontier states at a time, every step but a few short serial sums in parallel:
+1. the successors of the block are computed (`expand_block`: unpack, every action slot, pack,
+   fingerprint, the step witness); they stand in block order: by frontier state, then action slot;
+2. they are inserted into the visited table (`insert_block`): sorted by shard by a stable counting
+   sort (`shard_histograms`, `shard_offsets`, `scatter_by_shard`), so each shard's successors keep
+   block order, then each shard's successors inserted in that order, the shards in parallel
+   (`insert_shards`).
+   A successor is new when its fingerprint is not in the table and no successor before it in block
+   order has it: exactly the successors that inserting them one by one in block order finds new;
+3. the new states are numbered in block order (`tally_block` counts them per share of frontier
+   states, a prefix sum gives each share its first number, `link_block` writes their parent links
+   and copies them into the next frontier), with the coverage counts and the first step witness;
+4. their invariants and witnesses are evaluated in parallel and scanned in node order.
+So the first path to a state is its least one, as in the one-partition BFS engine, and the node
+numbers, parent links, next frontier and properties found are the same bit for bit whatever the
+number of threads: no step's outcome depends on which thread does what or when (a shard, a share
+of the sort or of the numbering is one thread's alone, and the shards and shares are fixed
+constants, not the number of threads).
 
-Visited table: 64-bit fingerprints in a power-of-two array with linear probing, 0 marking an
-empty slot (the fingerprint 0 is stored as 1), grown at a load of MAX_LOAD. Parent links: a
-state's node number is its discovery order; `parents[node]` is its parent's node (NO_PARENT
-for an initial state) and `slots[node]` the action slot (the initial-state index of a root).
+Visited table: 64-bit fingerprints, 0 marking an empty slot (the fingerprint 0 is stored as 1), in
+SHARDS shards of one array, all of the same power-of-two size S: shard k (the fingerprint's high
+SHARD_BITS bits) holds slots k * S..(k + 1) * S - 1 and is probed linearly within itself from the
+fingerprint's low bits. `counts` tracks each shard's fingerprints; before a block is inserted, every
+shard is doubled at once (`grown_table`, re-inserting the shards in parallel) while any shard would
+pass a load of MAX_LOAD with all of the block's successors in it, so no shard ever fills up (the
+hash spreads fingerprints evenly over the shards, so they fill alike). Parent links: a state's node
+number is its discovery order; `parents[node]` is its parent's node (NO_PARENT for an initial
+state) and `slots[node]` the action slot (the initial-state index of a root).
+
+Memory per distinct state: the table's 8 bytes a slot at a load between about MAX_LOAD / 2 and
+MAX_LOAD, so 9.1 to 18.3 bytes (while it grows, the old table is held beside the new one: half as
+much again), and the parent links' 5 bytes (a uint32 parent and a uint8 slot; their arrays grow
+by half at a time, so up to 7.5 bytes): 14 to 26 bytes in all, as before the shards. Besides: the
+frontiers, and for a block its successors, their sort by shard and the shards' counts (a few MB).
 """
 
 from __future__ import annotations
@@ -27,15 +50,19 @@ from .layout import C_REPLICAS, HAS_REMOTE, ISR, LEADER, PEER_CUT, REMOTE_LEO, R
 from .transitions import apply
 
 MAX_LOAD = 0.875  # linear probing: a miss reads about 4 cache lines at this load
+SHARD_BITS = 8
+SHARDS = 1 << SHARD_BITS  # the visited table's shards (a constant: the same layout for any number of threads)
 NO_PARENT = np.uint32(0xFFFFFFFF)
 NOT_FOUND = -1
 BLOCK = 4096  # frontier states per block
 THREAD_SHARE = 64  # frontier states a thread takes at a time
+SORT_SHARE = 256  # frontier states a thread sorts by shard at a time (a block's rows of shard histograms)
 
 _MIX1 = np.uint64(0xFF51AFD7ED558CCD)
 _MIX2 = np.uint64(0xC4CEB9FE1A85EC53)
 _SEED = np.uint64(0x9E3779B97F4A7C15)
 _SHIFT = np.uint64(33)
+_SHARD_SHIFT = np.uint64(64 - SHARD_BITS)
 
 
 @njit(cache=True)
@@ -133,30 +160,175 @@ def fingerprints(packed, count, word_count):
     return result
 
 
+def new_table(slots: int) -> np.ndarray:
+    """An empty visited table of at least `slots` slots: SHARDS shards of a power of two slots each."""
+    size = 1
+    while size * SHARDS < slots:
+        size *= 2
+    return np.zeros(size * SHARDS, dtype=np.uint64)
+
+
+@njit(cache=True, inline="always")
+def shard_of(key):
+    """The shard of a fingerprint: its high SHARD_BITS bits (the same for 0 and the 1 stored for it)."""
+    return np.int64(key >> _SHARD_SHIFT)
+
+
 @njit(cache=True)
 def insert(table, key):
-    """Add a fingerprint to the table; True when it was not there yet."""
+    """Add a fingerprint to the table; True when it was not there yet. It goes in its shard
+    (`shard_of`), at its low bits, probing linearly within the shard."""
     if key == 0:
         key = np.uint64(1)
-    mask = table.shape[0] - 1
-    slot = np.int64(key & np.uint64(mask))
+    size = table.shape[0] // SHARDS
+    base, mask = shard_of(key) * size, size - 1
+    offset = np.int64(key & np.uint64(mask))
     while True:
-        held = table[slot]
+        held = table[base + offset]
         if held == key:
             return False
         if held == 0:
-            table[slot] = key
+            table[base + offset] = key
             return True
-        slot = (slot + 1) & mask
+        offset = (offset + 1) & mask
+
+
+@njit(cache=True, parallel=True)
+def grown_table(table):
+    """The table with twice the slots in every shard (a fingerprint keeps its shard: the shards
+    are filled again in parallel)."""
+    size = table.shape[0] // SHARDS
+    bigger = np.zeros(table.shape[0] * 2, dtype=np.uint64)
+    for shard in prange(SHARDS):
+        for slot in range(shard * size, (shard + 1) * size):
+            if table[slot] != 0:
+                insert(bigger, table[slot])
+    return bigger
+
+
+@njit(cache=True, parallel=True)
+def shard_histograms(keys, key_counts, count, stride, histograms):
+    """histograms[group, shard]: the keys of sources group * SORT_SHARE.. (group + 1) * SORT_SHARE - 1
+    in each shard (source j's keys: keys[j * stride:j * stride + key_counts[j]])."""
+    for group in prange((count + SORT_SHARE - 1) // SORT_SHARE):
+        histograms[group, :] = 0
+        for j in range(group * SORT_SHARE, min(count, (group + 1) * SORT_SHARE)):
+            for out in range(j * stride, j * stride + key_counts[j]):
+                histograms[group, shard_of(keys[out])] += 1
 
 
 @njit(cache=True)
-def grown_table(table):
-    bigger = np.zeros(table.shape[0] * 2, dtype=np.uint64)
-    for slot in range(table.shape[0]):
-        if table[slot] != 0:
-            insert(bigger, table[slot])
-    return bigger
+def shard_offsets(histograms, groups, starts):
+    """Each histogram count becomes the place of its group's first key in the keys sorted by shard
+    and then by group; starts[shard]: the place of the shard's first key (starts[SHARDS]: all)."""
+    place = 0
+    for shard in range(SHARDS):
+        starts[shard] = place
+        for group in range(groups):
+            size = histograms[group, shard]
+            histograms[group, shard] = place
+            place += size
+    starts[SHARDS] = place
+
+
+@njit(cache=True, parallel=True)
+def scatter_by_shard(keys, key_counts, count, stride, offsets, sorted_keys, sorted_at):
+    """The keys sorted by shard, stably (`shard_offsets`): sorted_keys, and their places in keys."""
+    for group in prange((count + SORT_SHARE - 1) // SORT_SHARE):
+        fill = offsets[group]
+        for j in range(group * SORT_SHARE, min(count, (group + 1) * SORT_SHARE)):
+            for out in range(j * stride, j * stride + key_counts[j]):
+                shard = shard_of(keys[out])
+                sorted_keys[fill[shard]] = keys[out]
+                sorted_at[fill[shard]] = out
+                fill[shard] += 1
+
+
+@njit(cache=True, parallel=True)
+def insert_shards(table, counts, starts, sorted_keys, sorted_at, is_new):
+    """Insert each shard's keys in their order, the shards in parallel (a shard's slots and count
+    are its thread's alone); is_new[place] for the key from that place: whether it was not there."""
+    for shard in prange(SHARDS):
+        added = 0
+        for position in range(starts[shard], starts[shard + 1]):
+            fresh = insert(table, sorted_keys[position])
+            is_new[sorted_at[position]] = fresh
+            added += fresh
+        counts[shard] += added
+
+
+@njit(cache=True)
+def insert_block(table, counts, keys, key_counts, count, stride, is_new, histograms, starts, sorted_keys, sorted_at):
+    """Insert the keys of sources 0..count-1 (source j's: keys[j * stride:j * stride + key_counts[j]])
+    as if one by one in source order and then key order: is_new[place] is True for the first
+    occurrence of a fingerprint when the table did not hold it, whatever the number of threads.
+    `counts`: the fingerprints in each shard (updated). The table is grown first (every shard
+    doubled) until every shard, given all its keys, stays at a load of at most MAX_LOAD; returns
+    the table (a new array when it grew). histograms, starts, sorted_keys, sorted_at: room for the
+    sort by shard (histograms: a row per SORT_SHARE sources)."""
+    groups = (count + SORT_SHARE - 1) // SORT_SHARE
+    shard_histograms(keys, key_counts, count, stride, histograms)
+    shard_offsets(histograms, groups, starts)
+    while True:
+        limit = np.int64(MAX_LOAD * (table.shape[0] // SHARDS))
+        full = False
+        for shard in range(SHARDS):
+            if counts[shard] + starts[shard + 1] - starts[shard] > limit:
+                full = True
+        if not full:
+            break
+        table = grown_table(table)
+    scatter_by_shard(keys, key_counts, count, stride, histograms, sorted_keys, sorted_at)
+    insert_shards(table, counts, starts, sorted_keys, sorted_at, is_new)
+    return table
+
+
+@njit(cache=True)
+def insert_all(table, counts, keys):
+    """`insert_block` of keys, in order; the table and is_new."""
+    count = keys.shape[0]
+    is_new = np.zeros(count, dtype=np.bool_)
+    table = insert_block(table, counts, keys, np.full(1, count, dtype=np.int64), 1, count, is_new,
+                         np.empty((1, SHARDS), dtype=np.int64), np.empty(SHARDS + 1, dtype=np.int64),
+                         np.empty(count, dtype=np.uint64), np.empty(count, dtype=np.int64))
+    return table, is_new
+
+
+@njit(cache=True, parallel=True)
+def tally_block(out_counts, count, slot_count, out_slots, out_truncated, is_new, fresh, enabled, truncated):
+    """Per share of THREAD_SHARE frontier states: fresh[share], its new states; enabled[share, slot],
+    its successors by each action slot; truncated[share], its first successor whose step shortened
+    a log (-1 for none)."""
+    for share in prange((count + THREAD_SHARE - 1) // THREAD_SHARE):
+        made = 0
+        enabled[share, :] = 0
+        truncated[share] = -1
+        for j in range(share * THREAD_SHARE, min(count, (share + 1) * THREAD_SHARE)):
+            for out in range(j * slot_count, j * slot_count + out_counts[j]):
+                made += is_new[out]
+                enabled[share, out_slots[out]] += 1
+                if out_truncated[out] and truncated[share] < 0:
+                    truncated[share] = out
+        fresh[share] = made
+
+
+@njit(cache=True, parallel=True)
+def link_block(out_counts, count, slot_count, out_slots, out_words, word_count, is_new, firsts, parent, node,
+               parents, slots, next_frontier, next_count):
+    """Number the new states in block order, in parallel by share: the new states of a share are
+    numbered from node + firsts[share] and written to the next frontier from next_count +
+    firsts[share]; a state's parent is parent + j for frontier state j."""
+    for share in prange((count + THREAD_SHARE - 1) // THREAD_SHARE):
+        place = firsts[share]
+        for j in range(share * THREAD_SHARE, min(count, (share + 1) * THREAD_SHARE)):
+            for out in range(j * slot_count, j * slot_count + out_counts[j]):
+                if is_new[out]:
+                    parents[node + place] = parent + j
+                    slots[node + place] = out_slots[out]
+                    base = (next_count + place) * word_count
+                    for word in range(word_count):
+                        next_frontier[base + word] = out_words[out * word_count + word]
+                    place += 1
 
 
 @njit(cache=True)
@@ -215,64 +387,71 @@ def flag_block(cfg, cells, biases, bits, shifts, words, word_count, frontier, fi
 
 @njit(cache=True)
 def explore_level(cfg, slot_codes, orders, cells, biases, bits, shifts, words, word_count, frontier, frontier_count,
-                  first_node, new_node, table, table_count, parents, slots, found_nodes, found_slots, looking,
+                  first_node, new_node, table, table_count, counts, parents, slots, found_nodes, found_slots, looking,
                   next_capacity, enabled):
     """Expand a frontier, or a part of one (nodes first_node on; the new states numbered from
     new_node on, so a level may be expanded a part at a time, in order). Returns the visited table, its count, the
     parent arrays, the next frontier and its count, and the successors generated (each may be
-    a new array when it had to grow). `looking`: bitmask of the properties still searched
+    a new array when it had to grow). `counts`: the fingerprints in each shard of the table
+    (updated). `looking`: bitmask of the properties still searched
     for; the first occurrence of each is written into found_nodes (and found_slots for the
     step witness) and its bit cleared. `next_capacity`: the states the next frontier is expected
     to hold (its buffer grows past it by half, a copy at a time). `enabled[slot]` counts the
     successors generated by each action slot (the coverage of `CheckResult.coverage`)."""
     slot_count = slot_codes.shape[0]
     block_room = BLOCK * slot_count
+    shares = (BLOCK + THREAD_SHARE - 1) // THREAD_SHARE
     out_words = np.empty(block_room * word_count, dtype=np.int64)
     out_fingerprints = np.empty(block_room, dtype=np.uint64)
     out_slots = np.empty(block_room, dtype=np.int64)
     out_truncated = np.empty(block_room, dtype=np.bool_)
     out_counts = np.empty(BLOCK, dtype=np.int64)
+    is_new = np.empty(block_room, dtype=np.bool_)
+    histograms = np.empty(((BLOCK + SORT_SHARE - 1) // SORT_SHARE, SHARDS), dtype=np.int64)
+    starts = np.empty(SHARDS + 1, dtype=np.int64)
+    sorted_keys = np.empty(block_room, dtype=np.uint64)
+    sorted_at = np.empty(block_room, dtype=np.int64)
+    fresh = np.empty(shares, dtype=np.int64)
+    share_enabled = np.empty((shares, slot_count), dtype=np.int64)
+    truncated = np.empty(shares, dtype=np.int64)
     flags = np.empty(block_room, dtype=np.int64)
     next_frontier = np.empty(max(next_capacity, BLOCK) * word_count, dtype=np.int64)
     next_count, generated = 0, 0
-    limit = np.int64(MAX_LOAD * table.shape[0])
     step_bit = np.int64(1) << FOLLOWER_TRUNCATED
     for first in range(0, frontier_count, BLOCK):
         count = min(BLOCK, frontier_count - first)
         expand_block(cfg, slot_codes, orders, cells, biases, bits, shifts, words, word_count, frontier, first, count,
                      out_words, out_fingerprints, out_slots, out_truncated, out_counts)
-        made = 0
-        for j in range(count):
-            made += out_counts[j]
+        table = insert_block(table, counts, out_fingerprints, out_counts, count, slot_count, is_new, histograms,
+                             starts, sorted_keys, sorted_at)
+        made = starts[SHARDS]
         generated += made
-        while table_count + made > limit:
-            table = grown_table(table)
-            limit = np.int64(MAX_LOAD * table.shape[0])
-        node = new_node + next_count  # the next new state's node number
-        parents = _grown(parents, node + made)
-        slots = _grown(slots, node + made)
-        next_frontier = _grown(next_frontier, (next_count + made) * word_count)
+        tally_block(out_counts, count, slot_count, out_slots, out_truncated, is_new, fresh, share_enabled, truncated)
+        block_new = 0
+        for share in range((count + THREAD_SHARE - 1) // THREAD_SHARE):  # fresh becomes each share's first place
+            share_new = fresh[share]
+            fresh[share] = block_new
+            block_new += share_new
+            for slot in range(slot_count):
+                enabled[slot] += share_enabled[share, slot]
+            if looking & step_bit and truncated[share] >= 0:
+                out = truncated[share]
+                found_nodes[FOLLOWER_TRUNCATED] = first_node + first + out // slot_count
+                found_slots[FOLLOWER_TRUNCATED] = out_slots[out]
+                looking &= ~step_bit
+        node = new_node + next_count  # the block's first new state's node number
+        parents = _grown(parents, node + block_new)
+        slots = _grown(slots, node + block_new)
+        next_frontier = _grown(next_frontier, (next_count + block_new) * word_count)
+        link_block(out_counts, count, slot_count, out_slots, out_words, word_count, is_new, fresh, first_node + first,
+                   node, parents, slots, next_frontier, next_count)
         block_first = next_count
-        for j in range(count):
-            for c in range(out_counts[j]):
-                out = j * slot_count + c
-                enabled[out_slots[out]] += 1
-                if looking & step_bit and out_truncated[out]:
-                    found_nodes[FOLLOWER_TRUNCATED] = first_node + first + j
-                    found_slots[FOLLOWER_TRUNCATED] = out_slots[out]
-                    looking &= ~step_bit
-                if insert(table, out_fingerprints[out]):
-                    table_count += 1
-                    parents[node] = first_node + first + j
-                    slots[node] = out_slots[out]
-                    next_frontier[next_count * word_count:(next_count + 1) * word_count] = \
-                        out_words[out * word_count:(out + 1) * word_count]
-                    node += 1
-                    next_count += 1
+        next_count += block_new
+        table_count += block_new
         if looking & ~step_bit:
-            fresh = next_count - block_first
-            flag_block(cfg, cells, biases, bits, shifts, words, word_count, next_frontier, block_first, fresh, flags)
-            for j in range(fresh):
+            flag_block(cfg, cells, biases, bits, shifts, words, word_count, next_frontier, block_first, block_new,
+                       flags)
+            for j in range(block_new):
                 hits = flags[j] & looking
                 while hits:
                     found = 0

@@ -32,13 +32,14 @@ from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.checker.result import Trace
 from kafka_mc.model import PROTOCOLS, Action, Config, ReplicationModel, State
 from kafka_mc.model.config import SIMULATION_COUNT_LIMIT, ConfigError
+from kafka_mc.model.interface import Property
 
 from .bmc import EncodingMismatch, Unrolling
 from .budget import SLACK, Deadline, solve
 from .layout import Shape, SymState, decode, leaves
 from .lemma import Lemma
 from .lemmas import LEMMAS
-from .properties import SYMBOLIC_INVARIANTS, well_formed
+from .properties import StateFormula, state_formulas, well_formed
 from .transitions import SymbolicModel
 
 PROVED, FAILED, UNKNOWN = "proved", "failed", "unknown"
@@ -138,7 +139,7 @@ def prove(
     config: Config,
     lemmas: Iterable[Lemma | Callable] | None = None,
     *,
-    properties: Sequence[str] = DEFAULT_PROPERTIES,
+    properties: Sequence[str | Property] = DEFAULT_PROPERTIES,
     unbounded: frozenset[str] = UNBOUNDED,
     k: int = 1,
     cache: int | None = None,
@@ -147,7 +148,8 @@ def prove(
     progress: Callable[[Query], None] | None = None,
     deadline: Deadline | None = None,
 ) -> ProofResult:
-    """Prove `properties` of `config` with `lemmas` (default: the shipped set, `lemmas.LEMMAS`).
+    """Prove `properties` of `config` with `lemmas` (default: the shipped set, `lemmas.LEMMAS`): shipped
+    invariants by name, or users' state invariants (a `Property` with its Python `predicate`, lowered).
 
     `unbounded`: the counters whose bound is lifted; `cache`: the epoch-cache capacity (default
     DEFAULT_CACHE when elections are unbounded, else the exact `elections + 1`); `timeout`: per
@@ -165,9 +167,6 @@ def prove(
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise ValueError(f"lemma names must be distinct; repeated: {', '.join(duplicates)}")
-    for name in properties:
-        if name not in SYMBOLIC_INVARIANTS:
-            raise ValueError(f"property {name!r} has no formula; allowed: {', '.join(SYMBOLIC_INVARIANTS)}")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be a positive integer, not {k!r}")
     bad = sorted(unbounded - UNBOUNDED)
@@ -178,8 +177,10 @@ def prove(
     if not PROTOCOLS[config.protocol].epoch_cache:
         cache = 0
     shape = Shape.of(config, cache=cache, integers=True)
+    formulas = state_formulas(properties, config, shape)
+    proved = list(formulas)
     symbolic = SymbolicModel(config, shape, frozenset(unbounded))
-    prover = _Prover(config, symbolic, chosen, list(properties), k, _Budget(deadline, timeout), progress)
+    prover = _Prover(config, symbolic, chosen, formulas, k, _Budget(deadline, timeout), progress)
     status, reason, counterexample = PROVED, "", None
     try:
         prover.run()
@@ -187,16 +188,16 @@ def prove(
         status, reason, counterexample = stop.status, stop.reason, stop.counterexample
     if status == PROVED:
         reason = (f"{len(chosen)} lemmas are {'inductive' if k == 1 else f'{k}-inductive'} and imply "
-                  f"{', '.join(properties)}")
-    return ProofResult(config, status, tuple(properties), tuple(names), k, frozenset(unbounded), cache,
+                  f"{', '.join(proved)}")
+    return ProofResult(config, status, tuple(proved), tuple(names), k, frozenset(unbounded), cache,
                        tuple(prover.queries), time.perf_counter() - started, counterexample, reason,
                        scope_text(config, frozenset(unbounded), cache))
 
 
 class _Prover:
-    def __init__(self, config, symbolic: SymbolicModel, lemmas: list[Lemma], properties: list[str], k: int,
-                 budget: _Budget, progress):
-        self.config, self.symbolic, self.lemmas, self.properties = config, symbolic, lemmas, properties
+    def __init__(self, config, symbolic: SymbolicModel, lemmas: list[Lemma], formulas: dict[str, StateFormula],
+                 k: int, budget: _Budget, progress):
+        self.config, self.symbolic, self.lemmas, self.formulas = config, symbolic, lemmas, formulas
         self.k, self.budget, self.progress = k, budget, progress
         self.queries: list[Query] = []
 
@@ -281,8 +282,8 @@ class _Prover:
         s = self.symbolic.fresh("s")
         solver = z3.Solver()
         solver.add(well_formed(s), *self.all_lemmas(s))
-        for name in self.properties:
-            goal = z3.Not(SYMBOLIC_INVARIANTS[name](s))
+        for name, formula in self.formulas.items():
+            goal = z3.Not(formula(s))
             model = self._check(solver, goal, "safety", name, None)
             if model is not None:
                 model = self._small(solver, goal, [s], model)
@@ -405,7 +406,7 @@ def bounded_config(config: Config, unbounded: frozenset[str], depth: int) -> Con
     return Config.for_simulation(**fields)
 
 
-def reachability(config: Config, unbounded: frozenset[str], properties: Sequence[str], depth: int,
+def reachability(config: Config, unbounded: frozenset[str], properties: Sequence[str | Property], depth: int,
                  target: State | None = None, max_seconds: float | None = None, *,
                  deadline: Deadline | None = None) -> Reachability:
     """Bounded model checking from the initial states to `depth` steps: the shortest behaviour
@@ -428,7 +429,9 @@ def reachability(config: Config, unbounded: frozenset[str], properties: Sequence
             fixed = constant(shape, target) if target.crashes <= depth and target.controller.epoch <= depth else None
         except ValueError:  # arrays beyond the bounded shape: not reachable within depth
             fixed = None
-    formulas = [SYMBOLIC_INVARIANTS[name] for name in properties]
+    by_name = state_formulas(properties, bounded, shape)
+    users = {p.name: p for p in properties if isinstance(p, Property)}
+    names, formulas = list(by_name), list(by_name.values())
     reaches: Trace | None = None
 
     def check(goal) -> z3.CheckSatResult:
@@ -449,10 +452,13 @@ def reachability(config: Config, unbounded: frozenset[str], properties: Sequence
                 reaches = unrolling.trace(solver.model(), unrolling.depth)
             elif answer == z3.unknown:
                 return stop(unrolling.depth - 1, f"unknown at depth {unrolling.depth} ({solver.reason_unknown()})")
-        for name, formula in zip(properties, formulas):
+        for name, formula in zip(names, formulas):
             answer = check(z3.Not(formula(state)))
             if answer == z3.sat:
                 trace = unrolling.trace(solver.model(), unrolling.depth)
+                if name in users and users[name].holds(trace.states()[-1]):  # its error, or its verdict, is its own
+                    raise EncodingMismatch(f"the solver says {name} breaks at step {unrolling.depth}; "
+                                           "its Python function holds there")
                 return Reachability(depth, unrolling.depth, False, time.perf_counter() - started, name, trace,
                                     reaches, f"{name} is violated in {unrolling.depth} steps")
             if answer == z3.unknown:
@@ -461,7 +467,7 @@ def reachability(config: Config, unbounded: frozenset[str], properties: Sequence
         solver.add(*[formula(state) for formula in formulas])
         if unrolling.depth == depth:
             return Reachability(depth, depth, True, time.perf_counter() - started, reaches=reaches,
-                                reason=f"no violation of {', '.join(properties)} in {depth} steps or fewer")
+                                reason=f"no violation of {', '.join(names)} in {depth} steps or fewer")
         unrolling.extend()
 
 

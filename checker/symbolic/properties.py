@@ -4,14 +4,19 @@ well-formedness of a state in the layout (what every decoded state satisfies).""
 from __future__ import annotations
 
 from itertools import combinations
-from typing import Callable
+from typing import Callable, Sequence
 
 import z3
 
 from kafka_mc.model.state import NO_LEADER, UNKNOWN
 
-from .layout import SymState
+from kafka_mc.model import Config
+from kafka_mc.model.interface import ALWAYS, Property
+from kafka_mc.properties.lowering import NotLowered, lower
+
+from .layout import Shape, SymState, fresh
 from .terms import alive, pick
+from .user_properties import user_formula
 
 
 def _in_leader_log(s: SymState, history: list) -> z3.BoolRef:
@@ -94,6 +99,41 @@ SYMBOLIC_INVARIANTS: dict[str, Callable[[SymState], z3.BoolRef]] = {
     "LeaderInIsr": leader_in_isr,
     "CrashLosesMemory": crash_loses_memory,
 }
+
+
+StateFormula = Callable[[SymState], z3.BoolRef]
+
+
+def property_name(prop: str | Property) -> str:
+    return prop if isinstance(prop, str) else prop.name
+
+
+def state_formulas(properties: Sequence[str | Property], config: Config, shape: Shape) -> dict[str, StateFormula]:
+    """Each property's formula over a symbolic state of `shape`: a shipped invariant by its name
+    (`SYMBOLIC_INVARIANTS`), or a user's state invariant (`Property.predicate`) lowered
+    (`properties.lowering`, `user_properties.user_formula`). ValueError naming a property that has none."""
+    formulas: dict[str, StateFormula] = {}
+    for prop in properties:
+        if isinstance(prop, str):
+            if prop not in SYMBOLIC_INVARIANTS:
+                raise ValueError(f"property {prop!r} has no formula; allowed: {', '.join(SYMBOLIC_INVARIANTS)}, "
+                                 "or a user's state invariant")
+            formulas[prop] = SYMBOLIC_INVARIANTS[prop]
+            continue
+        if prop.predicate is None or prop.on_step or prop.kind != ALWAYS:
+            raise ValueError(f"property {prop.name} has no formula: only a user's state invariant (a Python "
+                             "function of a state) is lowered")
+        try:
+            step_formula = user_formula(lower(prop.predicate, config, prop.name), shape, [])
+            step_formula(None, None, fresh(shape, "lowered"))  # an operation the numbers cannot express: now
+        except NotLowered as error:
+            raise ValueError(f"property {prop.name}: {error}") from None
+        formulas[prop.name] = _state_formula(step_formula)
+    return formulas
+
+
+def _state_formula(step_formula: Callable) -> StateFormula:
+    return lambda s: step_formula(None, None, s)
 
 
 def well_formed(s: SymState) -> z3.BoolRef:

@@ -163,6 +163,9 @@ def spacer_prove(config: Config, properties: Sequence[str] = DEFAULT_PROPERTIES,
         deadline = Deadline(max_seconds)
     started = time.perf_counter()
     for name in properties:
+        if not isinstance(name, str):
+            raise ValueError(f"property {name.name}: Spacer proves the shipped invariants only (its child process "
+                             "cannot run your Python); prove your own with the lemmas (--method lemmas)")
         if name not in SYMBOLIC_INVARIANTS:
             raise ValueError(f"property {name!r} has no formula; allowed: {', '.join(SYMBOLIC_INVARIANTS)}")
     if cache is None:

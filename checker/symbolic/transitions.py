@@ -29,6 +29,7 @@ from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.model import PROTOCOLS, Action, Config, State
 from kafka_mc.model.interface import ALWAYS, Property
 from kafka_mc.model.protocols import UnencodedChoice
+from kafka_mc.properties.lowering import NotLowered, lower
 from kafka_mc.model.state import (
     CRASHED,
     EXPIRED,
@@ -48,6 +49,7 @@ from .layout import Shape, SymReplica, SymState, as_int, constant, decode, equal
 from .properties import SYMBOLIC_INVARIANTS, well_formed
 from .terms import acts_as_leader, alive, count, pick, put, smax, smin, with_replica
 from .truncation import SymbolicProtocol
+from .user_properties import user_formula
 
 UNBOUNDED = "any"
 
@@ -136,7 +138,13 @@ class SymbolicModel:
         return well_formed(s)
 
     def formula(self, prop: Property) -> Formula:
-        """A state invariant's formula, `SYMBOLIC_INVARIANTS`: the only properties encoded."""
+        """A state invariant's formula, `SYMBOLIC_INVARIANTS`; a user's property (`Property.predicate`)
+        lowered (`properties.lowering`) and encoded (`user_properties.user_formula`)."""
+        if prop.predicate is not None:
+            try:
+                return user_formula(lower(prop.predicate, self.explicit.config, prop.name), self.shape, self.slots)
+            except NotLowered as error:
+                raise NotLowered(f"property {prop.name}: {error}") from None
         if prop.kind != ALWAYS or prop.on_step:
             raise EncodingError(f"{prop.name} has no Z3 encoding: only state invariants have one")
         if prop.name not in SYMBOLIC_INVARIANTS:

@@ -1,0 +1,161 @@
+"""Exploration speed of the GPU engine (`--engine gpu`) beside the compiled kernel on the CPU.
+
+For each configuration (the rungs of `bench.py`'s ladder and `kernel_bench.py`'s larger ones, or
+those given with --config), one complete exploration (`keep_going`) by the GPU engine and one by
+the CPU kernel, in this process: distinct and generated states, depth, wall time, distinct states
+per second over the exploration, the compile time apart (the GPU's kernels, once per process, in
+the first row; the CPU kernel's compile or cache load), the GPU memory in use at its peak (the driver's figure,
+sampled after every level, less what was in use before the run), and whether the two engines
+agree (the same counts, depth and violations, as they must). Needs an NVIDIA GPU and numba-cuda,
+and kafka-mc installed (`pip install -e .`); under NUMBA_ENABLE_CUDASIM=1 it runs in numba's CUDA
+simulator instead (slowly: small rungs only).
+
+    python benchmarks/gpu_bench.py --out gpu_results.json                  # rungs up to 1.5e7 states
+    python benchmarks/gpu_bench.py --out gpu_results.md --up-to 2e5        # a Markdown table
+    python benchmarks/gpu_bench.py --out r.json --config "leader-epoch 3 2 2 1" --cpu-threads 16
+"""
+
+from __future__ import annotations
+
+import os
+
+# the kernel's transitions copy arrays with `t[:] = s`: numba-cuda compiles that with its runtime on,
+# read from the environment when numba-cuda is imported
+os.environ.setdefault("NUMBA_CUDA_ENABLE_NRT", "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from tabulate import tabulate  # noqa: E402
+
+from bench import LADDER, machine  # noqa: E402
+from kernel_bench import LARGER  # noqa: E402
+
+COLUMNS = ("config", "engine", "distinct", "generated", "depth", "wall_s", "compile_s", "explore_s", "distinct_per_s",
+           "gpu_peak_mb", "violated", "agrees")
+
+
+def gpu_name() -> str:
+    from numba import cuda
+
+    try:
+        name = cuda.get_current_device().name
+        return name.decode() if isinstance(name, bytes) else str(name)
+    except Exception as error:  # the simulator's device, or none
+        return f"no device name ({type(error).__name__})"
+
+
+def memory_in_use() -> int | None:
+    """Bytes of GPU memory in use, as the driver counts them (None where it cannot say)."""
+    from numba import cuda
+
+    try:
+        free, total = cuda.current_context().get_memory_info()
+        return int(total - free)
+    except Exception:
+        return None
+
+
+def row(config, engine: str, result, wall: float, peak_bytes: int | None) -> dict:
+    stats = result.stats
+    return {
+        "config": f"{config.protocol} r={config.replicas} m={config.messages} c={config.crashes} e={config.elections}",
+        "engine": engine,
+        "distinct": stats.distinct_states,
+        "generated": stats.states_generated,
+        "depth": stats.depth,
+        "wall_s": round(wall, 2),
+        "compile_s": round(stats.compile_seconds, 2),
+        "explore_s": round(stats.seconds, 2),
+        "distinct_per_s": round(stats.distinct_states / stats.seconds) if stats.seconds else None,
+        "gpu_peak_mb": None if peak_bytes is None else round(peak_bytes / 2**20),
+        "violated": ",".join(result.violated) or "-",
+    }
+
+
+def run_gpu(config, chunk: int | None) -> dict:
+    from kafka_mc.checker.gpu import gpu_check
+
+    started = time.perf_counter()
+    before = memory_in_use()
+    peak = before
+
+    def sample(_progress) -> None:
+        nonlocal peak
+        used = memory_in_use()
+        if used is not None and peak is not None:
+            peak = max(peak, used)
+
+    result = gpu_check(config, keep_going=True, progress=sample, chunk=chunk)
+    sample(None)
+    wall = time.perf_counter() - started
+    return row(config, result.engine, result, wall, None if peak is None or before is None else peak - before)
+
+
+def run_cpu(config, threads: int) -> dict:
+    from kafka_mc.checker.kernel import kernel_check
+
+    started = time.perf_counter()
+    result = kernel_check(config, keep_going=True, workers=threads)
+    return row(config, f"kernel {threads}", result, time.perf_counter() - started, None)
+
+
+def write(path: Path, rows: list[dict], header: str) -> None:
+    if path.suffix == ".md":
+        table = tabulate([[r.get(column, "-") for column in COLUMNS] for r in rows], headers=COLUMNS,
+                         tablefmt="github")
+        path.write_text(f"{header}\n\n{table}\n", encoding="utf-8")
+    else:
+        path.write_text(json.dumps({"machine": header, "rows": rows}, indent=2) + "\n", encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True,
+                        help="write the figures here after every run: Markdown if it ends in .md, else JSON")
+    parser.add_argument("--config", action="append", metavar="'PROTOCOL R M C E'",
+                        help="a configuration to run (repeatable); default: the ladder's rungs")
+    parser.add_argument("--up-to", type=float, default=1.5e7,
+                        help="without --config: skip rungs expected to exceed this many distinct states")
+    parser.add_argument("--at-least", type=float, default=0, help="without --config: skip rungs expected below this")
+    parser.add_argument("--cpu-threads", type=int, default=os.cpu_count() or 1,
+                        help="threads of the CPU kernel (default: every core)")
+    parser.add_argument("--no-cpu", action="store_true", help="the GPU engine only")
+    parser.add_argument("--chunk", type=int, help="frontier states per GPU kernel launch (default: the engine's)")
+    args = parser.parse_args()
+
+    from kafka_mc.checker.gpu import GpuUnavailable, require_gpu
+    from kafka_mc.model import Config
+
+    try:
+        require_gpu()
+    except GpuUnavailable as error:
+        sys.exit(f"gpu_bench: {error}")
+    if args.config:
+        configs = [(protocol, *map(int, numbers)) for protocol, *numbers in (text.split() for text in args.config)]
+    else:
+        configs = [tuple(rung[:5]) for rung in LADDER + LARGER if args.at_least <= rung[5] <= args.up_to]
+    header = f"{machine()}; GPU: {gpu_name()}"
+    rows: list[dict] = []
+    for protocol, replicas, messages, crashes, elections in configs:
+        config = Config(protocol, replicas, messages, crashes, elections)
+        gpu = run_gpu(config, args.chunk)
+        rows.append(gpu)
+        print(f"done: {gpu['config']} {gpu['engine']}", file=sys.stderr)
+        if not args.no_cpu:
+            cpu = run_cpu(config, args.cpu_threads)
+            same = all(gpu[key] == cpu[key] for key in ("distinct", "generated", "depth", "violated"))
+            gpu["agrees"] = cpu["agrees"] = same
+            rows.append(cpu)
+            print(f"done: {cpu['config']} {cpu['engine']}{'' if same else ' (DISAGREES with the GPU engine)'}",
+                  file=sys.stderr)
+        write(args.out, rows, header)
+    print(tabulate([[r.get(column, "-") for column in COLUMNS] for r in rows], headers=COLUMNS, tablefmt="github"))
+    print(f"wrote {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

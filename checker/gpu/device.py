@@ -1,0 +1,201 @@
+"""The GPU engine's CUDA kernels: one level of the breadth-first search, a phase a kernel.
+
+The transitions, the packing, the fingerprint and the property flags are the compiled kernel's own
+`@njit` functions (`checker/kernel/transitions.py` `apply`, `explore.py` `unpack`,
+`pack_represented`, `fingerprint`, `invariants.py` `state_flags`, `follower_truncated`), called
+from these kernels: there is no second encoding of the model. Under numba's CUDA simulator
+(`NUMBA_ENABLE_CUDASIM=1`) a kernel runs as Python and calls them as the CPU's compiled
+functions; on a GPU numba-cuda compiles them for the device with the kernel that calls them. The
+transitions copy a state with `t[:] = s`, which numba-cuda compiles only with its runtime on
+(`NUMBA_CUDA_ENABLE_NRT=1`, which `checker.gpu` sets).
+
+What holds for every kernel here, so that it runs the same in the simulator and on a GPU:
+- no allocation: per-thread scratch is `cuda.local.array` sized by constants (a wide state,
+  `layout.WIDTH` cells; a packed state, at most `MAX_WORDS` words), per-block tables are
+  `cuda.shared.array`;
+- the kernel functions are called with local or shared arrays only (the simulator cannot pass a
+  device array to an `@njit` function): a frontier row is copied into a local array first, and the
+  settings, action slots and packing layout into shared arrays, once per block;
+- grid-stride loops, so any launch shape gives the same result (the simulator runs few threads).
+
+Candidates: frontier state j's successor by action slot c is candidate j * slot_count + c (written
+whether or not the action is enabled; `cand_flags` says). Its edge key is
+`node(j) * slot_count + c + 1`, with node(j) the state's node number: the order in which the CPU
+kernel meets successors, ascending across levels and within one. The visited table maps a
+fingerprint to the least edge key that reached it (`best`); the initial states hold 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda
+
+from kafka_mc.model.state import MAX_REPLICAS
+
+from ..kernel.explore import fingerprint, pack_represented, unpack
+from ..kernel.invariants import follower_truncated, state_flags
+from ..kernel.layout import C_REPLICAS, WIDTH
+from ..kernel.transitions import ACTION_NAMES, apply
+
+MAX_WORDS = 32  # packed words of a state: 28 at most under the configuration limits (`layout.packing`)
+MAX_FIELDS = WIDTH  # packed fields: at most one per wide cell
+MAX_SLOTS = len(ACTION_NAMES) * MAX_REPLICAS  # action slots: one per action and replica
+SETTINGS = 16  # cells of `layout.settings`
+EMPTY = np.uint64(0)  # an empty slot of the visited table (the fingerprint 0 is stored as 1)
+NO_EDGE = np.uint64(0xFFFFFFFFFFFFFFFF)  # `best` of an empty slot
+ENABLED = np.uint8(1)  # `cand_flags`: the action is enabled, the candidate is a successor
+TRUNCATED = np.uint8(2)  # `cand_flags`: and a follower's log got shorter (the step witness)
+
+
+@cuda.jit(device=True)
+def _share(source, target, count):
+    """Copy `count` cells into a shared array, the block's threads together."""
+    for index in range(cuda.threadIdx.x, count, cuda.blockDim.x):
+        target[index] = source[index]
+
+
+@cuda.jit
+def expand(cfg, slot_codes, cells, biases, bits, shifts, words, word_count, frontier, first, count,
+           cand_words, cand_fingerprints, cand_flags):
+    """Frontier rows first..first+count-1: each thread unpacks a row and writes its candidates."""
+    shared_cfg = cuda.shared.array(SETTINGS, np.int64)
+    shared_codes = cuda.shared.array(MAX_SLOTS, np.int64)
+    shared_orders = cuda.shared.array((1, MAX_REPLICAS), np.int64)
+    shared_cells = cuda.shared.array(MAX_FIELDS, np.int64)
+    shared_biases = cuda.shared.array(MAX_FIELDS, np.int64)
+    shared_bits = cuda.shared.array(MAX_FIELDS, np.int64)
+    shared_shifts = cuda.shared.array(MAX_FIELDS, np.int64)
+    shared_words = cuda.shared.array(MAX_FIELDS, np.int64)
+    fields, slot_count = cells.shape[0], slot_codes.shape[0]
+    _share(cfg, shared_cfg, SETTINGS)
+    _share(slot_codes, shared_codes, slot_count)
+    _share(cells, shared_cells, fields)
+    _share(biases, shared_biases, fields)
+    _share(bits, shared_bits, fields)
+    _share(shifts, shared_shifts, fields)
+    _share(words, shared_words, fields)
+    if cuda.threadIdx.x == 0:
+        for replica in range(MAX_REPLICAS):  # the identity order: no symmetry
+            shared_orders[0, replica] = replica
+    cuda.syncthreads()
+    the_cells, the_biases, the_bits = shared_cells[:fields], shared_biases[:fields], shared_bits[:fields]
+    the_shifts, the_words = shared_shifts[:fields], shared_words[:fields]
+    n = shared_cfg[C_REPLICAS]
+    s = cuda.local.array(WIDTH, np.int16)
+    t = cuda.local.array(WIDTH, np.int16)
+    u = cuda.local.array(WIDTH, np.int16)
+    row = cuda.local.array(MAX_WORDS, np.int64)
+    packed = cuda.local.array(MAX_WORDS, np.int64)
+    candidate = cuda.local.array(MAX_WORDS, np.int64)
+    for j in range(cuda.grid(1), count, cuda.gridsize(1)):
+        for word in range(word_count):
+            row[word] = frontier[(first + j) * word_count + word]
+        unpack(row, 0, the_cells, the_biases, the_bits, the_shifts, the_words, s)
+        for slot in range(slot_count):
+            out = j * slot_count + slot
+            if apply(shared_cfg, shared_codes[slot], s, t, slot % n):
+                pack_represented(shared_cfg, t, shared_orders, u, candidate, the_cells, the_biases, the_shifts,
+                                 the_words, word_count, packed, 0)
+                for word in range(word_count):
+                    cand_words[out * word_count + word] = packed[word]
+                cand_fingerprints[out] = fingerprint(packed, 0, word_count)
+                if follower_truncated(shared_cfg, s, t):
+                    cand_flags[out] = ENABLED | TRUNCATED
+                else:
+                    cand_flags[out] = ENABLED
+            else:
+                cand_flags[out] = 0
+
+
+@cuda.jit(device=True)
+def _slot_of(keys, key):
+    """The table slot holding `key`, inserting it by compare-and-swap where it is absent."""
+    mask = keys.shape[0] - 1
+    slot = np.int64(key & np.uint64(mask))
+    while True:
+        held = cuda.atomic.cas(keys, slot, EMPTY, key)
+        if held == EMPTY or held == key:
+            return slot
+        slot = (slot + 1) & mask
+
+
+@cuda.jit
+def insert(cand_fingerprints, cand_flags, total, first_edge, keys, best, cand_slots):
+    """Every enabled candidate's fingerprint into the table; each slot keeps the least edge key
+    that reached it (`atomic.min`: the order threads run in does not matter)."""
+    for index in range(cuda.grid(1), total, cuda.gridsize(1)):
+        if cand_flags[index] & ENABLED:
+            key = cand_fingerprints[index]
+            if key == EMPTY:
+                key = np.uint64(1)
+            slot = _slot_of(keys, key)
+            cuda.atomic.min(best, slot, np.uint64(first_edge + index))
+            cand_slots[index] = slot
+
+
+@cuda.jit
+def mark_new(cand_flags, total, first_edge, best, cand_slots, new):
+    """A candidate is a new state when its edge key is its slot's least: the slot was empty before
+    this level (an older state's key is smaller than any of this level's) and no candidate met
+    earlier reached the same fingerprint."""
+    for index in range(cuda.grid(1), total, cuda.gridsize(1)):
+        if cand_flags[index] & ENABLED and best[cand_slots[index]] == np.uint64(first_edge + index):
+            new[index] = 1
+        else:
+            new[index] = 0
+
+
+@cuda.jit
+def gather(cand_words, word_count, chosen, count, target, first):
+    """Candidates `chosen[0..count-1]` into rows first.. of `target`, in that order."""
+    for index in range(cuda.grid(1), count * word_count, cuda.gridsize(1)):
+        row, word = index // word_count, index % word_count
+        target[(first + row) * word_count + word] = cand_words[chosen[row] * word_count + word]
+
+
+@cuda.jit
+def copy(source, count, target):
+    for index in range(cuda.grid(1), count, cuda.gridsize(1)):
+        target[index] = source[index]
+
+
+@cuda.jit
+def fill(target, value):
+    for index in range(cuda.grid(1), target.shape[0], cuda.gridsize(1)):
+        target[index] = value
+
+
+@cuda.jit
+def rehash(old_keys, old_best, keys, best):
+    """Every key of a table, with its least edge key, into a larger one (keys are distinct)."""
+    for index in range(cuda.grid(1), old_keys.shape[0], cuda.gridsize(1)):
+        key = old_keys[index]
+        if key != EMPTY:
+            best[_slot_of(keys, key)] = old_best[index]
+
+
+@cuda.jit
+def flag(cfg, cells, biases, bits, shifts, words, word_count, rows, first, count, flags):
+    """`state_flags` of rows first..first+count-1 into flags[0..count-1]."""
+    shared_cfg = cuda.shared.array(SETTINGS, np.int64)
+    shared_cells = cuda.shared.array(MAX_FIELDS, np.int64)
+    shared_biases = cuda.shared.array(MAX_FIELDS, np.int64)
+    shared_bits = cuda.shared.array(MAX_FIELDS, np.int64)
+    shared_shifts = cuda.shared.array(MAX_FIELDS, np.int64)
+    shared_words = cuda.shared.array(MAX_FIELDS, np.int64)
+    fields = cells.shape[0]
+    _share(cfg, shared_cfg, SETTINGS)
+    _share(cells, shared_cells, fields)
+    _share(biases, shared_biases, fields)
+    _share(bits, shared_bits, fields)
+    _share(shifts, shared_shifts, fields)
+    _share(words, shared_words, fields)
+    cuda.syncthreads()
+    s = cuda.local.array(WIDTH, np.int16)
+    row = cuda.local.array(MAX_WORDS, np.int64)
+    for j in range(cuda.grid(1), count, cuda.gridsize(1)):
+        for word in range(word_count):
+            row[word] = rows[(first + j) * word_count + word]
+        unpack(row, 0, shared_cells[:fields], shared_biases[:fields], shared_bits[:fields], shared_shifts[:fields],
+               shared_words[:fields], s)
+        flags[j] = state_flags(shared_cfg, s)

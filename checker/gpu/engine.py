@@ -1,0 +1,396 @@
+"""`gpu_check`: the compiled kernel's breadth-first search, a level at a time on a GPU.
+
+The same counts, verdicts and traces as `checker.kernel.kernel_check` (and so as `checker.bfs.check`):
+the same transitions, packing and fingerprints (`checker/gpu/device.py` calls the kernel's own
+functions), and the same choices where threads race. A level is expanded a chunk of frontier
+states at a time, each chunk in four phases:
+
+1. `expand`: a thread per frontier state computes its successor by every action slot (candidate
+   j * slot_count + c), packed, fingerprinted, and whether a follower's log got shorter;
+2. `insert`: every successor's fingerprint goes into the visited table (open addressing, inserted
+   by `atomic.cas`), and each table slot keeps the least edge key that reached it (`atomic.min`);
+   an edge key is the parent's node number * slot_count + slot + 1, the order the CPU kernel meets
+   successors in, so an older state's key is smaller than any of this level's;
+3. `mark_new`: a candidate is new when its key is its slot's least. The new candidates, in edge-key
+   order (a prefix sum, done here on the host with numpy), get the next node numbers, their parent
+   links and action slots, and are gathered into the next frontier: the CPU kernel's numbering;
+4. `flag`: the property flags of the new states; the first in node order of each property still
+   looked for is the one kept, and the step witness is the first candidate in edge-key order whose
+   step shortened a log, as the CPU kernel finds them.
+
+Traces are rebuilt on the host from the parent links and replayed through the explicit model
+(`checker.bfs.concrete_trace`), as the CPU kernel does.
+
+What the GPU engine leaves out, refusing it by name: symmetry reduction, worker threads, users'
+own properties (Python predicates) and models other than the replication model.
+
+Where it runs: on an NVIDIA GPU through numba-cuda, with its runtime on (`NUMBA_CUDA_ENABLE_NRT=1`,
+which `checker.gpu` sets before numba reads it, and `require_gpu` sets again in numba's config);
+or, slowly, in numba's CUDA simulator (`NUMBA_ENABLE_CUDASIM=1` in the environment before numba
+is imported), which is how the tests run it. Without either, `GpuUnavailable` says so.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any, Callable, Iterable
+
+import numba
+import numpy as np
+from numba import cuda
+
+from kafka_mc.control.replication import ReplicationSystem, model_of
+from kafka_mc.model import Config, ReplicationModel
+from kafka_mc.model.interface import Model
+from kafka_mc.properties import ALWAYS, PROPERTIES, Property
+
+from ..bfs import Budget, Progress, concrete_trace, search_result, stop_reason
+from ..interrupts import Interrupted, deferred_interrupts
+from ..kernel.explore import fingerprint, pack_represented, unpack
+from ..kernel.invariants import FOLLOWER_TRUNCATED, PROPERTY_NAMES, state_flags
+from ..kernel.layout import WIDTH, encode, packing, settings
+from ..kernel.transitions import slot_codes
+from ..result import CheckResult, Coverage, KernelStats, Trace, coverage_of
+from . import device
+from .device import ENABLED, EMPTY, MAX_SLOTS, MAX_WORDS, NO_EDGE, SETTINGS, TRUNCATED
+
+NO_PARENT = np.uint32(0xFFFFFFFF)  # the parent link of an initial state
+NOT_FOUND = -1
+INITIAL_TABLE_SLOTS = 1 << 16
+MAX_LOAD = 0.5  # the visited table's load before it doubles: short probe chains for the CAS loop
+CHUNK_BYTES = 1 << 30  # device memory for one chunk's candidates; a chunk is also where a run may stop
+CANDIDATE_BYTES = 8 + 1 + 8 + 1  # per candidate, beside its packed words: fingerprint, flags, table slot, new
+
+
+class GpuUnavailable(RuntimeError):
+    """No GPU to run on (and the simulator not chosen): the message says why and what to do."""
+
+
+def simulated() -> bool:
+    """Whether numba's CUDA simulator runs the kernels (NUMBA_ENABLE_CUDASIM=1 when numba was imported)."""
+    return bool(getattr(numba.config, "ENABLE_CUDASIM", 0))
+
+
+def require_gpu() -> None:
+    """`GpuUnavailable` unless a CUDA GPU (or the simulator) is there to run on."""
+    if simulated():
+        return
+    try:
+        available = cuda.is_available()
+    except Exception:  # a driver that cannot even be asked
+        available = False
+    if not available:
+        raise GpuUnavailable("--engine gpu: no CUDA GPU found (numba.cuda.is_available() is false); run on a "
+                             "machine with an NVIDIA GPU (and numba-cuda installed), or set "
+                             "NUMBA_ENABLE_CUDASIM=1 for the (slow) simulator")
+    setattr(numba.config, "CUDA_ENABLE_NRT", True)  # numba-cuda reads it when it compiles a kernel
+
+
+# launch shape: the kernels loop over their work with a grid stride, so any shape gives the same
+# result; the simulator runs every thread as a Python thread, so it gets few
+THREADS, MAX_BLOCKS = (8, 2) if simulated() else (128, 1 << 14)
+
+
+def launch(kernel: Any, work: int, *args: Any) -> None:
+    """Run `kernel` over `work` items."""
+    if work > 0:
+        kernel[max(1, min(MAX_BLOCKS, -(-work // THREADS))), THREADS](*args)
+
+
+def zeros(count: int, dtype: Any, value: Any = 0) -> Any:
+    """A device array of `count` cells, each `value`."""
+    array = cuda.device_array(max(count, 1), dtype=dtype)
+    launch(device.fill, array.shape[0], array, dtype(value))
+    return array
+
+
+def grown(array: Any, needed: int, used: int) -> Any:
+    """`array`, or a larger device array holding its first `used` cells, when it has fewer than `needed`."""
+    if needed <= array.shape[0]:
+        return array
+    bigger = cuda.device_array(max(needed, array.shape[0] + array.shape[0] // 2), dtype=array.dtype)
+    launch(device.copy, used, array, used, bigger)
+    return bigger
+
+
+_compiled = False
+
+
+def compile_gpu() -> float:
+    """Compile every kernel, once per process, by exploring a tiny configuration on the GPU; the
+    seconds it took, 0 when already done or simulated (nothing is compiled for the simulator)."""
+    global _compiled
+    if _compiled or simulated():
+        return 0.0
+    started = time.perf_counter()
+    search = GpuSearch(Config("hw", replicas=2, messages=1, crashes=0, elections=0), PROPERTIES)
+    while search.frontier_count:
+        search.run_level()
+    cuda.synchronize()
+    _compiled = True
+    return time.perf_counter() - started
+
+
+class GpuSearch:
+    """One run's arrays: on the device the frontier, the visited table (fingerprints and least edge
+    keys) and one chunk's candidates; on the host the parent links and the properties found."""
+
+    def __init__(self, config: Config, properties: Iterable[Property], chunk: int | None = None):
+        self.model = ReplicationModel(config)
+        self.cfg = settings(config)
+        self.slot_codes = slot_codes(self.model.action_names, config.replicas)
+        self.slot_count = len(self.slot_codes)
+        self.layout = layout = packing(config)
+        self.words = words = layout.word_count
+        if words > MAX_WORDS or len(self.cfg) != SETTINGS or self.slot_count > MAX_SLOTS:
+            raise ValueError(f"the GPU engine's kernels hold {MAX_WORDS} packed words, {SETTINGS} settings and "
+                             f"{MAX_SLOTS} action slots; {config} needs {words}, {len(self.cfg)} and "
+                             f"{self.slot_count}")
+        self.chunk = chunk or max(1, CHUNK_BYTES // (self.slot_count * (CANDIDATE_BYTES + 8 * words)))
+        self.enabled = np.zeros(self.slot_count, dtype=np.int64)  # successors generated, per action slot
+        wanted = {p.name for p in properties}
+        self.looking = sum(1 << index for index, name in enumerate(PROPERTY_NAMES) if name in wanted)
+        self.found_nodes = np.full(len(PROPERTY_NAMES), NOT_FOUND, dtype=np.int64)
+        self.found_slots = np.full(len(PROPERTY_NAMES), NOT_FOUND, dtype=np.int64)
+        self.parents = np.empty(1024, dtype=np.uint32)
+        self.slots = np.empty(1024, dtype=np.uint8)
+        self.distinct = self.generated = 0
+        self.first_node = 0  # the frontier's first node
+        self.growth = 1.0  # the last level's size over the one before
+        self.device_cfg = cuda.to_device(self.cfg)
+        self.device_codes = cuda.to_device(self.slot_codes)
+        self.device_layout = tuple(cuda.to_device(values) for values in
+                                   (layout.cells, layout.biases, layout.bits, layout.shifts, layout.words))
+        self.keys = zeros(INITIAL_TABLE_SLOTS, np.uint64, EMPTY)
+        self.best = zeros(INITIAL_TABLE_SLOTS, np.uint64, NO_EDGE)
+        self.room = 0  # candidates the scratch arrays hold
+        self.flags = zeros(1, np.int64)
+        self.frontier, self.frontier_count = self._seed()
+
+    def _seed(self) -> tuple[Any, int]:
+        """The initial states, each kept when new, checked, numbered in order; their table keys
+        hold the edge key 0, below every edge's."""
+        words, layout = self.words, self.layout
+        initial_states = self.model.initial_states()
+        self.generated = len(initial_states)
+        identity = np.arange(self.model.config.replicas, dtype=np.int64).reshape(1, -1)
+        rows: list[np.ndarray] = []
+        keys: list[np.uint64] = []
+        seen: set[np.uint64] = set()
+        for index, state in enumerate(initial_states):
+            row, wide = np.zeros(words, dtype=np.int64), encode(state)
+            pack_represented(self.cfg, wide, identity, np.empty_like(wide), np.empty(words, np.int64), layout.cells,
+                             layout.biases, layout.shifts, layout.words, words, row, 0)
+            key = np.uint64(fingerprint(row, 0, words)) or np.uint64(1)
+            if key in seen:
+                continue
+            seen.add(key)
+            self.parents[len(rows)], self.slots[len(rows)] = NO_PARENT, index
+            self._offer(int(state_flags(self.cfg, self.unpacked(row))), len(rows))
+            rows.append(row)
+            keys.append(key)
+        launch(device.rehash, len(keys), cuda.to_device(np.array(keys, dtype=np.uint64)),
+               cuda.to_device(np.zeros(len(keys), dtype=np.uint64)), self.keys, self.best)
+        self.distinct = self.roots = len(rows)
+        return cuda.to_device(np.concatenate(rows)), len(rows)
+
+    def unpacked(self, row: np.ndarray) -> np.ndarray:
+        layout, wide = self.layout, np.empty(WIDTH, dtype=np.int16)
+        unpack(row, 0, layout.cells, layout.biases, layout.bits, layout.shifts, layout.words, wide)
+        return wide
+
+    def _offer(self, flags: int, node: int) -> None:
+        hits = flags & self.looking
+        for index in range(len(PROPERTY_NAMES)):
+            if hits >> index & 1:
+                self.found_nodes[index] = node
+                self.looking &= ~(1 << index)
+
+    def _scratch(self, count: int) -> None:
+        """Candidate arrays for `count` frontier states."""
+        total = count * self.slot_count
+        if total <= self.room:
+            return
+        self.room = total
+        self.cand_words = cuda.device_array(total * self.words, dtype=np.int64)
+        self.cand_fingerprints = cuda.device_array(total, dtype=np.uint64)
+        self.cand_flags = cuda.device_array(total, dtype=np.uint8)
+        self.cand_slots = cuda.device_array(total, dtype=np.int64)
+        self.new = cuda.device_array(total, dtype=np.uint8)
+
+    def _make_room(self, incoming: int) -> None:
+        """Double the visited table until `incoming` more keys keep it under MAX_LOAD."""
+        size = self.keys.shape[0]
+        while self.distinct + incoming > MAX_LOAD * size:
+            size *= 2
+        if size == self.keys.shape[0]:
+            return
+        keys, best = zeros(size, np.uint64, EMPTY), zeros(size, np.uint64, NO_EDGE)
+        launch(device.rehash, self.keys.shape[0], self.keys, self.best, keys, best)
+        self.keys, self.best = keys, best
+
+    def run_level(self, stop: Callable[[], bool] = lambda: False) -> int | None:
+        """Expand the frontier, a chunk at a time, asking `stop` between chunks; the number of new
+        states, or None when `stop` said yes before the level was done (the counts are then those
+        reached so far)."""
+        words, slot_count, step_bit = self.words, self.slot_count, 1 << FOLLOWER_TRUNCATED
+        new_node = self.first_node + self.frontier_count
+        capacity = int(self.frontier_count * max(self.growth, 1.0) * 1.1) + 1
+        following = cuda.device_array(capacity * words, dtype=np.int64)
+        made = 0
+        for start in range(0, self.frontier_count, self.chunk):
+            if start and stop():
+                return None
+            count = min(self.chunk, self.frontier_count - start)
+            total, parent = count * slot_count, self.first_node + start
+            self._scratch(count)
+            launch(device.expand, count, self.device_cfg, self.device_codes, *self.device_layout, words,
+                   self.frontier, start, count, self.cand_words, self.cand_fingerprints, self.cand_flags)
+            flags = self.cand_flags[:total].copy_to_host()
+            enabled = np.flatnonzero(flags & ENABLED)
+            self.enabled += np.bincount(enabled % slot_count, minlength=slot_count)
+            self.generated += len(enabled)
+            if self.looking & step_bit:
+                truncated = np.flatnonzero(flags & TRUNCATED)
+                if len(truncated):
+                    self.found_nodes[FOLLOWER_TRUNCATED] = parent + truncated[0] // slot_count
+                    self.found_slots[FOLLOWER_TRUNCATED] = truncated[0] % slot_count
+                    self.looking &= ~step_bit
+            self._make_room(len(enabled))
+            first_edge = parent * slot_count + 1
+            launch(device.insert, total, self.cand_fingerprints, self.cand_flags, total, first_edge, self.keys,
+                   self.best, self.cand_slots)
+            launch(device.mark_new, total, self.cand_flags, total, first_edge, self.best, self.cand_slots, self.new)
+            fresh = np.flatnonzero(self.new[:total].copy_to_host())  # edge-key order: the nodes' order
+            if not len(fresh):
+                continue
+            node, added = new_node + made, len(fresh)
+            self._room_for_nodes(node + added)
+            self.parents[node:node + added] = parent + fresh // slot_count
+            self.slots[node:node + added] = fresh % slot_count
+            following = grown(following, (made + added) * words, made * words)
+            launch(device.gather, added * words, self.cand_words, words, cuda.to_device(fresh.astype(np.int64)),
+                   added, following, made)
+            if self.looking & ~step_bit:
+                self._flag(following, made, added, node)
+            made += added
+            self.distinct += added
+        self.first_node = new_node
+        self.growth = made / max(self.frontier_count, 1)
+        self.frontier, self.frontier_count = following, made
+        return made
+
+    def _room_for_nodes(self, needed: int) -> None:
+        if needed > len(self.parents):
+            size = max(needed, len(self.parents) * 2)
+            self.parents = np.concatenate([self.parents, np.empty(size - len(self.parents), np.uint32)])
+            self.slots = np.concatenate([self.slots, np.empty(size - len(self.slots), np.uint8)])
+
+    def _flag(self, rows: Any, first: int, count: int, node: int) -> None:
+        """The first of rows first..first+count-1 (nodes node..) with each property still looked for."""
+        self.flags = grown(self.flags, count, 0)
+        launch(device.flag, count, self.device_cfg, *self.device_layout, self.words, rows, first, count, self.flags)
+        hits = self.flags[:count].copy_to_host()
+        for index in range(len(PROPERTY_NAMES)):
+            if self.looking >> index & 1 and index != FOLLOWER_TRUNCATED:
+                where = np.flatnonzero(hits >> index & 1)
+                if len(where):
+                    self.found_nodes[index] = node + where[0]
+                    self.looking &= ~(1 << index)
+
+    def coverage(self) -> tuple[Coverage, ...]:
+        """Per action: the successors its slots generated, and the states first reached by them."""
+        new = np.bincount(self.slots[self.roots:self.distinct], minlength=len(self.enabled))
+        enabled: Counter = Counter()
+        reached: Counter = Counter()
+        for slot in range(len(self.enabled)):
+            name = self.model.action_at(slot).name
+            enabled[name] += int(self.enabled[slot])
+            reached[name] += int(new[slot])
+        return coverage_of(self.model.action_names, enabled, reached)
+
+    def found(self) -> dict[str, Trace]:
+        """The trace to the first occurrence of every property found."""
+        traces = {}
+        for index, name in enumerate(PROPERTY_NAMES):
+            node = int(self.found_nodes[index])
+            if node == NOT_FOUND:
+                continue
+            path = [int(self.found_slots[index])] if index == FOLLOWER_TRUNCATED else []
+            while self.parents[node] != NO_PARENT:
+                path.append(int(self.slots[node]))
+                node = int(self.parents[node])
+            actions = [self.model.action_at(slot) for slot in reversed(path)]
+            traces[name] = concrete_trace(self.model, int(self.slots[node]), actions, False)
+        return traces
+
+
+def gpu_check(
+    model_or_config: Config | Model,
+    properties: Iterable[Property] | None = None,
+    *,
+    keep_going: bool = False,
+    symmetry: bool = False,
+    workers: int = 1,
+    budget: Budget = Budget(),
+    progress: Callable[[Progress], None] | None = None,
+    chunk: int | None = None,
+) -> CheckResult:
+    """`checker.kernel.kernel_check` on a GPU: the same counts, verdicts and traces. `chunk`: the
+    frontier states a kernel launch expands (default: as many as about 1 GiB of candidates hold);
+    any value gives the same result. Refused by name: another model than the replication model,
+    users' own properties, `symmetry`, `workers` other than 1, and no GPU (`GpuUnavailable`)."""
+    model = model_of(model_or_config, properties)
+    if model.name != ReplicationSystem.name:
+        raise ValueError(f"the GPU engine encodes the replication model only, not the {model.name} model; "
+                         "check it with checker.bfs.check or checker.spark.spark_check")
+    config: Config = model.config
+    properties = tuple(model.properties)
+    foreign = [p.name for p in properties if not any(p is known for known in PROPERTIES)]
+    if foreign:
+        raise ValueError(f"the GPU engine checks kafka-mc's own properties only, not {', '.join(foreign)}; "
+                         "check a property of your own with checker.bfs.check (--engine python)")
+    if symmetry:
+        raise ValueError("the GPU engine has no symmetry reduction; use checker.kernel.kernel_check for it")
+    if workers != 1:
+        raise ValueError(f"the GPU engine takes no worker count (workers={workers!r}): the GPU's threads are its "
+                         "workers")
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
+        raise ValueError(f"chunk must be a positive integer, not {chunk!r}")
+    require_gpu()
+    settings(config)  # a protocol choice the kernel lacks is refused (UnencodedChoice) before compiling
+    compile_seconds = compile_gpu()
+    invariants = {p.name for p in properties if p.kind == ALWAYS}
+    started = time.perf_counter()
+    search = GpuSearch(config, properties, chunk)
+    depth, stopped_because = 0, ""
+    with deferred_interrupts() as interrupt:
+        def stop() -> bool:
+            return interrupt.arrived or bool(budget.out_of_time(time.perf_counter() - started))
+
+        while search.frontier_count:
+            found = {PROPERTY_NAMES[i] for i in range(len(PROPERTY_NAMES)) if search.found_nodes[i] != NOT_FOUND}
+            stopped_because = stop_reason(found, invariants, len(properties), keep_going, budget, search.distinct,
+                                          time.perf_counter() - started)
+            if stopped_because or interrupt.arrived:
+                break
+            made = search.run_level(stop)
+            if made is None:  # stopped inside the level: by Ctrl-C (raised below) or the time budget
+                stopped_because = "" if interrupt.arrived else budget.time_up
+                break
+            depth += 1 if made else 0
+            if progress:
+                progress(Progress(depth, search.generated, search.distinct, search.frontier_count,
+                                  time.perf_counter() - started))
+    if interrupt.arrived:
+        raise Interrupted(f"after {search.distinct:,} distinct states to depth {depth} in "
+                          f"{time.perf_counter() - started:.1f} s: a partial run, no verdict")
+    traces = search.found()
+    seconds = time.perf_counter() - started
+    return search_result(
+        "gpu" + (" (CUDA simulator)" if simulated() else ""), config, properties, traces,
+        not search.frontier_count and not stopped_because,
+        KernelStats(search.distinct, search.generated, depth, seconds, compile_seconds,
+                    search.distinct * max(search.generated - search.distinct, 0) / 2.0 ** 64),
+        stopped_because, search.coverage())

@@ -1,0 +1,320 @@
+"""Users' own properties in the compiled kernel: a lowered property (`properties.lowering`) as a
+straight-line program over the wide form, run by one compiled interpreter.
+
+`program` numbers the distinct subexpressions of a property's two expressions (when it fails,
+when it would raise) in dependency order; each becomes one instruction that writes a register
+from earlier registers, a constant or a cell of the state before or after the step. The
+interpreter (`run`) is compiled once for every property: a new property costs no compilation.
+`state_hits` runs the state properties over a frontier; `step_hits` expands a frontier again
+and runs the step properties on each (state, action, successor). Each answers, per property,
+the first state (or step) in node and slot order where it is flagged: where an invariant fails
+or may raise, where a witness holds. The engine then evaluates the user's Python there
+(`kernel.engine`), so a verdict and an error are always the user's function's own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from kafka_mc.model import Config
+from kafka_mc.model.interface import ALWAYS
+from kafka_mc.model.replication import ACTION_NAMES
+from kafka_mc.model.state import MAX_REPLICAS
+from kafka_mc.properties.expressions import FIELDS, OPERATORS, Expr
+from kafka_mc.properties.lowering import Lowered, NotLowered, lower
+
+from .explore import unpack
+from .layout import (
+    ACKED, C_REPLICAS, CACHE_COUNT, CACHE_EPOCH, CACHE_START, COMMITTED, CONSUMED, CONTROLLER_EPOCH, CRASHES, CUTS,
+    EPOCH, HAS_REMOTE, HW, ISR, LEADER, LEO, LOG_EPOCH, LOG_MSG, MAX_MESSAGES, PEER_CUT, REMOTE_LEO, REPLICA_WIDTH,
+    RESPONSE, RESPONSE_COUNT, RESPONSE_EPOCH, RESPONSE_HW, RESPONSE_MSG, RESPONSE_OFFSET, RESPONSE_OUT_OF_RANGE, ROLE,
+    STALE_ISR, STATUS, UNFLUSHED, WIDTH, WRITTEN, ZK_CUT,
+)
+from .transitions import apply
+
+# where each field lies in the wide form: (kind, first cell, positions); kinds below
+GLOBAL_CELL, REPLICA_CELL, REPLICA_POSITION, HISTORY_BIT = 0, 1, 2, 3
+CELLS: dict[str, tuple[int, int, int]] = {
+    "leader": (GLOBAL_CELL, LEADER, 0), "controller_epoch": (GLOBAL_CELL, CONTROLLER_EPOCH, 0),
+    "isr": (GLOBAL_CELL, ISR, 0), "written": (GLOBAL_CELL, WRITTEN, 0), "crashes": (GLOBAL_CELL, CRASHES, 0),
+    "acked": (GLOBAL_CELL, ACKED, 0), "zk_cut": (GLOBAL_CELL, ZK_CUT, 0), "peer_cut": (GLOBAL_CELL, PEER_CUT, 0),
+    "cuts": (GLOBAL_CELL, CUTS, 0),
+    "committed": (HISTORY_BIT, COMMITTED, MAX_MESSAGES), "consumed": (HISTORY_BIT, CONSUMED, MAX_MESSAGES),
+    "leo": (REPLICA_CELL, LEO, 0), "unflushed": (REPLICA_CELL, UNFLUSHED, 0), "hw": (REPLICA_CELL, HW, 0),
+    "status": (REPLICA_CELL, STATUS, 0), "role": (REPLICA_CELL, ROLE, 0), "epoch": (REPLICA_CELL, EPOCH, 0),
+    "stale_isr": (REPLICA_CELL, STALE_ISR, 0), "cache_count": (REPLICA_CELL, CACHE_COUNT, 0),
+    "response": (REPLICA_CELL, RESPONSE, 0), "response_offset": (REPLICA_CELL, RESPONSE_OFFSET, 0),
+    "response_hw": (REPLICA_CELL, RESPONSE_HW, 0), "response_out_of_range": (REPLICA_CELL, RESPONSE_OUT_OF_RANGE, 0),
+    "response_count": (REPLICA_CELL, RESPONSE_COUNT, 0), "has_remote": (REPLICA_CELL, HAS_REMOTE, 0),
+    "log_msg": (REPLICA_POSITION, LOG_MSG, MAX_MESSAGES), "log_epoch": (REPLICA_POSITION, LOG_EPOCH, MAX_MESSAGES),
+    "cache_epoch": (REPLICA_POSITION, CACHE_EPOCH, MAX_MESSAGES + 1),
+    "cache_start": (REPLICA_POSITION, CACHE_START, MAX_MESSAGES + 1),
+    "response_msg": (REPLICA_POSITION, RESPONSE_MSG, MAX_MESSAGES),
+    "response_epoch": (REPLICA_POSITION, RESPONSE_EPOCH, MAX_MESSAGES),
+    "remote_leo": (REPLICA_POSITION, REMOTE_LEO, MAX_REPLICAS),
+}
+assert set(CELLS) == set(FIELDS), "every field of properties.expressions has a place in the wide form"
+
+# instruction codes: CONST, FIELD, ACTION_NAME, ACTION_REPLICA, then one per operator of OPERATORS
+CONST, FIELD, ACTION_NAME, ACTION_REPLICA = 0, 1, 2, 3
+OPERATOR_CODES = {name: 4 + index for index, name in enumerate(OPERATORS)}
+(ADD, SUB, MUL, NEG, BIT_AND, BIT_OR, BIT_XOR, BIT_NOT, SHL, SHR, EQ, NE, LT, LE, AND, OR, NOT, ITE, MIN,
+ MAX) = (OPERATOR_CODES[name] for name in OPERATORS)
+assert tuple(OPERATORS) == ("add", "sub", "mul", "neg", "bit_and", "bit_or", "bit_xor", "bit_not", "shl", "shr",
+                            "eq", "ne", "lt", "le", "and", "or", "not", "ite", "min", "max")
+NOT_FOUND = -1
+
+
+@dataclass(frozen=True)
+class Program:
+    """A lowered property as instructions (rows of code, which, a, b, c): registers are numbered
+    as the instructions; `fails` and `raises` are the registers of the two results."""
+
+    name: str
+    on_step: bool
+    witness: bool  # flagged where it holds (a `sometimes` property), not where it fails
+    instructions: np.ndarray
+    fails: int
+    raises: int
+
+
+def program(lowered: Lowered, witness: bool = False) -> Program:
+    """Number the distinct subexpressions of the lowered property, each once, in dependency order."""
+    rows: list[tuple[int, int, int, int, int]] = []
+    registers: dict[tuple, int] = {}
+    by_identity: dict[int, int] = {}
+    keep: list[Expr] = []  # the nodes by_identity refers to, alive while it is used
+
+    def emit(node: Expr) -> int:
+        known = by_identity.get(id(node))
+        if known is not None:
+            return known
+        kind = node[0]
+        if kind == "const":
+            key: tuple = ("const", node[1])
+            row = (CONST, 0, node[1], 0, 0)
+        elif kind == "field":
+            _, which, name, *arguments = node
+            operands = [emit(a) for a in arguments] + [0, 0]
+            key = ("field", which, name, *operands[:len(arguments)])
+            row = (FIELD, which, list(CELLS).index(name), operands[0], operands[1])
+        elif kind == "action":
+            key = node
+            row = (ACTION_NAME if node[1] == "name" else ACTION_REPLICA, 0, 0, 0, 0)
+        else:
+            operands = [emit(x) for x in node[1:]] + [0, 0]
+            key = (kind, *operands[:len(node) - 1])
+            row = (OPERATOR_CODES[kind], 0, operands[0], operands[1], operands[2])
+        register = registers.get(key)
+        if register is None:
+            register = registers[key] = len(rows)
+            rows.append(row)
+        by_identity[id(node)] = register
+        keep.append(node)
+        return register
+
+    fails, raises = emit(lowered.fails), emit(lowered.raises)
+    return Program(lowered.name, lowered.on_step, witness, np.array(rows, dtype=np.int64).reshape(-1, 5),
+                   fails, raises)
+
+
+FIELD_KINDS = np.array([CELLS[name][0] for name in CELLS], dtype=np.int64)
+FIELD_FIRSTS = np.array([CELLS[name][1] for name in CELLS], dtype=np.int64)
+FIELD_POSITIONS = np.array([CELLS[name][2] for name in CELLS], dtype=np.int64)
+
+
+@njit(cache=True)
+def _read(wide, replicas, kind, first, positions, a, b):
+    if kind == GLOBAL_CELL:
+        return np.int64(wide[first])
+    if kind == HISTORY_BIT:
+        if 0 <= a < positions and 0 <= b <= positions:
+            return (np.int64(wide[first + a]) >> b) & 1
+        return np.int64(0)
+    if a < 0 or a >= replicas:
+        return np.int64(0)
+    if kind == REPLICA_CELL:
+        return np.int64(wide[a * REPLICA_WIDTH + first])
+    if 0 <= b < positions:
+        return np.int64(wide[a * REPLICA_WIDTH + first + b])
+    return np.int64(0)
+
+
+@njit(cache=True)
+def run(instructions, replicas, kinds, firsts, positions, s, t, action_name, action_replica, registers):
+    """Run a program on a state (s) or a step (s, the action, t); the registers hold every value."""
+    for k in range(instructions.shape[0]):
+        code, which, a, b, c = (instructions[k, 0], instructions[k, 1], instructions[k, 2], instructions[k, 3],
+                                instructions[k, 4])
+        if code == CONST:
+            value = a
+        elif code == FIELD:
+            wide = t if which else s
+            value = _read(wide, replicas, kinds[a], firsts[a], positions[a], registers[b], registers[c])
+        elif code == ACTION_NAME:
+            value = action_name
+        elif code == ACTION_REPLICA:
+            value = action_replica
+        else:
+            x, y = registers[a], registers[b]
+            if code == ADD:
+                value = x + y
+            elif code == SUB:
+                value = x - y
+            elif code == MUL:
+                value = x * y
+            elif code == NEG:
+                value = -x
+            elif code == BIT_AND:
+                value = x & y
+            elif code == BIT_OR:
+                value = x | y
+            elif code == BIT_XOR:
+                value = x ^ y
+            elif code == BIT_NOT:
+                value = ~x
+            elif code == SHL:
+                value = x << y if 0 <= y < 63 else 0
+            elif code == SHR:
+                value = x >> y if 0 <= y < 63 else (0 if x >= 0 else -1)
+            elif code == EQ:
+                value = 1 if x == y else 0
+            elif code == NE:
+                value = 1 if x != y else 0
+            elif code == LT:
+                value = 1 if x < y else 0
+            elif code == LE:
+                value = 1 if x <= y else 0
+            elif code == AND:
+                value = 1 if x != 0 and y != 0 else 0
+            elif code == OR:
+                value = 1 if x != 0 or y != 0 else 0
+            elif code == NOT:
+                value = 1 if x == 0 else 0
+            elif code == ITE:
+                value = y if x != 0 else registers[c]
+            elif code == MIN:
+                value = min(x, y)
+            else:
+                value = max(x, y)
+        registers[k] = value
+
+
+@njit(cache=True)
+def _flagged(registers, fails, raises, witness):
+    if witness:
+        return registers[fails] == 0 and registers[raises] == 0
+    return registers[fails] != 0 or registers[raises] != 0
+
+
+@njit(cache=True)
+def state_hits(cfg, instructions, fails, raises, witness, kinds, firsts, positions, cells, biases, bits, shifts,
+               words, word_count, frontier, count):
+    """The first frontier state where the state property is flagged, or NOT_FOUND."""
+    s = np.empty(WIDTH, dtype=np.int16)
+    registers = np.zeros(max(instructions.shape[0], 1), dtype=np.int64)
+    for j in range(count):
+        unpack(frontier, j * word_count, cells, biases, bits, shifts, words, s)
+        run(instructions, cfg[C_REPLICAS], kinds, firsts, positions, s, s, 0, 0, registers)
+        if _flagged(registers, fails, raises, witness):
+            return j
+    return NOT_FOUND
+
+
+@njit(cache=True)
+def step_hits(cfg, slot_codes, slot_names, slot_replicas, instructions, fails, raises, witness, kinds, firsts,
+              positions, cells, biases, bits, shifts, words, word_count, frontier, count):
+    """The first (frontier state, action slot) whose step the step property flags, or (NOT_FOUND, 0)."""
+    s = np.empty(WIDTH, dtype=np.int16)
+    t = np.empty(WIDTH, dtype=np.int16)
+    registers = np.zeros(max(instructions.shape[0], 1), dtype=np.int64)
+    n = cfg[C_REPLICAS]
+    for j in range(count):
+        unpack(frontier, j * word_count, cells, biases, bits, shifts, words, s)
+        for slot in range(slot_codes.shape[0]):
+            if apply(cfg, slot_codes[slot], s, t, slot % n):
+                run(instructions, n, kinds, firsts, positions, s, t, slot_names[slot], slot_replicas[slot],
+                    registers)
+                if _flagged(registers, fails, raises, witness):
+                    return j, slot
+    return NOT_FOUND, 0
+
+
+def slot_actions(model, slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each action slot's action name code (`ACTION_NAMES`) and replica."""
+    actions = [model.action_at(slot) for slot in range(slots)]
+    return (np.array([ACTION_NAMES.index(a.name) for a in actions], dtype=np.int64),
+            np.array([a.replica for a in actions], dtype=np.int64))
+
+
+def evaluate_wide(prog: Program, config: Config, s: np.ndarray, t: np.ndarray | None = None,
+                  action_name: int = 0, action_replica: int = 0) -> tuple[int, int]:
+    """(fails, raises) of a program on one wide state (or step): for tests and reports."""
+    registers = np.zeros(max(len(prog.instructions), 1), dtype=np.int64)
+    run(prog.instructions, config.replicas, FIELD_KINDS, FIELD_FIRSTS, FIELD_POSITIONS, s,
+        s if t is None else t, action_name, action_replica, registers)
+    return int(registers[prog.fails]), int(registers[prog.raises])
+
+
+def lowered_program(prop, config: Config) -> Program:
+    """A user's property (`Property.predicate`) as the kernel's program under `config`; NotLowered
+    naming the property and the construct, ValueError for a property without a Python function."""
+    if getattr(prop, "predicate", None) is None:
+        raise ValueError(f"property {prop.name} has no Python function the kernel could lower; "
+                         "check it with --engine python (checker.bfs.check)")
+    try:
+        lowered = lower(prop.predicate, config, prop.name)
+    except NotLowered as error:
+        raise NotLowered(f"property {prop.name}: {error}") from None
+    return program(lowered, witness=prop.kind != ALWAYS)
+
+
+class UserChecks:
+    """The user's properties of one kernel run (`Property.predicate`, lowered under the run's
+    configuration), and the first state or step where each was flagged: (node, action slot or None)."""
+
+    def __init__(self, model, properties, slots: int):
+        self.properties = tuple(properties)
+        self.programs = [lowered_program(prop, model.config) for prop in self.properties]
+        self.action_names, self.action_replicas = slot_actions(model, slots)
+        self.found: dict[str, tuple[int, int | None]] = {}
+
+    def states(self, cfg, layout, frontier: np.ndarray, count: int, first_node: int) -> None:
+        """Look for the state properties in `count` packed states numbered from first_node."""
+        for prog in self.programs:
+            if prog.on_step or prog.name in self.found or not count:
+                continue
+            hit = state_hits(cfg, prog.instructions, prog.fails, prog.raises, prog.witness, FIELD_KINDS,
+                             FIELD_FIRSTS, FIELD_POSITIONS, layout.cells, layout.biases, layout.bits, layout.shifts,
+                             layout.words, layout.word_count, frontier, count)
+            if hit != NOT_FOUND:
+                self.found[prog.name] = (first_node + int(hit), None)
+
+    def steps(self, cfg, slot_codes, layout, frontier: np.ndarray, count: int, first_node: int) -> None:
+        """Look for the step properties on every step out of `count` packed states numbered from first_node."""
+        for prog in self.programs:
+            if not prog.on_step or prog.name in self.found or not count:
+                continue
+            hit, slot = step_hits(cfg, slot_codes, self.action_names, self.action_replicas, prog.instructions,
+                                  prog.fails, prog.raises, prog.witness, FIELD_KINDS, FIELD_FIRSTS, FIELD_POSITIONS,
+                                  layout.cells, layout.biases, layout.bits, layout.shifts, layout.words,
+                                  layout.word_count, frontier, count)
+            if hit != NOT_FOUND:
+                self.found[prog.name] = (first_node + int(hit), int(slot))
+
+    def confirm(self, name: str, trace, symmetry: bool) -> None:
+        """Evaluate the user's own function where the kernel flagged it: its error is raised as the
+        Python engine raises it; a verdict the function does not give is a lowering fault, reported."""
+        prop = next(p for p in self.properties if p.name == name)
+        states = trace.states()
+        if prop.on_step:
+            holds = prop.check(states[-2], trace.actions[-1], states[-1])
+        else:
+            holds = prop.check(None, None, states[-1])
+        if holds == (prop.kind == ALWAYS):
+            why = (" (with --symmetry a property must not depend on which replica is which)" if symmetry else "")
+            raise RuntimeError(f"the compiled kernel's lowering of property {name} disagrees with its Python "
+                               f"function at the end of this trace{why}: {', '.join(map(str, trace.actions))}")

@@ -1,0 +1,252 @@
+"""A user's property written once in Python, lowered to expressions (`properties.lowering`) and to the
+kernel's programs (`checker.kernel.user_properties`): both give the Python function's own verdict, and
+its errors, on every reachable state and step; what cannot be lowered is refused by name."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafka_mc.checker.kernel.layout import encode
+from kafka_mc.checker.kernel.user_properties import evaluate_wide, program
+from kafka_mc.model import Config, ReplicationModel
+from kafka_mc.model.replication import ACTION_NAMES
+from kafka_mc.model.state import FOLLOWER, LEADER
+from kafka_mc.properties import invariants
+from kafka_mc.properties.expressions import evaluate
+from kafka_mc.properties.lowering import NotLowered, lower
+
+sys.path.insert(0, str(Path(__file__).parent / "examples"))
+import test_own_property as examples  # noqa: E402
+
+CONFIG = Config("hw", replicas=2, messages=2, crashes=2, elections=2)  # Case L: the data properties fail here
+
+
+def reachable(config: Config):
+    """Every reachable state, and every step out of one."""
+    model = ReplicationModel(config)
+    seen = set(model.initial_states())
+    frontier, steps = list(seen), []
+    while frontier:
+        following = []
+        for state in frontier:
+            for action, after in model.successors(state):
+                steps.append((state, action, after))
+                if after not in seen:
+                    seen.add(after)
+                    following.append(after)
+        frontier = following
+    return sorted(seen), steps
+
+
+STATES, STEPS = reachable(CONFIG)
+
+
+def outcome(predicate, *arguments) -> str:
+    """What the Python function does: holds, fails (False or an assert) or raises."""
+    try:
+        return "fails" if predicate(*arguments) is False else "holds"
+    except AssertionError:
+        return "fails"
+    except Exception:
+        return "raises"
+
+
+def lowered_outcome(fails: int, raises: int) -> str:
+    return "raises" if raises else "fails" if fails else "holds"
+
+
+def check_every_state(predicate, config: Config = CONFIG, states=STATES) -> dict[str, int]:
+    lowered = lower(predicate, config)
+    compiled = program(lowered)
+    seen: dict[str, int] = {}
+    for state in states:
+        expected = outcome(predicate, state)
+        by_expression = lowered_outcome(evaluate(lowered.fails, state), evaluate(lowered.raises, state))
+        by_kernel = lowered_outcome(*evaluate_wide(compiled, config, encode(state)))
+        assert by_expression == by_kernel == expected, (predicate.__name__, state)
+        seen[expected] = seen.get(expected, 0) + 1
+    return seen
+
+
+STATE_PROPERTIES = [invariants.hw_below_leo, invariants.leader_epoch_monotonic, invariants.leader_in_isr,
+                    invariants.epoch_known_only_when_live, invariants.no_committed_data_loss,
+                    invariants.no_consumed_record_lost, invariants.no_log_divergence]
+
+
+@pytest.mark.parametrize("predicate", STATE_PROPERTIES, ids=lambda p: p.__name__)
+def test_the_shipped_invariants_written_in_python_lower_to_their_own_verdicts(predicate):
+    check_every_state(predicate)
+
+
+def test_a_lowered_property_fails_where_its_function_fails():
+    assert check_every_state(invariants.no_committed_data_loss).get("fails", 0) > 0
+    assert check_every_state(invariants.no_log_divergence).get("fails", 0) > 0
+
+
+def test_the_documented_examples_lower_to_their_own_verdicts():
+    consumer = examples.test_a_consumer_never_reads_past_a_record_it_later_cannot_read_again.kafka_mc_property
+    assert check_every_state(consumer).get("fails", 0) > 0
+    step = examples.test_no_step_drops_a_committed_record.kafka_mc_property
+    lowered = lower(step, CONFIG)
+    compiled = program(lowered)
+    failing = 0
+    for before, action, after in STEPS:
+        expected = outcome(step, before, action, after)
+        by_expression = lowered_outcome(evaluate(lowered.fails, before, action, after),
+                                        evaluate(lowered.raises, before, action, after))
+        by_kernel = lowered_outcome(*evaluate_wide(compiled, CONFIG, encode(before), encode(after),
+                                                   ACTION_NAMES.index(action.name), action.replica))
+        assert by_expression == by_kernel == expected, (before, action)
+        failing += expected == "fails"
+    assert failing > 0
+
+
+def first_record_is_m1(state):
+    return state.replicas[0].log[0].msg == 1  # IndexError on an empty log
+
+
+def leaders_field(state):
+    return state.leader.hw >= 0  # AttributeError without a leader
+
+
+def branches_loops_and_helpers(state):
+    """if/elif/else, a for loop with continue, an assignment merged across branches, a helper called."""
+    best = -1
+    for index, replica in enumerate(state.replicas):
+        if not replica.alive:
+            continue
+        elif replica.role == LEADER:
+            best = max(best, replica.hw)
+        else:
+            best = best if replica.role != FOLLOWER else best + 0
+    total = sum(record.epoch for record in state.replicas[0].log[:2])
+    assert total >= 0, f"negative epochs {total}"
+    return best <= most_records(state) and (state.controller.isr & 1 or state.controller.isr >> 1 & 1)
+
+
+def most_records(state):
+    return max(len(replica.log) for replica in state.replicas) if len(state.replicas) > 1 else 0
+
+
+@pytest.mark.parametrize("predicate", [first_record_is_m1, leaders_field, branches_loops_and_helpers],
+                         ids=lambda p: p.__name__)
+def test_errors_branches_loops_and_calls_lower_to_the_functions_outcome(predicate):
+    seen = check_every_state(predicate)
+    if predicate is not branches_loops_and_helpers:
+        assert seen.get("raises", 0) > 0 and seen.get("holds", 0) + seen.get("fails", 0) > 0
+
+
+def with_while(state):
+    while state.written:
+        return True
+    return False
+
+
+def with_try(state):
+    try:
+        return state.replicas[0].log[0].msg == 1
+    except IndexError:
+        return True
+
+
+def with_unknown_call(state):
+    return print(state.written)
+
+
+def with_string_field(state):
+    return state.replicas[0].name == "A"
+
+
+@pytest.mark.parametrize("predicate, construct", [
+    (with_while, "the statement while cannot be lowered (test_lowering.py, line"),
+    (with_try, "the statement try cannot be lowered (test_lowering.py, line"),
+    (with_unknown_call, "a call of 'print' cannot be lowered (test_lowering.py, line"),
+    (with_string_field, "the replica's field 'name' cannot be lowered (test_lowering.py, line"),
+    (lambda state: True, "only a def function is lowered"),
+], ids=["while", "try", "print", "unknown-field", "lambda"])
+def test_what_cannot_be_lowered_is_refused_naming_the_construct_and_line(predicate, construct):
+    with pytest.raises(NotLowered, match=None) as refused:
+        lower(predicate, CONFIG)
+    assert construct in str(refused.value)
+
+
+# ------------------------------------------------------------------------------ on the engines
+
+def leader_holds_its_isr(state):
+    """The controller's leader is in its ISR (`isr >> leader & 1`: shifts and masks lowered)."""
+    leader = state.controller.leader
+    return leader < 0 or bool(state.controller.isr >> leader & 1)
+
+
+def test_z3_finds_a_users_state_and_step_property_at_the_explicit_engines_shortest_length():
+    from kafka_mc.checker import check
+    from kafka_mc.checker.symbolic.bmc import bounded_check
+    from kafka_mc.properties.user import user_property
+
+    state_property = user_property(invariants.no_committed_data_loss, "committed_kept")
+    step = user_property(examples.test_no_step_drops_a_committed_record.kafka_mc_property, "no_step_drops")
+    z3_result = bounded_check(CONFIG, 10, [state_property, step], keep_going=True)
+    lengths = {v.invariant: len(v.trace) for v in z3_result.violations}
+    explicit = check(CONFIG, [state_property])
+    assert lengths["committed_kept"] == len(explicit.violations[0].trace) == 10
+    assert lengths["no_step_drops"] == 7  # docs/properties.md: under hw it fails in 7 steps
+
+
+def test_prove_takes_a_users_state_invariant_and_refuses_what_it_cannot_encode():
+    from kafka_mc.checker.symbolic.induction import prove
+    from kafka_mc.properties.user import user_property
+
+    config = Config.for_simulation(protocol="leader-epoch", replicas=2, messages=1, crashes=0, elections=0)
+    every = frozenset({"crashes", "elections"})
+    proved = prove(config, properties=[user_property(leader_holds_its_isr, "leader_holds_its_isr")],
+                   unbounded=every)
+    assert proved.status == "proved" and proved.properties == ("leader_holds_its_isr",)
+
+    def xor_of_isr(state):
+        return state.controller.isr ^ 1 >= 0
+
+    with pytest.raises(ValueError, match="bit_xor has no encoding over unbounded integers"):
+        prove(config, properties=[user_property(xor_of_isr, "xor_of_isr")], unbounded=every)
+
+
+def test_the_kernel_checks_users_properties_with_the_python_engines_counts_and_lengths():
+    from kafka_mc.checker import check
+    from kafka_mc.checker.kernel import kernel_check
+    from kafka_mc.properties import SOMETIMES, Property
+    from kafka_mc.properties.user import user_property
+
+    consumer = examples.test_a_consumer_never_reads_past_a_record_it_later_cannot_read_again.kafka_mc_property
+    mine = [user_property(invariants.no_committed_data_loss, "committed_kept"),
+            user_property(invariants.no_log_divergence, "no_divergence"),
+            user_property(consumer, "consumer_reads_again")]
+    leader_known = Property("leader_known", SOMETIMES, "a witness", lambda s: s.controller.leader >= 0,
+                            predicate=leads)
+    kernel = kernel_check(CONFIG, [*mine, leader_known], keep_going=True)
+    python = check(CONFIG, [*mine, leader_known], keep_going=True)
+    assert kernel.stats.distinct_states == python.stats.distinct_states
+    assert {v.invariant: len(v.trace) for v in kernel.violations} == \
+        {v.invariant: len(v.trace) for v in python.violations} == \
+        {"committed_kept": 10, "no_divergence": 11, "consumer_reads_again": 10}
+    assert kernel.witnesses == python.witnesses == {"leader_known": True}
+    step = user_property(examples.test_no_step_drops_a_committed_record.kafka_mc_property, "no_step_drops")
+    assert [len(v.trace) for v in kernel_check(CONFIG, [step]).violations] == [7]
+
+
+def leads(state):
+    return state.controller.leader >= 0
+
+
+def test_the_kernel_raises_a_users_error_as_the_python_engine_does_and_refuses_what_does_not_lower():
+    from kafka_mc.checker import check
+    from kafka_mc.checker.kernel import kernel_check
+    from kafka_mc.properties.user import UserPropertyError, user_property
+
+    raising = user_property(first_record_is_m1, "first_record_is_m1", guarded=True)
+    for engine in (kernel_check, check):
+        with pytest.raises(UserPropertyError, match="first_record_is_m1 raised IndexError"):
+            engine(CONFIG, [raising])
+    with pytest.raises(NotLowered, match="property uses_try: the statement try cannot be lowered"):
+        kernel_check(CONFIG, [user_property(with_try, "uses_try")])
