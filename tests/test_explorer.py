@@ -105,7 +105,7 @@ def test_loads_a_shipped_scenario_an_itf_file_and_an_upload(tmp_path):
     uploaded = api.post("/api/load", json={"name": "mine.itf.json", "text": itf.read_text()}).json()
     assert uploaded["path"] == CASE_L_PATH
     bad = api.post("/api/load", json={"name": "mine.itf.json", "text": "{}"})
-    assert bad.status_code == 400 and bad.json()["error"].startswith("mine.itf.json: not a kafka-mc ITF trace")
+    assert bad.status_code == 400 and bad.json()["error"].startswith("mine.itf.json: not an ITF trace of kafka-mc's TLA+ twin")
     missing = api.post("/api/load", json={"source": "no-such-case"})
     assert missing.status_code == 400 and "no-such-case" in missing.json()["error"]
 

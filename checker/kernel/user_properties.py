@@ -6,7 +6,7 @@ when it would raise) in dependency order; each becomes one instruction that writ
 from earlier registers, a constant or a cell of the state before or after the step. The
 interpreter (`run`) is compiled once for every property: a new property costs no compilation.
 `state_hits` runs the state properties over a frontier; `step_hits` expands a frontier again
-and runs the step properties on each (state, action, successor). Each answers, per property,
+(the kernel's own `expand_block`) and runs the step properties on each (state, action, successor). Each answers, per property,
 the first state (or step) in node and slot order where it is flagged: where an invariant fails
 or may raise, where a witness holds. The engine then evaluates the user's Python there
 (`kernel.engine`), so a verdict and an error are always the user's function's own.
@@ -26,14 +26,13 @@ from kafka_mc.model.state import MAX_REPLICAS
 from kafka_mc.properties.expressions import FIELDS, OPERATORS, Expr
 from kafka_mc.properties.lowering import Lowered, NotLowered, lower
 
-from .explore import unpack
+from .explore import BLOCK, expand_block, unpack
 from .layout import (
     ACKED, C_REPLICAS, CACHE_COUNT, CACHE_EPOCH, CACHE_START, COMMITTED, CONSUMED, CONTROLLER_EPOCH, CRASHES, CUTS,
     EPOCH, HAS_REMOTE, HW, ISR, LEADER, LEO, LOG_EPOCH, LOG_MSG, MAX_MESSAGES, PEER_CUT, REMOTE_LEO, REPLICA_WIDTH,
     RESPONSE, RESPONSE_COUNT, RESPONSE_EPOCH, RESPONSE_HW, RESPONSE_MSG, RESPONSE_OFFSET, RESPONSE_OUT_OF_RANGE, ROLE,
     STALE_ISR, STATUS, UNFLUSHED, WIDTH, WRITTEN, ZK_CUT,
 )
-from .transitions import apply
 
 # where each field lies in the wide form: (kind, first cell, positions); kinds below
 GLOBAL_CELL, REPLICA_CELL, REPLICA_POSITION, HISTORY_BIT = 0, 1, 2, 3
@@ -225,21 +224,50 @@ def state_hits(cfg, instructions, fails, raises, witness, kinds, firsts, positio
 
 
 @njit(cache=True)
-def step_hits(cfg, slot_codes, slot_names, slot_replicas, instructions, fails, raises, witness, kinds, firsts,
-              positions, cells, biases, bits, shifts, words, word_count, frontier, count):
-    """The first (frontier state, action slot) whose step the step property flags, or (NOT_FOUND, 0)."""
+def step_block_hits(cfg, slot_names, slot_replicas, instructions, fails, raises, witness, kinds, firsts, positions,
+                    cells, biases, bits, shifts, words, word_count, frontier, first, count, slot_count, out_words,
+                    out_slots, out_counts):
+    """The first step out of frontier states first..first+count-1, their successors expanded by
+    `explore.expand_block` (unrepresented), that the step property flags: (state, slot) or (NOT_FOUND, 0)."""
     s = np.empty(WIDTH, dtype=np.int16)
     t = np.empty(WIDTH, dtype=np.int16)
     registers = np.zeros(max(instructions.shape[0], 1), dtype=np.int64)
-    n = cfg[C_REPLICAS]
     for j in range(count):
-        unpack(frontier, j * word_count, cells, biases, bits, shifts, words, s)
-        for slot in range(slot_codes.shape[0]):
-            if apply(cfg, slot_codes[slot], s, t, slot % n):
-                run(instructions, n, kinds, firsts, positions, s, t, slot_names[slot], slot_replicas[slot],
-                    registers)
-                if _flagged(registers, fails, raises, witness):
-                    return j, slot
+        unpack(frontier, (first + j) * word_count, cells, biases, bits, shifts, words, s)
+        for c in range(out_counts[j]):
+            out = j * slot_count + c
+            unpack(out_words, out * word_count, cells, biases, bits, shifts, words, t)
+            slot = out_slots[out]
+            run(instructions, cfg[C_REPLICAS], kinds, firsts, positions, s, t, slot_names[slot], slot_replicas[slot],
+                registers)
+            if _flagged(registers, fails, raises, witness):
+                return j, slot
+    return NOT_FOUND, 0
+
+
+def step_hits(cfg, slot_codes, slot_names, slot_replicas, prog: Program, layout, frontier, count: int) -> tuple[int, int]:
+    """The first (frontier state, action slot) whose step the step property flags, or (NOT_FOUND, 0):
+    the successors come from the kernel's own `expand_block` (no replica renaming, so each is the
+    action's successor itself), a block of states at a time."""
+    slot_count, word_count = slot_codes.shape[0], layout.word_count
+    identity = np.arange(cfg[C_REPLICAS], dtype=np.int64).reshape(1, -1)
+    room = BLOCK * slot_count
+    out_words = np.empty(room * word_count, dtype=np.int64)
+    out_fingerprints = np.empty(room, dtype=np.uint64)
+    out_slots = np.empty(room, dtype=np.int64)
+    out_truncated = np.empty(room, dtype=np.bool_)
+    out_counts = np.empty(BLOCK, dtype=np.int64)
+    for first in range(0, count, BLOCK):
+        block = min(BLOCK, count - first)
+        expand_block(cfg, slot_codes, identity, layout.cells, layout.biases, layout.bits, layout.shifts, layout.words,
+                     word_count, frontier, first, block, out_words, out_fingerprints, out_slots, out_truncated,
+                     out_counts)
+        j, slot = step_block_hits(cfg, slot_names, slot_replicas, prog.instructions, prog.fails, prog.raises,
+                                  prog.witness, FIELD_KINDS, FIELD_FIRSTS, FIELD_POSITIONS, layout.cells,
+                                  layout.biases, layout.bits, layout.shifts, layout.words, word_count, frontier,
+                                  first, block, slot_count, out_words, out_slots, out_counts)
+        if j != NOT_FOUND:
+            return first + int(j), int(slot)
     return NOT_FOUND, 0
 
 
@@ -298,10 +326,8 @@ class UserChecks:
         for prog in self.programs:
             if not prog.on_step or prog.name in self.found or not count:
                 continue
-            hit, slot = step_hits(cfg, slot_codes, self.action_names, self.action_replicas, prog.instructions,
-                                  prog.fails, prog.raises, prog.witness, FIELD_KINDS, FIELD_FIRSTS, FIELD_POSITIONS,
-                                  layout.cells, layout.biases, layout.bits, layout.shifts, layout.words,
-                                  layout.word_count, frontier, count)
+            hit, slot = step_hits(cfg, slot_codes, self.action_names, self.action_replicas, prog, layout, frontier,
+                                  count)
             if hit != NOT_FOUND:
                 self.found[prog.name] = (first_node + int(hit), int(slot))
 
