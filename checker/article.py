@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Iterable
 
 from kafka_mc.model import Config
 
@@ -84,11 +85,14 @@ def catalogue_scenarios() -> dict[str, Scenario]:
     return {scenario.article: scenario for scenario in scenarios if scenario.article}
 
 
-def compare() -> list[Comparison]:
-    """Every claim against the model: the replayed story, and the closing setting checked."""
+def compare(cases: Iterable[str] | None = None) -> list[Comparison]:
+    """Every claim (or those of `cases`) against the model: the replayed story, and the closing
+    setting checked."""
     scenarios = catalogue_scenarios()
     comparisons = []
     for claim in CLAIMS:
+        if cases is not None and claim.case not in cases:
+            continue
         scenario = scenarios.get(claim.case)
         if scenario is None:
             comparisons.append(Comparison(claim, None, None, None))

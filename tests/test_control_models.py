@@ -415,7 +415,7 @@ def test_partition_scenario_8_replays_with_replication_and_loses_nothing():
     replayed = replay(scenario)
     assert replayed.first_breaks == {} and replayed.mismatches == []
     assert [step.state.controller_up for step in replayed.steps[6:9]] == [False, False, True]
-    comparison = next(c for c in compare() if c.claim.case == "partition-8")
+    (comparison,) = compare(["partition-8"])
     assert comparison.agrees and comparison.model_loses_acked is False
 
 
