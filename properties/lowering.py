@@ -175,7 +175,7 @@ class _Frame:
 
 
 _ALLOWED_CALLS = {"all", "any", "sum", "len", "min", "max", "bool", "int", "abs", "range", "zip", "enumerate",
-                  "isr_members", "next", "list", "tuple", "sorted", "reversed"}
+                  "isr_members", "next", "list", "tuple", "reversed"}
 
 
 _CONCRETE_ITERTOOLS = (itertools.combinations, itertools.permutations, itertools.product,
@@ -658,7 +658,7 @@ class _Interpreter:
             number = self.number(value, node)
             return _Value(op("ite", op("lt", number, const(0)), op("neg", number), number) if name == "abs"
                           else number)
-        if name in ("range", "zip", "enumerate", "list", "tuple", "reversed", "sorted"):
+        if name in ("range", "zip", "enumerate", "list", "tuple", "reversed"):
             return self.iterable(name, arguments, node)
         if name == "len" and len(arguments) == 1:
             value = arguments[0]
@@ -737,9 +737,7 @@ class _Interpreter:
             if isinstance(arguments[0], (_Sequence, tuple, list)) or all(p == TRUE for p, _ in items):
                 return [(p, (_Value(const(k)), v)) for k, (p, v) in enumerate(items)]
             raise self.refuse(node, "enumerate() over items that may be absent in between")
-        if name in ("list", "tuple", "sorted"):
-            if name == "sorted" and not isinstance(arguments[0], (_Sequence, _History)):
-                raise self.refuse(node, "sorted() other than of a log, cache or history")
+        if name in ("list", "tuple"):
             return self.items(None, arguments[0], node)
         if name == "reversed":
             return list(reversed(self.items(None, arguments[0], node)))
