@@ -160,13 +160,18 @@ def with_string_field(state):
     return state.replicas[0].name == "A"
 
 
+def with_sorted(state):
+    return sorted(state.replicas[0].log) == list(state.replicas[0].log)
+
+
 @pytest.mark.parametrize("predicate, construct", [
     (with_while, "the statement while cannot be lowered (test_lowering.py, line"),
     (with_try, "the statement try cannot be lowered (test_lowering.py, line"),
     (with_unknown_call, "a call of 'print' cannot be lowered (test_lowering.py, line"),
     (with_string_field, "the replica's field 'name' cannot be lowered (test_lowering.py, line"),
+    (with_sorted, "a call of 'sorted' cannot be lowered (test_lowering.py, line"),
     (lambda state: True, "only a def function is lowered"),
-], ids=["while", "try", "print", "unknown-field", "lambda"])
+], ids=["while", "try", "print", "unknown-field", "sorted", "lambda"])
 def test_what_cannot_be_lowered_is_refused_naming_the_construct_and_line(predicate, construct):
     with pytest.raises(NotLowered, match=None) as refused:
         lower(predicate, CONFIG)
