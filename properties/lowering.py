@@ -68,9 +68,8 @@ def lower(predicate: Callable, config: Config, name: str | None = None) -> Lower
     interpreter = _Interpreter(config)
     arguments: list[Any] = [_StateView(0)] + ([_ActionView(), _StateView(1)] if steps else [])
     outcome = interpreter.call(predicate, function, arguments, TRUE)
-    fails = disjunction(interpreter.failed, op("and", outcome.reaches_end, outcome.is_false))
-    lowered = Lowered(name or predicate.__name__, steps, fails, interpreter.raised)
-    return lowered
+    fails = disjunction(interpreter.failed, outcome.is_false)  # is_false: under the guards of its returns
+    return Lowered(name or predicate.__name__, steps, fails, interpreter.raised)
 
 
 # ------------------------------------------------------------------------ the symbolic views

@@ -33,7 +33,6 @@ is imported), which is how the tests run it. Without either, `GpuUnavailable` sa
 from __future__ import annotations
 
 import time
-from collections import Counter
 from typing import Any, Callable, Iterable
 
 import numba
@@ -43,15 +42,15 @@ from numba import cuda
 from kafka_mc.control.replication import ReplicationSystem, model_of
 from kafka_mc.model import Config, ReplicationModel
 from kafka_mc.model.interface import Model
-from kafka_mc.properties import ALWAYS, PROPERTIES, Property
+from kafka_mc.properties import PROPERTIES, Property
 
-from ..bfs import Budget, Progress, concrete_trace, search_result, stop_reason
-from ..interrupts import Interrupted, deferred_interrupts
+from ..bfs import Budget, Progress, search_result
+from ..kernel.engine import collision_probability, explore_levels, path_trace, shipped, slot_coverage
 from ..kernel.explore import fingerprint, pack_represented, unpack
 from ..kernel.invariants import FOLLOWER_TRUNCATED, PROPERTY_NAMES, state_flags
 from ..kernel.layout import WIDTH, encode, packing, settings
 from ..kernel.transitions import slot_codes
-from ..result import CheckResult, Coverage, KernelStats, Trace, coverage_of
+from ..result import CheckResult, Coverage, KernelStats, Trace
 from . import device
 from .device import ENABLED, EMPTY, MAX_SLOTS, MAX_WORDS, NO_EDGE, SETTINGS, TRUNCATED
 
@@ -300,30 +299,17 @@ class GpuSearch:
                     self.looking &= ~(1 << index)
 
     def coverage(self) -> tuple[Coverage, ...]:
-        """Per action: the successors its slots generated, and the states first reached by them."""
-        new = np.bincount(self.slots[self.roots:self.distinct], minlength=len(self.enabled))
-        enabled: Counter = Counter()
-        reached: Counter = Counter()
-        for slot in range(len(self.enabled)):
-            name = self.model.action_at(slot).name
-            enabled[name] += int(self.enabled[slot])
-            reached[name] += int(new[slot])
-        return coverage_of(self.model.action_names, enabled, reached)
+        return slot_coverage(self.model, self.enabled, self.slots[self.roots:self.distinct])
+
+    def found_names(self) -> set[str]:
+        """The properties found so far."""
+        return {PROPERTY_NAMES[i] for i in range(len(PROPERTY_NAMES)) if self.found_nodes[i] != NOT_FOUND}
 
     def found(self) -> dict[str, Trace]:
         """The trace to the first occurrence of every property found."""
-        traces = {}
-        for index, name in enumerate(PROPERTY_NAMES):
-            node = int(self.found_nodes[index])
-            if node == NOT_FOUND:
-                continue
-            path = [int(self.found_slots[index])] if index == FOLLOWER_TRUNCATED else []
-            while self.parents[node] != NO_PARENT:
-                path.append(int(self.slots[node]))
-                node = int(self.parents[node])
-            actions = [self.model.action_at(slot) for slot in reversed(path)]
-            traces[name] = concrete_trace(self.model, int(self.slots[node]), actions, False)
-        return traces
+        return {name: path_trace(self.model, self.parents, self.slots, int(self.found_nodes[index]),
+                                 int(self.found_slots[index]) if index == FOLLOWER_TRUNCATED else None)
+                for index, name in enumerate(PROPERTY_NAMES) if self.found_nodes[index] != NOT_FOUND}
 
 
 def gpu_check(
@@ -347,7 +333,7 @@ def gpu_check(
                          "check it with checker.bfs.check or checker.spark.spark_check")
     config: Config = model.config
     properties = tuple(model.properties)
-    foreign = [p.name for p in properties if not any(p is known for known in PROPERTIES)]
+    foreign = [p.name for p in properties if not shipped(p)]
     if foreign:
         raise ValueError(f"the GPU engine checks kafka-mc's own properties only, not {', '.join(foreign)}; "
                          "check a property of your own with checker.bfs.check (--engine python)")
@@ -361,36 +347,14 @@ def gpu_check(
     require_gpu()
     settings(config)  # a protocol choice the kernel lacks is refused (UnencodedChoice) before compiling
     compile_seconds = compile_gpu()
-    invariants = {p.name for p in properties if p.kind == ALWAYS}
     started = time.perf_counter()
     search = GpuSearch(config, properties, chunk)
-    depth, stopped_because = 0, ""
-    with deferred_interrupts() as interrupt:
-        def stop() -> bool:
-            return interrupt.arrived or bool(budget.out_of_time(time.perf_counter() - started))
-
-        while search.frontier_count:
-            found = {PROPERTY_NAMES[i] for i in range(len(PROPERTY_NAMES)) if search.found_nodes[i] != NOT_FOUND}
-            stopped_because = stop_reason(found, invariants, len(properties), keep_going, budget, search.distinct,
-                                          time.perf_counter() - started)
-            if stopped_because or interrupt.arrived:
-                break
-            made = search.run_level(stop)
-            if made is None:  # stopped inside the level: by Ctrl-C (raised below) or the time budget
-                stopped_because = "" if interrupt.arrived else budget.time_up
-                break
-            depth += 1 if made else 0
-            if progress:
-                progress(Progress(depth, search.generated, search.distinct, search.frontier_count,
-                                  time.perf_counter() - started))
-    if interrupt.arrived:
-        raise Interrupted(f"after {search.distinct:,} distinct states to depth {depth} in "
-                          f"{time.perf_counter() - started:.1f} s: a partial run, no verdict")
+    depth, stopped_because = explore_levels(search, properties, keep_going, budget, progress, started)
     traces = search.found()
     seconds = time.perf_counter() - started
     return search_result(
         "gpu" + (" (CUDA simulator)" if simulated() else ""), config, properties, traces,
         not search.frontier_count and not stopped_because,
         KernelStats(search.distinct, search.generated, depth, seconds, compile_seconds,
-                    search.distinct * max(search.generated - search.distinct, 0) / 2.0 ** 64),
+                    collision_probability(search.distinct, search.generated)),
         stopped_because, search.coverage())

@@ -83,9 +83,11 @@ def compile_kernel() -> float:
 
 
 class _Search:
-    """The kernel's arrays for one run: frontier, visited table, parent links, found properties."""
+    """The kernel's arrays for one run: frontier, visited table, parent links, found properties.
+    `programs`: the users' properties among `properties`, lowered already (lowered here when None)."""
 
-    def __init__(self, config: Config, properties: tuple[Property, ...], symmetry: bool = False):
+    def __init__(self, config: Config, properties: tuple[Property, ...], symmetry: bool = False,
+                 programs: list | None = None):
         self.model = ReplicationModel(config)
         self.symmetry = symmetry
         self.orders = replica_orders(config.replicas, symmetry)
@@ -94,7 +96,9 @@ class _Search:
         self.enabled = np.zeros(len(self.slot_codes), dtype=np.int64)  # successors generated, per action slot
         self.layout = packing(config)
         wanted = {p.name for p in properties if shipped(p)}
-        self.user = UserChecks(self.model, [p for p in properties if not shipped(p)], len(self.slot_codes))
+        users = [p for p in properties if not shipped(p)]
+        self.user = UserChecks(self.model, users, len(self.slot_codes),
+                               [lowered_program(p, config) for p in users] if programs is None else programs)
         self.looking = sum(1 << index for index, name in enumerate(PROPERTY_NAMES) if name in wanted)
         self.found_nodes = np.full(len(PROPERTY_NAMES), NOT_FOUND, dtype=np.int64)
         self.found_slots = np.full(len(PROPERTY_NAMES), NOT_FOUND, dtype=np.int64)
@@ -187,16 +191,7 @@ class _Search:
         return int(count * max(self.growth, 1.0) * 1.1)
 
     def coverage(self) -> tuple[Coverage, ...]:
-        """Per action: the successors its slots generated, and the states first reached by them
-        (the action slot of each state's parent link; the initial states have none)."""
-        new = np.bincount(self.slots[self.roots:self.distinct], minlength=len(self.enabled))
-        enabled: Counter = Counter()
-        reached: Counter = Counter()
-        for slot in range(len(self.enabled)):
-            name = self.model.action_at(slot).name
-            enabled[name] += int(self.enabled[slot])
-            reached[name] += int(new[slot])
-        return coverage_of(self.model.action_names, enabled, reached)
+        return slot_coverage(self.model, self.enabled, self.slots[self.roots:self.distinct])
 
     def found_names(self) -> set[str]:
         """The properties found so far."""
@@ -218,13 +213,64 @@ class _Search:
         return traces
 
     def trace(self, node: int, step: int | None) -> Trace:
-        """The path to a node, and then the action slot `step` when given."""
-        path = [] if step is None else [step]
-        while self.parents[node] != NO_PARENT:
-            path.append(int(self.slots[node]))
-            node = int(self.parents[node])
-        actions = [self.model.action_at(slot) for slot in reversed(path)]
-        return concrete_trace(self.model, int(self.slots[node]), actions, self.symmetry, self.represent)
+        return path_trace(self.model, self.parents, self.slots, node, step, self.symmetry, self.represent)
+
+
+def slot_coverage(model: ReplicationModel, enabled: np.ndarray, reached_by: np.ndarray) -> tuple[Coverage, ...]:
+    """Per action: the successors its slots generated (`enabled`, per slot), and the states first
+    reached by them (`reached_by`: the action slot of each non-initial state's parent link)."""
+    new = np.bincount(reached_by, minlength=len(enabled))
+    generated: Counter = Counter()
+    reached: Counter = Counter()
+    for slot in range(len(enabled)):
+        name = model.action_at(slot).name
+        generated[name] += int(enabled[slot])
+        reached[name] += int(new[slot])
+    return coverage_of(model.action_names, generated, reached)
+
+
+def path_trace(model: ReplicationModel, parents: np.ndarray, slots: np.ndarray, node: int, step: int | None,
+               symmetry: bool = False, represent: Callable[[State], State] | None = None) -> Trace:
+    """The trace along the parent links to `node`, then the action slot `step` when given (a step
+    property's or witness's step)."""
+    path = [] if step is None else [step]
+    while parents[node] != NO_PARENT:
+        path.append(int(slots[node]))
+        node = int(parents[node])
+    actions = [model.action_at(slot) for slot in reversed(path)]
+    if represent is None:
+        return concrete_trace(model, int(slots[node]), actions, symmetry)
+    return concrete_trace(model, int(slots[node]), actions, symmetry, represent)
+
+
+def explore_levels(search, properties: tuple[Property, ...], keep_going: bool, budget: Budget,
+                   progress: Callable[[Progress], None] | None, started: float) -> tuple[int, str]:
+    """Expand `search` (the kernel's or the GPU's) a level at a time until the properties are settled,
+    the frontier is empty or the budget is spent: the depth reached and why it stopped early (""
+    when it did not). Ctrl-C ends it within a part of a level, as `Interrupted`."""
+    invariants = {p.name for p in properties if p.kind == ALWAYS}
+    depth, stopped_because = 0, ""
+    with deferred_interrupts() as interrupt:
+        def stop() -> bool:
+            return interrupt.arrived or bool(budget.out_of_time(time.perf_counter() - started))
+
+        while search.frontier_count:
+            stopped_because = stop_reason(search.found_names(), invariants, len(properties), keep_going, budget,
+                                          search.distinct, time.perf_counter() - started)
+            if stopped_because or interrupt.arrived:
+                break
+            made = search.run_level(stop)
+            if made is None:  # stopped inside the level: by Ctrl-C (raised below) or the time budget
+                stopped_because = "" if interrupt.arrived else budget.time_up
+                break
+            depth += 1 if made else 0
+            if progress:
+                progress(Progress(depth, search.generated, search.distinct, search.frontier_count,
+                                  time.perf_counter() - started))
+    if interrupt.arrived:
+        raise Interrupted(f"after {search.distinct:,} distinct states to depth {depth} in "
+                          f"{time.perf_counter() - started:.1f} s: a partial run, no verdict")
+    return depth, stopped_because
 
 
 def kernel_check(
@@ -249,37 +295,13 @@ def kernel_check(
     properties = tuple(model.properties)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, not {workers!r}")
-    for prop in properties:  # refused before the kernel compiles
-        if not shipped(prop):
-            lowered_program(prop, config)
+    programs = [lowered_program(p, config) for p in properties if not shipped(p)]  # refused before compiling
     compile_seconds = compile_kernel()
     # numba.config sets its NUMBA_* settings at run time, from the environment
     numba.set_num_threads(min(workers, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
-    invariants = {p.name for p in properties if p.kind == ALWAYS}
     started = time.perf_counter()
-    search = _Search(config, properties, symmetry)
-    depth, stopped_because = 0, ""
-    with deferred_interrupts() as interrupt:
-        def stop() -> bool:
-            return interrupt.arrived or bool(budget.out_of_time(time.perf_counter() - started))
-
-        while search.frontier_count:
-            found = search.found_names()
-            stopped_because = stop_reason(found, invariants, len(properties), keep_going, budget, search.distinct,
-                                          time.perf_counter() - started)
-            if stopped_because or interrupt.arrived:
-                break
-            made = search.run_level(stop)
-            if made is None:  # stopped inside the level: by Ctrl-C (raised below) or the time budget
-                stopped_because = "" if interrupt.arrived else budget.time_up
-                break
-            depth += 1 if made else 0
-            if progress:
-                progress(Progress(depth, search.generated, search.distinct, search.frontier_count,
-                                  time.perf_counter() - started))
-    if interrupt.arrived:
-        raise Interrupted(f"after {search.distinct:,} distinct states to depth {depth} in "
-                          f"{time.perf_counter() - started:.1f} s: a partial run, no verdict")
+    search = _Search(config, properties, symmetry, programs)
+    depth, stopped_because = explore_levels(search, properties, keep_going, budget, progress, started)
     traces = search.found()
     seconds = time.perf_counter() - started
     return search_result(

@@ -245,10 +245,11 @@ def step_block_hits(cfg, slot_names, slot_replicas, instructions, fails, raises,
     return NOT_FOUND, 0
 
 
-def step_hits(cfg, slot_codes, slot_names, slot_replicas, prog: Program, layout, frontier, count: int) -> tuple[int, int]:
-    """The first (frontier state, action slot) whose step the step property flags, or (NOT_FOUND, 0):
-    the successors come from the kernel's own `expand_block` (no replica renaming, so each is the
-    action's successor itself), a block of states at a time."""
+def step_hits(cfg, slot_codes, slot_names, slot_replicas, programs: list[Program], layout, frontier,
+              count: int) -> list[tuple[int, int]]:
+    """For each step property, the first (frontier state, action slot) whose step it flags, or
+    (NOT_FOUND, 0): the successors come from the kernel's own `expand_block` (no replica renaming, so
+    each is the action's successor itself), a block of states at a time, expanded once for them all."""
     slot_count, word_count = slot_codes.shape[0], layout.word_count
     identity = np.arange(cfg[C_REPLICAS], dtype=np.int64).reshape(1, -1)
     room = BLOCK * slot_count
@@ -257,18 +258,24 @@ def step_hits(cfg, slot_codes, slot_names, slot_replicas, prog: Program, layout,
     out_slots = np.empty(room, dtype=np.int64)
     out_truncated = np.empty(room, dtype=np.bool_)
     out_counts = np.empty(BLOCK, dtype=np.int64)
+    hits = [(NOT_FOUND, 0)] * len(programs)
     for first in range(0, count, BLOCK):
+        if all(hit != NOT_FOUND for hit, _ in hits):
+            break
         block = min(BLOCK, count - first)
         expand_block(cfg, slot_codes, identity, layout.cells, layout.biases, layout.bits, layout.shifts, layout.words,
                      word_count, frontier, first, block, out_words, out_fingerprints, out_slots, out_truncated,
                      out_counts)
-        j, slot = step_block_hits(cfg, slot_names, slot_replicas, prog.instructions, prog.fails, prog.raises,
-                                  prog.witness, FIELD_KINDS, FIELD_FIRSTS, FIELD_POSITIONS, layout.cells,
-                                  layout.biases, layout.bits, layout.shifts, layout.words, word_count, frontier,
-                                  first, block, slot_count, out_words, out_slots, out_counts)
-        if j != NOT_FOUND:
-            return first + int(j), int(slot)
-    return NOT_FOUND, 0
+        for index, prog in enumerate(programs):
+            if hits[index][0] != NOT_FOUND:
+                continue
+            j, slot = step_block_hits(cfg, slot_names, slot_replicas, prog.instructions, prog.fails, prog.raises,
+                                      prog.witness, FIELD_KINDS, FIELD_FIRSTS, FIELD_POSITIONS, layout.cells,
+                                      layout.biases, layout.bits, layout.shifts, layout.words, word_count, frontier,
+                                      first, block, slot_count, out_words, out_slots, out_counts)
+            if j != NOT_FOUND:
+                hits[index] = (first + int(j), int(slot))
+    return hits
 
 
 def slot_actions(model, slots: int) -> tuple[np.ndarray, np.ndarray]:
@@ -304,9 +311,9 @@ class UserChecks:
     """The user's properties of one kernel run (`Property.predicate`, lowered under the run's
     configuration), and the first state or step where each was flagged: (node, action slot or None)."""
 
-    def __init__(self, model, properties, slots: int):
+    def __init__(self, model, properties, slots: int, programs: list[Program]):
         self.properties = tuple(properties)
-        self.programs = [lowered_program(prop, model.config) for prop in self.properties]
+        self.programs = programs  # `lowered_program` of each property
         self.action_names, self.action_replicas = slot_actions(model, slots)
         self.found: dict[str, tuple[int, int | None]] = {}
 
@@ -323,13 +330,12 @@ class UserChecks:
 
     def steps(self, cfg, slot_codes, layout, frontier: np.ndarray, count: int, first_node: int) -> None:
         """Look for the step properties on every step out of `count` packed states numbered from first_node."""
-        for prog in self.programs:
-            if not prog.on_step or prog.name in self.found or not count:
-                continue
-            hit, slot = step_hits(cfg, slot_codes, self.action_names, self.action_replicas, prog, layout, frontier,
-                                  count)
-            if hit != NOT_FOUND:
-                self.found[prog.name] = (first_node + int(hit), int(slot))
+        pending = [prog for prog in self.programs if prog.on_step and prog.name not in self.found]
+        if pending and count:
+            for prog, (hit, slot) in zip(pending, step_hits(cfg, slot_codes, self.action_names,
+                                                            self.action_replicas, pending, layout, frontier, count)):
+                if hit != NOT_FOUND:
+                    self.found[prog.name] = (first_node + hit, slot)
 
     def confirm(self, name: str, trace, symmetry: bool) -> None:
         """Evaluate the user's own function where the kernel flagged it: its error is raised as the
