@@ -203,6 +203,9 @@ def check_command(
     takes = CHECK_ENGINE_FLAGS[Engine.python if engine is Engine.bfs else engine]
     refuse_unusable(f"--engine {engine.value}", takes, given, {e.value: flags for e, flags in CHECK_ENGINE_FLAGS.items()})
     if write_tla is not None:
+        if user_properties:
+            raise Exit(exitcodes.BAD_INPUT, "--write-tla: not with --property (the TLA+ twin states kafka-mc's own "
+                                            "invariants; users' properties are not lowered to TLA+ yet)")
         _write_tla(config, out_dir(write_tla, "--write-tla"))
     chosen = load_properties(user_properties) or PROPERTIES
     if engine is Engine.z3:

@@ -348,6 +348,8 @@ def test_check_takes_a_users_property_from_a_file(capsys, tmp_path):
      "--property: property leader_never_b: indexing str 'ABCDE' cannot be lowered (state.py, line"),
     (["--engine", "gpu", "--property", "{props}:epoch_never_drops"], exitcodes.BAD_INPUT,
      "--property: not with --engine gpu"),
+    (["--property", "{props}:epoch_never_drops", "--write-tla", "{props}.tla"], exitcodes.BAD_INPUT,
+     "--write-tla: not with --property (the TLA+ twin states kafka-mc's own invariants"),
     (["--engine", "python", "--property", "{props}:broken"], exitcodes.BAD_SPEC,
      "property broken raised AttributeError"),
     (["--engine", "python", "--property", "{props}:two"], exitcodes.BAD_SPEC, "not 2 parameters"),
