@@ -23,9 +23,10 @@ from kafka_mc.control.replication import model_of
 from kafka_mc.model import PROTOCOLS, Config
 from kafka_mc.model.interface import Model
 from kafka_mc.model.state import replica_name
-from kafka_mc.properties import INVARIANTS
+from kafka_mc.properties import ALWAYS, INVARIANTS, shipped
 
 from .tla_modules import TLA_DIR, module_name, variant_module
+from .tla_properties import PROPERTIES_SUFFIX, properties_module, replica_constants
 
 __all__ = ["INVARIANT_NAMES", "TLA_DIR", "TWINS", "TlaTwin", "register_twin", "tla_module_for", "tlc_config_text",
            "twin_of"]
@@ -42,12 +43,15 @@ _ACKS_ALL = {"all": "TRUE", "1": "FALSE"}
 @dataclass(frozen=True)
 class TlaTwin:
     """A model's TLA+ twin. `properties`: what the twin states, by kafka-mc's names (TLC reports
-    them under the same names); `config_text(pending)`: the .cfg of a run checking `pending`."""
+    them under the same names); `witnesses`: those among them stated as never reached, so that
+    TLC's violation is where the witness is reached; `config_text(pending)`: the .cfg of a run
+    checking `pending`."""
 
     module: str
     modules: dict[str, str]  # module name -> text, every module TLC needs
     properties: tuple[str, ...]
     config_text: Callable[[tuple[str, ...]], str]
+    witnesses: tuple[str, ...] = ()
 
     def spec_files(self) -> dict[str, str]:
         """The modules and the .cfg checking every property, by file name, ready for `java tlc2.TLC`."""
@@ -66,47 +70,70 @@ def tla_module_for(protocol: str) -> str:
     return module_name(PROTOCOLS[protocol])
 
 
-def tlc_config_text(config: Config, invariants: tuple[str, ...] = INVARIANT_NAMES) -> str:
-    """The TLC configuration (.cfg) of `config` for the twin module, checking `invariants`;
-    ValueError for a setting the twin does not model."""
-    module = tla_module_for(config.protocol)
+def tlc_config_text(config: Config, invariants: tuple[str, ...] = INVARIANT_NAMES,
+                    users: tuple[tuple[str, bool], ...] = ()) -> str:
+    """The TLC configuration (.cfg) of `config` for the twin module, checking `invariants` (of
+    kafka-mc's own, and of `users`: the users' properties the module states, each name with
+    whether it is a step property); ValueError for a setting the twin does not model."""
+    module = tla_module_for(config.protocol) + (PROPERTIES_SUFFIX if users else "")
     for field in dataclasses.fields(config):
         if field.name not in _COVERED_FIELDS and getattr(config, field.name) != field.default:
             raise ValueError(f"the TLA+ twin does not model the setting {field.name}="
                              f"{getattr(config, field.name)!r}; it covers: {', '.join(sorted(_COVERED_FIELDS))}")
     if config.acks not in _ACKS_ALL:
         raise ValueError(f"the TLA+ twin does not model acks={config.acks!r}; it covers: {', '.join(_ACKS_ALL)}")
-    unknown = [name for name in invariants if name not in INVARIANT_NAMES]
+    steps = {name for name, on_step in users if on_step}
+    known = INVARIANT_NAMES + tuple(name for name, _ in users)
+    unknown = [name for name in invariants if name not in known]
     if unknown:
-        raise ValueError(f"the TLA+ twin has no invariant {', '.join(unknown)}; it has: {', '.join(INVARIANT_NAMES)}")
-    replicas = ", ".join(replica_name(index) for index in range(config.replicas))
+        raise ValueError(f"the TLA+ twin has no invariant {', '.join(unknown)}; it has: {', '.join(known)}")
+    names = [replica_name(index) for index in range(config.replicas)]
     settings = ", ".join(f"{key}={value!r}" for key, value in config.to_dict().items())
     lines = [
         f"\\* TLC configuration of {module} for kafka-mc Config({settings})",
         "CONSTANTS",
-        f"    Replicas = {{{replicas}}}",
+        f"    Replicas = {{{', '.join(names)}}}",
         f"    MaxMessages = {config.messages}",
         f"    MaxCrashes = {config.crashes}",
         f"    MaxElections = {config.elections}",
         f"    AcksAll = {_ACKS_ALL[config.acks]}",
         f"    MinIsr = {config.min_isr}",
         f"    Unclean = {'TRUE' if config.unclean else 'FALSE'}",
-        "SPECIFICATION Spec",
     ]
-    if invariants:
-        lines += ["INVARIANTS", *(f"    {name}" for name in invariants)]
+    if users:
+        lines += [f"    {constant} = {name}" for constant, name in zip(replica_constants(config), names)]
+    lines.append("SPECIFICATION Spec")
+    state_invariants = [name for name in invariants if name not in steps]
+    if state_invariants:
+        lines += ["INVARIANTS", *(f"    {name}" for name in state_invariants)]
+    step_properties = [name for name in invariants if name in steps]
+    if step_properties:
+        lines += ["PROPERTIES", *(f"    {name}" for name in step_properties)]
     return "\n".join(lines) + "\n"
 
 
 def replication_twin(model: Model) -> TlaTwin:
     """The twin of the replication model's configuration: the shared modules and the variant's,
-    generated from its declaration."""
+    generated from its declaration, stating kafka-mc's own invariants among the model's
+    properties; with users' own properties, a module extending the variant's states them too
+    (`tla_properties.properties_module`; NotLowered for one it cannot state)."""
     config: Config = model.config
     tlc_config_text(config)  # a ValueError for what the twin does not cover, before any run
     protocol = PROTOCOLS[config.protocol]
     modules = {name: (TLA_DIR / f"{name}.tla").read_text(encoding="utf-8") for name in SHARED_MODULES}
-    modules[module_name(protocol)] = variant_module(protocol)
-    return TlaTwin(module_name(protocol), modules, INVARIANT_NAMES, lambda pending: tlc_config_text(config, pending))
+    variant = module_name(protocol)
+    modules[variant] = variant_module(protocol)
+    chosen = {p.name for p in model.properties if shipped(p)}
+    own = tuple(name for name in INVARIANT_NAMES if name in chosen)
+    users = tuple(p for p in model.properties if not shipped(p))
+    if not users:
+        return TlaTwin(variant, modules, own, lambda pending: tlc_config_text(config, pending))
+    module = variant + PROPERTIES_SUFFIX
+    modules[module] = properties_module(module, variant, users, config, modules.values())
+    kinds = tuple((p.name, p.on_step) for p in users)
+    return TlaTwin(module, modules, own + tuple(p.name for p in users),
+                   lambda pending: tlc_config_text(config, pending, kinds),
+                   tuple(p.name for p in users if p.kind != ALWAYS))
 
 
 # -------------------------------------------------------------------------- controller

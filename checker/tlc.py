@@ -25,7 +25,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kafka_mc.model import Config
@@ -50,8 +50,10 @@ class TlcResult:
     """What TLC found for one configuration.
 
     `violations` maps each violated property to the number of states in its shortest
-    TLC error trace (one more than the number of actions, see the module docstring).
-    `depth` is TLC's depth of the state graph, counted in states.
+    TLC error trace (one more than the number of actions, see the module docstring);
+    `reached`, each witness reached (a `sometimes` property, stated in the twin as never
+    reached) to the states of its shortest trace. `depth` is TLC's depth of the state graph,
+    counted in states.
     """
 
     module: str
@@ -61,6 +63,7 @@ class TlcResult:
     violations: dict[str, int]
     seconds: float
     runs: int
+    reached: dict[str, int] = field(default_factory=dict)
 
     @property
     def violated(self) -> tuple[str, ...]:
@@ -93,7 +96,8 @@ def find_java() -> str:
 
 def run_tlc(model: Model | Config, workers: int = 1, timeout: float = 300.0) -> TlcResult:
     """Model-check `model` (a Config: of the replication model) with TLC on its TLA+ twin: state
-    counts and each property's shortest violation. ValueError naming the model when it has no
+    counts and each property's shortest violation (a user's property lowered into the twin,
+    `checker.tla_properties`). ValueError naming the model when it has no
     twin, or the setting its twin does not model.
 
     Shortest traces need `workers=1` (breadth-first order); with more workers the state
@@ -101,7 +105,10 @@ def run_tlc(model: Model | Config, workers: int = 1, timeout: float = 300.0) -> 
     `timeout` bounds all runs together, in seconds.
     """
     twin = twin_of(model)
-    return run_until_clean(twin.module, twin.modules, twin.properties, twin.config_text, workers, timeout)
+    result = run_until_clean(twin.module, twin.modules, twin.properties, twin.config_text, workers, timeout)
+    return replace(result, violations={name: states for name, states in result.violations.items()
+                                       if name not in twin.witnesses},
+                   reached={name: states for name, states in result.violations.items() if name in twin.witnesses})
 
 
 def run_until_clean(module: str, modules: dict[str, str], properties: tuple[str, ...], config_text,

@@ -60,6 +60,7 @@ from kafka_mc.explorer.paths import trace_path
 from kafka_mc.cli_prove import prove_command
 from kafka_mc.cli_simulate import simulate_command
 from kafka_mc.control.failover import FailoverConfig, FailoverModel
+from kafka_mc.control.replication import model_of
 from kafka_mc.counterexamples import catalogue
 from kafka_mc.counterexamples.dot import dot_text
 from kafka_mc.counterexamples.files import OutputError, ReportConflict, write_files
@@ -67,6 +68,7 @@ from kafka_mc.counterexamples.itf import SettingError
 from kafka_mc.counterexamples.reports import read_itf_scenario, write_reports
 from kafka_mc.counterexamples.summary import replay_text
 from kafka_mc.model import PROTOCOLS, Config
+from kafka_mc.model.interface import Model
 from kafka_mc.model.values import plain_values
 from kafka_mc.progress import ProgressReporter
 from kafka_mc.properties import PROPERTIES
@@ -202,12 +204,9 @@ def check_command(
         raise Exit(exitcodes.BAD_INPUT, "--explore: not with --format json (the explorer's URL is printed on stdout)")
     takes = CHECK_ENGINE_FLAGS[Engine.python if engine is Engine.bfs else engine]
     refuse_unusable(f"--engine {engine.value}", takes, given, {e.value: flags for e, flags in CHECK_ENGINE_FLAGS.items()})
-    if write_tla is not None:
-        if user_properties:
-            raise Exit(exitcodes.BAD_INPUT, "--write-tla: not with --property (the TLA+ twin states kafka-mc's own "
-                                            "invariants; users' properties are not lowered to TLA+ yet)")
-        _write_tla(config, out_dir(write_tla, "--write-tla"))
     chosen = load_properties(user_properties) or PROPERTIES
+    if write_tla is not None:
+        _write_tla(model_of(config, chosen), out_dir(write_tla, "--write-tla"))
     if engine is Engine.z3:
         result = _bounded_check(config, depth, keep_going, budget.max_seconds, quiet,
                                 chosen if user_properties else None)
@@ -309,9 +308,13 @@ def _check_with_controller_failures(config: Config, failures: int, flags: dict[s
                as_json=output_format is OutputFormat.json, out=out, search=search)
 
 
-def _write_tla(config: Config, out: Path) -> None:
+def _write_tla(model: Model, out: Path) -> None:
+    """The model's TLA+ twin and its .cfg, with the users' properties it checks lowered into it."""
     try:
-        files = twin_of(config).spec_files()
+        files = twin_of(model).spec_files()
+    except NotLowered as error:
+        raise Exit(exitcodes.BAD_SPEC, f"--property: {error} for --write-tla; the python engine runs any Python "
+                                       "(--engine python)") from None
     except ValueError as error:
         raise Exit(exitcodes.BAD_INPUT, f"--write-tla: {error}") from None
     for path in write_files(out, files):

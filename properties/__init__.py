@@ -15,3 +15,12 @@ def failing_invariants(state, invariants=INVARIANTS) -> list[str]:
 
 
 __all__.append("failing_invariants")
+
+
+def shipped(prop: Property) -> bool:
+    """Whether the property is one of `PROPERTIES`, kafka-mc's own, which every engine states itself
+    (a user's property is lowered from its Python function, `properties.lowering`)."""
+    return any(prop is known for known in PROPERTIES)
+
+
+__all__.append("shipped")

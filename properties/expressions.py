@@ -238,8 +238,17 @@ def evaluate(expr: Expr, state: State, action: Action | None = None, next_state:
     return value(expr)
 
 
-def bounds(expr: Expr, config: Config) -> tuple[int, int]:
-    """The least and greatest value the expression can take under `config` (an interval, not tight)."""
+def bounds(expr: Expr, config: Config, known: dict[int, tuple[int, int]] | None = None) -> tuple[int, int]:
+    """The least and greatest value the expression can take under `config` (an interval, not tight).
+    `known`: the bounds of the nodes met so far, by identity, so that a shared node is bounded once."""
+    known = {} if known is None else known
+    found = known.get(id(expr))
+    if found is None:
+        found = known[id(expr)] = _bounds(expr, config, known)
+    return found
+
+
+def _bounds(expr: Expr, config: Config, known: dict[int, tuple[int, int]]) -> tuple[int, int]:
     kind = expr[0]
     if kind == "const":
         return expr[1], expr[1]
@@ -250,7 +259,7 @@ def bounds(expr: Expr, config: Config) -> tuple[int, int]:
         return (0, len(ACTION_NAMES) - 1) if expr[1] == "name" else (0, config.replicas - 1)
     if kind in BOOLEAN:
         return 0, 1
-    ranges = [bounds(x, config) for x in expr[1:]]
+    ranges = [bounds(x, config, known) for x in expr[1:]]
     if kind == "ite":
         return min(ranges[1][0], ranges[2][0]), max(ranges[1][1], ranges[2][1])
     if kind in ("add", "sub", "mul", "min", "max"):
@@ -259,13 +268,18 @@ def bounds(expr: Expr, config: Config) -> tuple[int, int]:
         return min(corners), max(corners)
     if kind == "neg":
         return -ranges[0][1], -ranges[0][0]
+    if kind == "bit_not":
+        return -ranges[0][1] - 1, -ranges[0][0] - 1
     if kind == "shr" and ranges[0][0] >= 0:
         return 0, ranges[0][1]
     if kind == "bit_and" and (ranges[0][0] >= 0 or ranges[1][0] >= 0):
         return 0, max(r[1] for r in ranges if r[0] >= 0)
     if kind in ("bit_or", "bit_xor") and ranges[0][0] >= 0 and ranges[1][0] >= 0:
         return 0, (1 << max(ranges[0][1], ranges[1][1]).bit_length()) - 1
-    if kind == "shl" and ranges[0][0] >= 0 and ranges[1][0] >= 0:
+    if kind in ("bit_and", "bit_or", "bit_xor"):  # two's complement: within the operands' widest power of two
+        width = max(max(-low - 1, high).bit_length() for low, high in ranges)
+        return -(1 << width), (1 << width) - 1
+    if kind == "shl" and ranges[0][0] >= 0 and 0 <= ranges[1][0] and ranges[1][1] <= 62:
         return 0, ranges[0][1] << ranges[1][1]
     return -(1 << 62), 1 << 62
 

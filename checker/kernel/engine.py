@@ -30,7 +30,7 @@ import numpy as np
 from kafka_mc.control.replication import ReplicationSystem, model_of
 from kafka_mc.model import Config, ReplicationModel, State
 from kafka_mc.model.interface import Model
-from kafka_mc.properties import ALWAYS, PROPERTIES, Property
+from kafka_mc.properties import ALWAYS, PROPERTIES, Property, shipped
 
 from ..bfs import Budget, Progress, concrete_trace, search_result, stop_reason
 from ..interrupts import Interrupted, deferred_interrupts
@@ -46,11 +46,6 @@ from .user_properties import UserChecks, lowered_program
 INITIAL_TABLE_SLOTS = 1 << 16
 PART = 1 << 16  # frontier states a kernel call expands: about 0.1 s on one core, so a run stops
 # within a second of its time budget or an interrupt
-
-
-def shipped(prop: Property) -> bool:
-    """Whether the property is one of `properties.PROPERTIES`, which the kernel states itself (`invariants`)."""
-    return any(prop is known for known in PROPERTIES)
 
 
 def supports(properties: Iterable[Property]) -> bool:
