@@ -173,8 +173,14 @@ class CheckResult:
         return tuple(name for name, reached in self.witnesses.items() if not reached)
 
     @property
+    def every_witness_reached(self) -> bool:
+        """A run of witnesses only, each reached: decided, though it stops before every state is explored."""
+        return not self.invariants and bool(self.witnesses) and not self.unreached_witnesses and \
+            self.bounded_to is None
+
+    @property
     def passed(self) -> bool:
-        return self.complete and not self.violations and not self.unreached_witnesses
+        return (self.complete or self.every_witness_reached) and not self.violations and not self.unreached_witnesses
 
 
 @dataclass(frozen=True)

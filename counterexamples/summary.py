@@ -48,6 +48,9 @@ def result_text(result: CheckResult, recoverability: Recoverability | None = Non
     else:
         if result.complete:
             lines.append("Model checking completed: every reachable state was explored.")
+        elif result.every_witness_reached:
+            lines.append("Model checking completed: every witness was reached (with no invariant to check, the "
+                         "search stopped there, before every reachable state was explored).")
         else:
             lines.append(f"Model checking INCOMPLETE ({result.stopped_because}): this is not a pass.")
         lines.append(f"{stats.states_generated} states generated, {stats.distinct_states} distinct states found, "

@@ -32,7 +32,7 @@ from kafka_mc.counterexamples.views import result_view
 from kafka_mc.model import PROTOCOLS, Config, ConfigError
 from kafka_mc.model.config import SIMULATION_COUNT_LIMIT
 from kafka_mc.model.shape import raised
-from kafka_mc.properties import Property
+from kafka_mc.properties import ALWAYS, Property
 from kafka_mc.properties.user import user_property
 
 
@@ -159,7 +159,7 @@ def verdict_code(result: CheckResult) -> int:
         return exitcodes.VIOLATION
     if result.bounded_to is not None:
         return exitcodes.OK if result.stats.depth == result.bounded_to else exitcodes.INCOMPLETE
-    if not result.complete:
+    if not result.complete and not result.every_witness_reached:
         return exitcodes.INCOMPLETE
     if result.unreached_witnesses:
         return exitcodes.WITNESS_UNREACHED
@@ -298,8 +298,9 @@ PropertyOption = Annotated[Optional[list[str]], typer.Option(
     "--property", metavar="FILE:NAME",
     help="Check this property instead of kafka-mc's own: the function NAME in the Python file FILE, of a "
          "state or of (state, action, next_state), that returns False or fails an assert where it does not "
-         "hold (a function made a test with kafka_mc's @always works too). Repeatable. The python and spark "
-         "engines run it as written; the kernel and z3 lower it (docs: Write your own property).")]
+         "hold (a function made a test with kafka_mc's @always works too; one made with @sometimes is a "
+         "witness, reached where it holds). Repeatable. The python and spark engines run it as written; the "
+         "kernel, gpu, z3 and --write-tla lower it (docs: Write your own property).")]
 
 
 def load_properties(specs: Optional[list[str]]) -> tuple[Property, ...]:
@@ -322,8 +323,9 @@ def load_properties(specs: Optional[list[str]]) -> tuple[Property, ...]:
             raise Exit(exitcodes.BAD_SPEC, f"--property {spec}: {file} has no {name}; its functions: "
                                            f"{', '.join(found) or 'none'}")
         predicate = getattr(namespace[name], "kafka_mc_property", namespace[name])  # an @always test's predicate
+        kind = getattr(namespace[name], "kafka_mc_kind", ALWAYS)  # SOMETIMES for a @sometimes test's
         try:
-            loaded.append(user_property(predicate, name, guarded=True))
+            loaded.append(user_property(predicate, name, guarded=True, kind=kind))
         except TypeError as error:
             raise Exit(exitcodes.BAD_SPEC, f"--property {spec}: {error}") from None
     names = [prop.name for prop in loaded]

@@ -9,7 +9,9 @@ turns it into a test,
     @always(Config(protocol="kip-279", replicas=3, messages=2))
     def test_leader_holds_every_committed_record(state): ...
 
-or check it from any test through the `kafka_mc` fixture: `kafka_mc.check(config, predicate)`.
+or check it from any test through the `kafka_mc` fixture: `kafka_mc.check(config, predicate)`. A
+witness, which must hold in at least one reachable state (step), is declared with `sometimes` (or
+`kafka_mc.check(config, predicate, sometimes=True)`): it passes once reached.
 
 Engines: `kernel` explores every reachable state with the compiled kernel, the property lowered
 (`properties.lowering`: written once in Python, evaluated compiled); `bfs` explores every reachable
@@ -41,7 +43,7 @@ from tabulate import tabulate
 
 from kafka_mc.model import Config
 from kafka_mc.model.config import CHECK_COUNT_LIMIT, BOUNDED_COUNTS
-from kafka_mc.properties import SOMETIMES, Property
+from kafka_mc.properties import ALWAYS, SOMETIMES, Property
 from kafka_mc.properties.lowering import NotLowered
 from kafka_mc.properties.user import arity, user_property
 
@@ -171,21 +173,37 @@ def always(config: Config, *, name: str | None = None, engine: str | None = None
     """Make a test of a property: a function of a State, or of (state, action, next_state), that must
     hold in every reachable state (every step) of `config`. `engine`, `max_examples` and `steps`
     (Hypothesis steps per example) override the command line for this property."""
+    return _test_of(config, ALWAYS, name=name, engine=engine, max_examples=max_examples, steps=steps)
+
+
+def sometimes(config: Config, *, name: str | None = None, engine: str | None = None,
+              max_examples: int | None = None, steps: int | None = None) -> Callable:
+    """Make a test of a witness: a function of a State, or of (state, action, next_state), that must
+    hold in at least one reachable state (step) of `config`, as TLC's and Stateright's `sometimes`.
+    It passes where a run reaches it; it fails when every reachable state was explored without
+    reaching it, or, sampled, when no run reached it (which proves nothing: the message says so)."""
+    return _test_of(config, SOMETIMES, name=name, engine=engine, max_examples=max_examples, steps=steps)
+
+
+def _test_of(config: Config, kind: str, **options) -> Callable:
+    """The decorator of `always` (kind ALWAYS) and `sometimes`."""
     if not isinstance(config, Config):
-        raise TypeError(f"always() takes a kafka_mc.model.Config, not {config!r}")
+        raise TypeError(f"{'always' if kind == ALWAYS else 'sometimes'}() takes a kafka_mc.model.Config, "
+                        f"not {config!r}")
 
     def decorate(predicate: Callable) -> Callable:
         arity(predicate)  # a wrong signature is an error at import, not at run time
 
         def test(kafka_mc: KafkaMc) -> None:
             __tracebackhide__ = True
-            kafka_mc.check(config, predicate, name=name, engine=engine, max_examples=max_examples, steps=steps)
+            kafka_mc.check(config, predicate, sometimes=kind == SOMETIMES, **options)
 
         test.__name__ = predicate.__name__
         test.__qualname__ = predicate.__qualname__
         test.__module__ = predicate.__module__
         test.__doc__ = predicate.__doc__
         setattr(test, "kafka_mc_property", predicate)  # mypy knows no attributes of a function but its own
+        setattr(test, "kafka_mc_kind", kind)
         return test
 
     return decorate
@@ -198,10 +216,11 @@ class KafkaMc:
         self.request = request
         self.options: PluginOptions = request.config.stash[_OPTIONS]
 
-    def check(self, config: Config, predicate: Callable, *, name: str | None = None, engine: str | None = None,
-              max_examples: int | None = None, steps: int | None = None) -> Outcome:
-        """Check that `predicate` holds in every reachable state (or step) of `config`; PropertyFailed
-        (an AssertionError) with the trace, the reports and how to reproduce it otherwise."""
+    def check(self, config: Config, predicate: Callable, *, sometimes: bool = False, name: str | None = None,
+              engine: str | None = None, max_examples: int | None = None, steps: int | None = None) -> Outcome:
+        """Check that `predicate` holds in every reachable state (or step) of `config`, or with
+        `sometimes` in at least one; PropertyFailed (an AssertionError) with the trace, the reports and
+        how to reproduce it otherwise (for a witness: how much was explored without reaching it)."""
         __tracebackhide__ = True
         name = name or predicate.__name__
         engine = engine or self.options.engine
@@ -209,7 +228,7 @@ class KafkaMc:
             engine = "hypothesis"  # the property replays a Hypothesis example
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
-        prop = user_property(predicate, name)
+        prop = user_property(predicate, name, kind=SOMETIMES if sometimes else ALWAYS)
         exhaustive_bounds = all(getattr(config, count) <= CHECK_COUNT_LIMIT for count in BOUNDED_COUNTS)
         if engine in ("kernel", "bfs") and not exhaustive_bounds:
             raise ValueError(f"the {engine} engine explores at most {CHECK_COUNT_LIMIT} of each of "
@@ -231,14 +250,15 @@ class KafkaMc:
                                          "Python") from None
                     reasons.append(f"the kernel cannot take it: {error}")
                     continue
-                if result.complete or _counterexample(result, prop) is not None:
+                if result.complete or _settled(result, prop):
                     return self._verdict(result, prop, predicate, search, complete=result.complete)
                 reasons.append(f"more than {most:,} states for the {'kernel' if search == 'kernel' else 'Python engine'}")
                 break
             why = "auto: " + "; ".join(reasons)
         result = self._hypothesis(config, prop, predicate, max_examples, steps)
-        outcome = self._verdict(result, prop, predicate, "hypothesis", complete=False)
-        self._sampled(name, outcome, why, steps or DEFAULT_STEPS, result.seed)
+        outcome = self._verdict(result, prop, predicate, "hypothesis", complete=False, why=why)
+        if prop.kind == ALWAYS:  # a witness reached is reached, however it was found
+            self._sampled(name, outcome, why, steps or DEFAULT_STEPS, result.seed)
         return outcome
 
     def _sampled(self, name: str, outcome: Outcome, why: str, steps: int, seed: int) -> None:
@@ -269,12 +289,30 @@ class KafkaMc:
         return hypothesis_check(config, [prop], settings=chosen, seed=self.options.seed if seed is None else seed,
                                 reproduce=reproduce)
 
-    def _verdict(self, result, prop: Property, predicate: Callable, engine: str, complete: bool) -> Outcome:
+    def _verdict(self, result, prop: Property, predicate: Callable, engine: str, complete: bool,
+                 why: str = "") -> Outcome:
         __tracebackhide__ = True
+        outcome = Outcome(engine, complete, result.stats.distinct_states, getattr(result, "examples", 0))
+        if prop.kind != ALWAYS:
+            if result.witnesses.get(prop.name):
+                return outcome
+            raise PropertyFailed(self._unreached(prop, engine, result, why))
         trace = _counterexample(result, prop)
         if trace is None:
-            return Outcome(engine, complete, result.stats.distinct_states, getattr(result, "examples", 0))
+            return outcome
         raise PropertyFailed(self._message(trace, prop, predicate, engine, result))
+
+    def _unreached(self, prop: Property, engine: str, result, why: str) -> str:
+        """Why a witness failed: every state explored without reaching it, or no sampled run reached it."""
+        where = "step out of" if prop.on_step else "state among"
+        if engine in ("kernel", "bfs"):
+            return (f"kafka-mc: witness {prop.name} is never reached: no {where} the "
+                    f"{result.stats.distinct_states:,} reachable states of {_config_text(result.config)} "
+                    f"satisfies it (every state explored by the {'kernel' if engine == 'kernel' else 'Python engine'}).")
+        return (f"kafka-mc: witness {prop.name} was not reached in {result.examples} Hypothesis runs "
+                f"({result.stats.distinct_states:,} distinct states met, seed {result.seed}; {why}): sampled, "
+                "not exhaustive, so it may still be reachable. A configuration the kernel explores whole "
+                "(--kafka-mc-engine kernel or bfs) decides it.")
 
     def _message(self, trace, prop: Property, predicate: Callable, engine: str, result) -> str:
         from kafka_mc.counterexamples.files import ReportConflict
@@ -332,12 +370,12 @@ def _assertion(predicate: Callable, *arguments) -> str:
 
 
 def _bfs(config: Config, prop: Property, max_states: int | None):
-    """Exhaustive search. A step property becomes the `sometimes` witness of its failure: the checker
+    """Exhaustive search. A step invariant becomes the `sometimes` witness of its failure: the checker
     looks at every transition for witnesses, and the first one it reaches is at a least depth."""
     from kafka_mc.checker import Budget, check
 
     budget = Budget(max_states=max_states)
-    if not prop.on_step:
+    if not prop.on_step or prop.kind != ALWAYS:
         return check(config, [prop], budget=budget)
     failure = Property(prop.name, SOMETIMES, prop.source, lambda before, action, after: not prop.holds(before, action, after),
                        on_step=True)
@@ -353,6 +391,13 @@ def _kernel(config: Config, prop: Property, max_states: int | None):
 
 
 _EXHAUSTIVE = {"kernel": _kernel, "bfs": _bfs}
+
+
+def _settled(result, prop: Property) -> bool:
+    """Whether an incomplete run decided the property: a counterexample found, a witness reached."""
+    if prop.kind != ALWAYS:
+        return bool(result.witnesses.get(prop.name))
+    return _counterexample(result, prop) is not None
 
 
 def _counterexample(result, prop: Property):

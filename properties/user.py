@@ -1,13 +1,13 @@
 """A user's own predicate as a `Property`: a function of a state, or of (state, action,
 next_state), that returns False or fails an assert where it does not hold. The pytest plugin's
-`@always` and `kafka-mc check --property FILE:NAME` both take them through here."""
+`@always` and `@sometimes` and `kafka-mc check --property FILE:NAME` all take them through here."""
 
 from __future__ import annotations
 
 import inspect
 from typing import Callable
 
-from .base import ALWAYS, Property
+from .base import ALWAYS, SOMETIMES, Property
 
 
 class UserPropertyError(Exception):
@@ -42,9 +42,13 @@ def holds(predicate: Callable, *arguments) -> bool:
         return False
 
 
-def user_property(predicate: Callable, name: str, guarded: bool = False) -> Property:
-    """The user's predicate as an `always` Property (of a state, or of a step). `guarded`: any
-    other exception it raises becomes a UserPropertyError naming it (a test lets it through)."""
+def user_property(predicate: Callable, name: str, guarded: bool = False, kind: str = ALWAYS) -> Property:
+    """The user's predicate as a Property of a state, or of a step: `always` (it must hold
+    everywhere), or a `sometimes` witness (reached where it holds). `guarded`: any other exception
+    it raises becomes a UserPropertyError naming it (a test lets it through)."""
+    if kind not in (ALWAYS, SOMETIMES):
+        raise ValueError(f"a property's kind is {ALWAYS!r} or {SOMETIMES!r}, not {kind!r}")
+
     def check(*arguments) -> bool:
         if not guarded:
             return holds(predicate, *arguments)
@@ -53,7 +57,8 @@ def user_property(predicate: Callable, name: str, guarded: bool = False) -> Prop
         except Exception as error:
             raise UserPropertyError(name, error) from error
 
+    what = "user property" if kind == ALWAYS else "user witness"
     if arity(predicate) == 1:
-        return Property(name, ALWAYS, "user property", lambda state: check(state), predicate=predicate)
-    return Property(name, ALWAYS, "user step property", lambda before, action, after: check(before, action, after),
-                    on_step=True, predicate=predicate)
+        return Property(name, kind, what, lambda state: check(state), predicate=predicate)
+    return Property(name, kind, what.replace("user", "user step"),
+                    lambda before, action, after: check(before, action, after), on_step=True, predicate=predicate)

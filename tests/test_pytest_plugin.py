@@ -187,3 +187,61 @@ def test_bad_options_are_usage_errors_naming_the_value(pytester, option, value, 
     result = pytester.runpytest("-p", "no:cacheprovider", option, value)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert message in result.stderr.str()
+
+
+WITNESSES = '''
+from kafka_mc.model import Config
+from kafka_mc.pytest_plugin import sometimes
+
+HW = Config(protocol="hw", replicas=2, messages=1, crashes=2, elections=2)
+
+
+@sometimes(HW)
+def test_both_replicas_hold_m1(state):
+    return all(replica.leo == 1 for replica in state.replicas)
+
+
+@sometimes(HW)
+def test_a_follower_loses_a_record(state, action, next_state):
+    return any(after.leo < before.leo for before, after in zip(state.replicas, next_state.replicas))
+
+
+@sometimes(HW, engine="bfs")
+def test_a_second_record_never_written(state):
+    return state.written > 1
+
+
+@sometimes(Config.for_simulation(protocol="hw", replicas=2, messages=10, crashes=3), max_examples=5)
+def test_sampled_never_reaches_a_third_replica(state):
+    return len(state.replicas) > 2
+'''
+
+
+def test_sometimes_witnesses_pass_once_reached_and_fail_when_every_state_misses_them(pytester):
+    """A witness (state or step) reached passes, as TLC's and Stateright's `sometimes`; one never
+    reached fails, saying whether every state was explored or only some were sampled."""
+    pytester.makepyfile(test_witnesses=WITNESSES)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-v", "--kafka-mc-seed", "5")
+    assert result.parseoutcomes() == {"passed": 2, "failed": 2}
+    output = result.stdout.str()
+    result.stdout.fnmatch_lines(["*test_both_replicas_hold_m1 PASSED*", "*test_a_follower_loses_a_record PASSED*"])
+    assert ("witness test_a_second_record_never_written is never reached: no state among the 1,524 reachable states "
+            "of protocol=hw, replicas=2, messages=1" in output)
+    assert "(every state explored by the Python engine)" in output
+    assert ("witness test_sampled_never_reaches_a_third_replica was not reached in 5 Hypothesis runs" in output
+            and "sampled, not exhaustive, so it may still be reachable" in output)
+
+
+def test_a_sometimes_test_is_a_witness_on_the_command_line(tmp_path, capsys):
+    """`kafka-mc check --property FILE:NAME` of a @sometimes test checks it as a witness."""
+    import json
+
+    from kafka_mc.cli import main
+
+    (tmp_path / "witnesses.py").write_text(WITNESSES)
+    code = main(["check", "--protocol", "hw", "--messages", "1", "--crashes", "2", "--elections", "2", "--quiet",
+                 "--format", "json", "--property", f"{tmp_path / 'witnesses.py'}:test_both_replicas_hold_m1",
+                 "--property", f"{tmp_path / 'witnesses.py'}:test_a_follower_loses_a_record"])
+    view = json.loads(capsys.readouterr().out)
+    assert code == 0 and view["witnesses"] == {"test_both_replicas_hold_m1": True,
+                                               "test_a_follower_loses_a_record": True}
