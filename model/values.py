@@ -23,6 +23,13 @@ class LogRecord(NamedTuple):
     epoch: int
 
 
+class FetchResponseVar(NamedTuple):
+    offset: int
+    hw: int
+    records: list[LogRecord]
+    outOfRange: bool
+
+
 class ReplicaVar(NamedTuple):
     log: list[LogRecord]
     unflushed: int
@@ -32,6 +39,9 @@ class ReplicaVar(NamedTuple):
     status: str
     role: str
     leaderEpoch: int
+    response: FetchResponseVar | list  # the FetchResponse in flight to it, or <<>> (none), as the TLA+ twin
+    remoteLeos: dict[str, int] | list  # on a leader, its view of every replica's LEO (-1: unknown); else <<>>
+    staleIsr: SortedSet  # a deposed leader cut off from the controller: the ISR it still believes in
     reachesZooKeeper: bool
     reachesBrokers: bool
 
@@ -71,6 +81,11 @@ def _replica_var(state: State, index: int) -> ReplicaVar:
         status=STATUS_NAMES[replica.status],
         role=ROLE_NAMES[replica.role],
         leaderEpoch=replica.epoch,
+        response=FetchResponseVar(replica.response.offset, replica.response.hw,
+                                  [LogRecord(record_name(r), r.epoch) for r in replica.response.records],
+                                  replica.response.out_of_range) if replica.response else [],
+        remoteLeos={replica_name(i): leo for i, leo in enumerate(replica.remote_leos)} if replica.remote_leos else [],
+        staleIsr=SortedSet(replica_name(m) for m in isr_members(replica.stale_isr)),
         reachesZooKeeper=not state.zk_cut >> index & 1,
         reachesBrokers=not state.peer_cut >> index & 1,
     )

@@ -80,7 +80,7 @@ def test_itf_has_every_variable_in_every_state(violations):
     assert actions == ["Init", *map(str, trace.actions)]
     replica = itf_py.value_from_json(data["states"][-1]["replicas"])["A"]
     assert set(replica._fields) == {"log", "unflushed", "hw", "leo", "epochCache", "status", "role", "leaderEpoch",
-                                    "reachesZooKeeper", "reachesBrokers"}
+                                    "response", "remoteLeos", "staleIsr", "reachesZooKeeper", "reachesBrokers"}
 
 
 def test_itf_sets_and_maps_are_sorted(violations):
@@ -142,13 +142,27 @@ def test_text_is_a_tlc_error_trace(violations):
     marker = lines.index(f"\\* {invariant} is violated in this state")
     assert lines[marker - 1] == f"State {len(trace) + 1}: <{trace.actions[-1]}>"
     assert lines[marker + 1] == f"\\* {invariant}: {explain(invariant, trace.states()[-1])}"
-    assert lines[marker + 2].startswith("/\\ ")
+    assert lines[marker + 2].startswith("\\* changed: ") and lines[marker + 3].startswith("/\\ ")
+
+
+def test_text_shows_every_variable_and_marks_what_changed(leader_epoch_trace):
+    """The fetch response in flight and the leader's view of the LEOs are shown, so no two states
+    of a trace print alike, and each state after the first names the values that changed."""
+    lines = trace_text(leader_epoch_trace, None).splitlines()
+    states = "\n".join(lines).split("\n\n")
+    assert len(set(state.split("\n", 1)[1] for state in states if state)) == len(leader_epoch_trace) + 1
+    fetch = lines.index("State 3: <LeaderHandleFetchRequest(B)>")
+    assert lines[fetch + 1] == '\\* changed: replicas["A"].remoteLeos["B"], replicas["B"].response'
+    replicas = next(line for line in lines[fetch:] if "\"B\" :> [" in line)
+    assert 'response |-> [offset |-> 0, hw |-> 0, records |-> <<[msg |-> "m1", epoch |-> 0]>>, outOfRange |-> FALSE]' \
+        in replicas
 
 
 def test_text_without_invariant_has_no_error_lines(leader_epoch_trace):
     text = trace_text(leader_epoch_trace, None)
     assert text.startswith("State 1: <Initial predicate>\n")
-    assert "Error" not in text and "\\*" not in text
+    assert "Error" not in text
+    assert all(line.startswith("\\* changed: ") for line in text.splitlines() if line.startswith("\\*"))
 
 
 # -------------------------------------------------------------------- Markdown
