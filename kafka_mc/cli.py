@@ -105,7 +105,7 @@ CHECK_ENGINE_FLAGS: dict[Engine, frozenset[str]] = {
     Engine.python: _EXPLICIT | {"--property"},  # and its former name, bfs
     Engine.z3: frozenset({"--depth", "--write-tla", "--property"}),
     Engine.spark: frozenset({"--symmetry", "--max-states", "--write-tla", "--property", *cli_spark.SPARK_FLAGS}),
-    Engine.gpu: _EXPLICIT - {"--workers", "--symmetry"},  # checker/gpu: the GPU's threads, no symmetry reduction
+    Engine.gpu: _EXPLICIT - {"--workers", "--symmetry"} | {"--property"},  # checker/gpu: its threads, no symmetry
 }
 # with --controller-failures: the control-plane search over the replication model with failover
 FAILOVER_FLAGS = frozenset({"--max-states", "--recoverability"})

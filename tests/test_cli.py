@@ -346,8 +346,6 @@ def test_check_takes_a_users_property_from_a_file(capsys, tmp_path):
 @pytest.mark.parametrize("argv, code, message", [
     (["--property", "{props}:leader_never_b"], exitcodes.BAD_SPEC,
      "--property: property leader_never_b: indexing str 'ABCDE' cannot be lowered (state.py, line"),
-    (["--engine", "gpu", "--property", "{props}:epoch_never_drops"], exitcodes.BAD_INPUT,
-     "--property: not with --engine gpu"),
     (["--property", "{props}:leader_never_b", "--write-tla", "{props}.tla"], exitcodes.BAD_SPEC,
      "indexing str 'ABCDE' cannot be lowered (state.py, line"),
     (["--engine", "python", "--property", "{props}:broken"], exitcodes.BAD_SPEC,

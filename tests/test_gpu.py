@@ -1,7 +1,9 @@
 """The GPU engine (`checker/gpu`, `--engine gpu`) gives the compiled kernel's counts, verdicts,
-coverage and very traces. It runs here in numba's CUDA simulator, which numba chooses when it is
-imported, so the simulated runs are made in a child process with NUMBA_ENABLE_CUDASIM=1 and their
-results come back pickled. Without a GPU and without the simulator, the engine refuses by name."""
+coverage and very traces, for kafka-mc's own properties and users' own (lowered: the functions of
+`tests/examples/gpu_user_properties.py`). It runs here in numba's CUDA simulator, which numba
+chooses when it is imported, so the simulated runs are made in a child process with
+NUMBA_ENABLE_CUDASIM=1 and their results come back pickled. Without a GPU and without the
+simulator, the engine refuses by name."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import os
 import pickle
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -21,12 +24,20 @@ from kafka_mc.cli import main
 from kafka_mc.control import ControllerConfig, ControllerModel
 from kafka_mc.model import Config
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property
+from kafka_mc.properties.lowering import NotLowered
+
+EXAMPLES = Path(__file__).parent / "examples"
+sys.path.insert(0, str(EXAMPLES))
+import gpu_user_properties as users  # noqa: E402
 
 SIMULATOR = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
 NO_SIMULATOR = {name: value for name, value in os.environ.items() if name != "NUMBA_ENABLE_CUDASIM"}
 CHILD_SECONDS = 900  # a few seconds with numba's cache warm; compiling the kernel's functions cold takes minutes
 
-# name -> (configuration, options of both engines, options of the GPU engine only)
+# users' own properties: a state invariant that fails, a witness and a step invariant that fails
+USERS = ("leader_keeps_committed", "a_new_leader_holds_a_record", "no_truncation_drops_a_committed_record")
+# name -> (configuration, options of both engines (`properties` by name: `users.with_properties`),
+# options of the GPU engine only)
 RUNS = {
     "hw, a level a few states at a time": (Config("hw", replicas=2, messages=1, crashes=1, elections=1),
                                            {"keep_going": True}, {"chunk": 5}),
@@ -36,13 +47,21 @@ RUNS = {
                                           flush=False), {"keep_going": True}, {}),
     "hw, a state budget": (Config("hw", replicas=2, messages=1, crashes=1, elections=1),
                            {"budget": Budget(max_states=100)}, {}),
+    "users' properties beside kafka-mc's, hw": (Config("hw", replicas=2, messages=1, crashes=2, elections=1),
+                                                {"properties": (*(p.name for p in PROPERTIES), *USERS),
+                                                 "keep_going": True}, {}),
+    "users' properties, a level a few states at a time": (Config("hw", replicas=2, messages=1, crashes=1, elections=1),
+                                                          {"properties": USERS}, {"chunk": 7}),
 }
 CHILD = """
 import pickle, sys
+sys.path.insert(0, sys.argv[3])
+from gpu_user_properties import with_properties
 from kafka_mc.checker.gpu import gpu_check
 with open(sys.argv[1], "rb") as given:
     runs = pickle.load(given)
-results = {name: gpu_check(config, **options, **gpu_options) for name, (config, options, gpu_options) in runs.items()}
+results = {name: gpu_check(config, **with_properties(options), **gpu_options)
+           for name, (config, options, gpu_options) in runs.items()}
 with open(sys.argv[2], "wb") as taken:
     pickle.dump(results, taken)
 """
@@ -53,8 +72,8 @@ def simulated(tmp_path_factory) -> dict:
     """Every run of RUNS by the GPU engine, in the simulator, in one child process."""
     folder = tmp_path_factory.mktemp("gpu")
     (folder / "runs.pickle").write_bytes(pickle.dumps(RUNS))
-    done = subprocess.run([sys.executable, "-c", CHILD, "runs.pickle", "results.pickle"], cwd=folder, env=SIMULATOR,
-                          capture_output=True, text=True, timeout=CHILD_SECONDS)
+    done = subprocess.run([sys.executable, "-c", CHILD, "runs.pickle", "results.pickle", str(EXAMPLES)], cwd=folder,
+                          env=SIMULATOR, capture_output=True, text=True, timeout=CHILD_SECONDS)
     assert done.returncode == 0, done.stderr[-3000:]
     return pickle.loads((folder / "results.pickle").read_bytes())
 
@@ -75,7 +94,7 @@ def traces(result) -> dict:
 @pytest.mark.parametrize("name", RUNS)
 def test_the_simulated_gpu_engine_gives_the_kernels_result(name, simulated):
     config, options, _ = RUNS[name]
-    gpu, cpu = simulated[name], kernel_check(config, **options)
+    gpu, cpu = simulated[name], kernel_check(config, **users.with_properties(options))
     assert gpu.engine == "gpu (CUDA simulator)"
     assert summary(gpu) == summary(cpu)
     assert gpu.stats.collision_probability == cpu.stats.collision_probability
@@ -86,9 +105,20 @@ def test_the_simulated_gpu_engine_gives_the_kernels_result(name, simulated):
         assert trace.states() == expected.states(), property_name
 
 
-def test_the_simulated_gpu_engine_runs_from_the_command_line(capsys, tmp_path):
+def test_users_properties_are_found_beside_kafka_mcs(simulated):
+    found = simulated["users' properties beside kafka-mc's, hw"]
+    assert {v.invariant: len(v.trace) for v in found.violations} == {
+        "no_truncation_drops_a_committed_record": 7, "leader_keeps_committed": 10, "NoAckedDataLoss": 10,
+        "NoCommittedDataLoss": 10, "NoConsumedRecordLost": 10}
+    assert found.witnesses["a_new_leader_holds_a_record"]
+    assert len(found.witness_traces["a_new_leader_holds_a_record"]) == 4
+
+
+@pytest.mark.parametrize("properties", [(), (f"{EXAMPLES / 'gpu_user_properties.py'}:leader_keeps_committed",)],
+                         ids=["kafka-mc's own properties", "a user's property"])
+def test_the_simulated_gpu_engine_runs_from_the_command_line(properties, capsys, tmp_path):
     argv = ["check", "--protocol", "hw", "--messages", "1", "--crashes", "2", "--elections", "1", "--coverage",
-            "--format", "json", "--quiet"]
+            "--format", "json", "--quiet", *(f"--property={spec}" for spec in properties)]
     done = subprocess.run([sys.executable, "-m", "kafka_mc", *argv, "--engine", "gpu"], cwd=tmp_path, env=SIMULATOR,
                           capture_output=True, text=True, timeout=CHILD_SECONDS)
     assert done.returncode == exitcodes.VIOLATION, done.stderr[-3000:]
@@ -122,8 +152,16 @@ def test_what_the_gpu_engine_lacks_is_refused_by_name(capsys):
     with pytest.raises(ValueError, match="the GPU engine takes no worker count"):
         gpu_check(config, workers=2)
     mine = Property("LeaderNeverB", ALWAYS, "a test's property", lambda state: state.controller.leader != 1)
-    with pytest.raises(ValueError, match="the GPU engine checks kafka-mc's own properties only, not LeaderNeverB"):
-        gpu_check(config, (*PROPERTIES, mine))
+    with pytest.raises(ValueError, match="property LeaderNeverB has no Python function the kernel could lower"):
+        gpu_check(config, (*PROPERTIES, mine))  # one without its Python function (`predicate`)
+    with pytest.raises(NotLowered, match="property waits_for_a_leader: the statement while cannot be lowered"):
+        gpu_check(config, users.chosen(("waits_for_a_leader",)))
+    with pytest.raises(ValueError, match=r"property every_two_records_compared lowers to 5,561 instructions under "
+                                         r"Config\(.*\), more than the GPU engine's kernels hold \(4,096\): check "
+                                         r"it with --engine kernel") as too_long:
+        gpu_check(Config("hw", replicas=5, messages=6, crashes=0, elections=0),
+                  users.chosen(("every_two_records_compared",)))
+    assert isinstance(too_long.value, NotLowered)  # which the command line reports as a property it cannot run
     with pytest.raises(ValueError, match="the GPU engine encodes the replication model only, not the controller"):
         gpu_check(ControllerModel(ControllerConfig()))
     assert main(["check", "--engine", "gpu", "--symmetry", "--quiet"]) == exitcodes.BAD_INPUT

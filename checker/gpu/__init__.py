@@ -9,6 +9,8 @@ import os
 # set before numba-cuda reads its settings (`engine.require_gpu` sets it again in numba's config)
 os.environ.setdefault("NUMBA_CUDA_ENABLE_NRT", "1")
 
-from .engine import GpuSearch, GpuUnavailable, compile_gpu, gpu_check, require_gpu, simulated  # noqa: E402
+from .engine import (  # noqa: E402
+    GpuSearch, GpuUnavailable, ProgramTooLong, compile_gpu, gpu_check, require_gpu, simulated,
+)
 
-__all__ = ["GpuSearch", "GpuUnavailable", "compile_gpu", "gpu_check", "require_gpu", "simulated"]
+__all__ = ["GpuSearch", "GpuUnavailable", "ProgramTooLong", "compile_gpu", "gpu_check", "require_gpu", "simulated"]

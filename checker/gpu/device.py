@@ -1,9 +1,10 @@
 """The GPU engine's CUDA kernels: one level of the breadth-first search, a phase a kernel.
 
-The transitions, the packing, the fingerprint and the property flags are the compiled kernel's own
-`@njit` functions (`checker/kernel/transitions.py` `apply`, `explore.py` `unpack`,
-`pack_represented`, `fingerprint`, `invariants.py` `state_flags`, `follower_truncated`), called
-from these kernels: there is no second encoding of the model. Under numba's CUDA simulator
+The transitions, the packing, the fingerprint, the property flags and the meaning of a user's
+property's program are the compiled kernel's own `@njit` functions (`checker/kernel/transitions.py`
+`apply`, `explore.py` `unpack`, `pack_represented`, `fingerprint`, `invariants.py` `state_flags`,
+`follower_truncated`, `user_properties.py` `instruction_value`, `flagged`), called from these
+kernels: there is no second encoding of the model or of the programs. Under numba's CUDA simulator
 (`NUMBA_ENABLE_CUDASIM=1`) a kernel runs as Python and calls them as the CPU's compiled
 functions; on a GPU numba-cuda compiles them for the device with the kernel that calls them. The
 transitions copy a state with `t[:] = s`, which numba-cuda compiles only with its runtime on
@@ -11,11 +12,12 @@ transitions copy a state with `t[:] = s`, which numba-cuda compiles only with it
 
 What holds for every kernel here, so that it runs the same in the simulator and on a GPU:
 - no allocation: per-thread scratch is `cuda.local.array` sized by constants (a wide state,
-  `layout.WIDTH` cells; a packed state, at most `MAX_WORDS` words), per-block tables are
-  `cuda.shared.array`;
+  `layout.WIDTH` cells; a packed state, at most `MAX_WORDS` words; a program's registers, at most
+  `MAX_REGISTERS`), per-block tables are `cuda.shared.array`;
 - the kernel functions are called with local or shared arrays only (the simulator cannot pass a
   device array to an `@njit` function): a frontier row is copied into a local array first, and the
-  settings, action slots and packing layout into shared arrays, once per block;
+  settings, action slots, packing layout and fields' table into shared arrays, once per block; a
+  program's instructions are read from the device array one by one and passed as numbers;
 - grid-stride loops, so any launch shape gives the same result (the simulator runs few threads).
 
 Candidates: frontier state j's successor by action slot c is candidate j * slot_count + c (written
@@ -36,11 +38,16 @@ from ..kernel.explore import fingerprint, pack_represented, unpack
 from ..kernel.invariants import follower_truncated, state_flags
 from ..kernel.layout import C_REPLICAS, WIDTH
 from ..kernel.transitions import ACTION_NAMES, apply
+from ..kernel.user_properties import FIELD_KINDS, flagged, instruction_value
 
 MAX_WORDS = 32  # packed words of a state: 28 at most under the configuration limits (`layout.packing`)
 MAX_FIELDS = WIDTH  # packed fields: at most one per wide cell
 MAX_SLOTS = len(ACTION_NAMES) * MAX_REPLICAS  # action slots: one per action and replica
 SETTINGS = 16  # cells of `layout.settings`
+MAX_REGISTERS = 4096  # instructions of a user's property's program (one register each); kafka-mc's own
+# invariants written as a user's functions (`benchmarks/user_properties_bench.py`) take at most 336
+# under 3 replicas and 3 messages, 2,464 under the configuration limits (5 replicas, 9 messages)
+FIELDS = len(FIELD_KINDS)  # the fields a program reads (`user_properties.CELLS`)
 EMPTY = np.uint64(0)  # an empty slot of the visited table (the fingerprint 0 is stored as 1)
 NO_EDGE = np.uint64(0xFFFFFFFFFFFFFFFF)  # `best` of an empty slot
 ENABLED = np.uint8(1)  # `cand_flags`: the action is enabled, the candidate is a successor
@@ -199,3 +206,107 @@ def flag(cfg, cells, biases, bits, shifts, words, word_count, rows, first, count
         unpack(row, 0, shared_cells[:fields], shared_biases[:fields], shared_bits[:fields], shared_shifts[:fields],
                shared_words[:fields], s)
         flags[j] = state_flags(shared_cfg, s)
+
+
+@cuda.jit(device=True)
+def _share_fields(kinds, firsts, positions, shared_kinds, shared_firsts, shared_positions):
+    """The table of where each field lies (`user_properties.FIELD_KINDS`, ...) into shared arrays."""
+    _share(kinds, shared_kinds, FIELDS)
+    _share(firsts, shared_firsts, FIELDS)
+    _share(positions, shared_positions, FIELDS)
+
+
+@cuda.jit(device=True)
+def _run(instructions, replicas, kinds, firsts, positions, s, t, action_name, action_replica, registers):
+    """`user_properties.run`: the program's instructions, read from the device, each by `instruction_value`."""
+    for k in range(instructions.shape[0]):
+        registers[k] = instruction_value(instructions[k, 0], instructions[k, 1], instructions[k, 2],
+                                         instructions[k, 3], instructions[k, 4], replicas, kinds, firsts, positions,
+                                         s, t, action_name, action_replica, registers)
+
+
+@cuda.jit
+def flag_states(cfg, cells, biases, bits, shifts, words, word_count, rows, first, count, instructions, fails, raises,
+                witness, kinds, firsts, positions, flags):
+    """A state property's program (`kernel.user_properties`) on rows first..first+count-1: flags[j]
+    is 1 where it flags row first+j (`user_properties.flagged`), else 0."""
+    shared_cfg = cuda.shared.array(SETTINGS, np.int64)
+    shared_cells = cuda.shared.array(MAX_FIELDS, np.int64)
+    shared_biases = cuda.shared.array(MAX_FIELDS, np.int64)
+    shared_bits = cuda.shared.array(MAX_FIELDS, np.int64)
+    shared_shifts = cuda.shared.array(MAX_FIELDS, np.int64)
+    shared_words = cuda.shared.array(MAX_FIELDS, np.int64)
+    shared_kinds = cuda.shared.array(FIELDS, np.int64)
+    shared_firsts = cuda.shared.array(FIELDS, np.int64)
+    shared_positions = cuda.shared.array(FIELDS, np.int64)
+    fields = cells.shape[0]
+    _share(cfg, shared_cfg, SETTINGS)
+    _share(cells, shared_cells, fields)
+    _share(biases, shared_biases, fields)
+    _share(bits, shared_bits, fields)
+    _share(shifts, shared_shifts, fields)
+    _share(words, shared_words, fields)
+    _share_fields(kinds, firsts, positions, shared_kinds, shared_firsts, shared_positions)
+    cuda.syncthreads()
+    s = cuda.local.array(WIDTH, np.int16)
+    row = cuda.local.array(MAX_WORDS, np.int64)
+    registers = cuda.local.array(MAX_REGISTERS, np.int64)
+    for j in range(cuda.grid(1), count, cuda.gridsize(1)):
+        for word in range(word_count):
+            row[word] = rows[(first + j) * word_count + word]
+        unpack(row, 0, shared_cells[:fields], shared_biases[:fields], shared_bits[:fields], shared_shifts[:fields],
+               shared_words[:fields], s)
+        _run(instructions, shared_cfg[C_REPLICAS], shared_kinds, shared_firsts, shared_positions, s, s, 0, 0,
+             registers)
+        flags[j] = 1 if flagged(registers, fails, raises, witness) else 0
+
+
+@cuda.jit
+def flag_steps(cfg, slot_names, slot_replicas, cells, biases, bits, shifts, words, word_count, frontier, first,
+               count, cand_words, cand_flags, instructions, fails, raises, witness, kinds, firsts, positions, flags):
+    """A step property's program on the candidates of frontier rows first..first+count-1 (`expand`):
+    flags[index] is 1 where candidate index is a successor (ENABLED) and the program flags the step
+    from row first + index // slot_count by its action slot to it, else 0. Without symmetry the
+    packed candidate is the successor itself."""
+    shared_cfg = cuda.shared.array(SETTINGS, np.int64)
+    shared_names = cuda.shared.array(MAX_SLOTS, np.int64)
+    shared_replicas = cuda.shared.array(MAX_SLOTS, np.int64)
+    shared_cells = cuda.shared.array(MAX_FIELDS, np.int64)
+    shared_biases = cuda.shared.array(MAX_FIELDS, np.int64)
+    shared_bits = cuda.shared.array(MAX_FIELDS, np.int64)
+    shared_shifts = cuda.shared.array(MAX_FIELDS, np.int64)
+    shared_words = cuda.shared.array(MAX_FIELDS, np.int64)
+    shared_kinds = cuda.shared.array(FIELDS, np.int64)
+    shared_firsts = cuda.shared.array(FIELDS, np.int64)
+    shared_positions = cuda.shared.array(FIELDS, np.int64)
+    fields, slot_count = cells.shape[0], slot_names.shape[0]
+    _share(cfg, shared_cfg, SETTINGS)
+    _share(slot_names, shared_names, slot_count)
+    _share(slot_replicas, shared_replicas, slot_count)
+    _share(cells, shared_cells, fields)
+    _share(biases, shared_biases, fields)
+    _share(bits, shared_bits, fields)
+    _share(shifts, shared_shifts, fields)
+    _share(words, shared_words, fields)
+    _share_fields(kinds, firsts, positions, shared_kinds, shared_firsts, shared_positions)
+    cuda.syncthreads()
+    the_cells, the_biases, the_bits = shared_cells[:fields], shared_biases[:fields], shared_bits[:fields]
+    the_shifts, the_words = shared_shifts[:fields], shared_words[:fields]
+    s = cuda.local.array(WIDTH, np.int16)
+    t = cuda.local.array(WIDTH, np.int16)
+    row = cuda.local.array(MAX_WORDS, np.int64)
+    registers = cuda.local.array(MAX_REGISTERS, np.int64)
+    for index in range(cuda.grid(1), count * slot_count, cuda.gridsize(1)):
+        flags[index] = 0
+        if cand_flags[index] & ENABLED:
+            j, slot = index // slot_count, index % slot_count
+            for word in range(word_count):
+                row[word] = frontier[(first + j) * word_count + word]
+            unpack(row, 0, the_cells, the_biases, the_bits, the_shifts, the_words, s)
+            for word in range(word_count):
+                row[word] = cand_words[index * word_count + word]
+            unpack(row, 0, the_cells, the_biases, the_bits, the_shifts, the_words, t)
+            _run(instructions, shared_cfg[C_REPLICAS], shared_kinds, shared_firsts, shared_positions, s, t,
+                 shared_names[slot], shared_replicas[slot], registers)
+            if flagged(registers, fails, raises, witness):
+                flags[index] = 1

@@ -18,11 +18,21 @@ states at a time, each chunk in four phases:
    looked for is the one kept, and the step witness is the first candidate in edge-key order whose
    step shortened a log, as the CPU kernel finds them.
 
+Users' own properties (a `Property` with its Python `predicate`) run as the CPU kernel runs them:
+lowered once into a program (`gpu_programs`: `checker/kernel/user_properties.py` `lowered_program`;
+one that does not lower is refused with `NotLowered`, one longer than `device.MAX_REGISTERS` with
+`ProgramTooLong`), whose instructions the kernels `flag_states` (on the initial states and each
+chunk's new states) and `flag_steps` (on each chunk's candidates, after `expand`) run with the
+kernel's own `instruction_value`. The first flagged in node order (for a step, in candidate order:
+frontier state, then action slot) is the one kept (`UserChecks`), and the user's function is
+evaluated at the end of its trace (`UserChecks.confirm`), so the verdict and its errors are the
+function's.
+
 Traces are rebuilt on the host from the parent links and replayed through the explicit model
 (`checker.bfs.concrete_trace`), as the CPU kernel does.
 
-What the GPU engine leaves out, refusing it by name: symmetry reduction, worker threads, users'
-own properties (Python predicates) and models other than the replication model.
+What the GPU engine leaves out, refusing it by name: symmetry reduction, worker threads and models
+other than the replication model.
 
 Where it runs: on an NVIDIA GPU through numba-cuda, with its runtime on (`NUMBA_CUDA_ENABLE_NRT=1`,
 which `checker.gpu` sets before numba reads it, and `require_gpu` sets again in numba's config);
@@ -43,6 +53,7 @@ from kafka_mc.control.replication import ReplicationSystem, model_of
 from kafka_mc.model import Config, ReplicationModel
 from kafka_mc.model.interface import Model
 from kafka_mc.properties import PROPERTIES, Property
+from kafka_mc.properties.lowering import NotLowered
 
 from ..bfs import Budget, Progress, search_result
 from ..kernel.engine import collision_probability, explore_levels, path_trace, shipped, slot_coverage
@@ -50,20 +61,29 @@ from ..kernel.explore import fingerprint, pack_represented, unpack
 from ..kernel.invariants import FOLLOWER_TRUNCATED, PROPERTY_NAMES, state_flags
 from ..kernel.layout import WIDTH, encode, packing, settings
 from ..kernel.transitions import slot_codes
+from ..kernel.user_properties import (
+    CONST, FIELD_FIRSTS, FIELD_KINDS, FIELD_POSITIONS, Program, UserChecks, lowered_program,
+)
 from ..result import CheckResult, Coverage, KernelStats, Trace
 from . import device
-from .device import ENABLED, EMPTY, MAX_SLOTS, MAX_WORDS, NO_EDGE, SETTINGS, TRUNCATED
+from .device import ENABLED, EMPTY, MAX_REGISTERS, MAX_SLOTS, MAX_WORDS, NO_EDGE, SETTINGS, TRUNCATED
 
 NO_PARENT = np.uint32(0xFFFFFFFF)  # the parent link of an initial state
 NOT_FOUND = -1
 INITIAL_TABLE_SLOTS = 1 << 16
 MAX_LOAD = 0.5  # the visited table's load before it doubles: short probe chains for the CAS loop
 CHUNK_BYTES = 1 << 30  # device memory for one chunk's candidates; a chunk is also where a run may stop
-CANDIDATE_BYTES = 8 + 1 + 8 + 1  # per candidate, beside its packed words: fingerprint, flags, table slot, new
+CANDIDATE_BYTES = 8 + 1 + 8 + 1 + 1  # per candidate, beside its packed words: fingerprint, flags, table slot,
+# new, and a user's step property's flag
 
 
 class GpuUnavailable(RuntimeError):
     """No GPU to run on (and the simulator not chosen): the message says why and what to do."""
+
+
+class ProgramTooLong(NotLowered, ValueError):
+    """A user's property whose program has more instructions than the kernels hold registers for
+    (`device.MAX_REGISTERS`); a `NotLowered`, so the command line reports it as it reports those."""
 
 
 def simulated() -> bool:
@@ -123,7 +143,11 @@ def compile_gpu() -> float:
     if _compiled or simulated():
         return 0.0
     started = time.perf_counter()
-    search = GpuSearch(Config("hw", replicas=2, messages=1, crashes=0, elections=0), PROPERTIES)
+    # and a state and a step program that flag nothing (the constant 0), so that their kernels compile too
+    nothing = np.array([[CONST, 0, 0, 0, 0]], dtype=np.int64)
+    programs = [Program(f"compile {kind}", on_step, False, nothing, 0, 0) for kind, on_step in
+                (("state", False), ("step", True))]
+    search = GpuSearch(Config("hw", replicas=2, messages=1, crashes=0, elections=0), PROPERTIES, programs=programs)
     while search.frontier_count:
         search.run_level()
     cuda.synchronize()
@@ -131,11 +155,27 @@ def compile_gpu() -> float:
     return time.perf_counter() - started
 
 
+def gpu_programs(properties: Iterable[Property], config: Config) -> list[Program]:
+    """The users' properties among `properties` as the kernel's programs (`lowered_program`, which
+    refuses one that does not lower), each refused by name (`ProgramTooLong`) when it has more
+    instructions than the kernels hold registers for."""
+    programs = [lowered_program(p, config) for p in properties if not shipped(p)]
+    for prog in programs:
+        if len(prog.instructions) > MAX_REGISTERS:
+            raise ProgramTooLong(f"property {prog.name} lowers to {len(prog.instructions):,} instructions under "
+                                 f"{config}, more than the GPU engine's kernels hold ({MAX_REGISTERS:,}): check it "
+                                 "with --engine kernel (checker.kernel.kernel_check)")
+    return programs
+
+
 class GpuSearch:
     """One run's arrays: on the device the frontier, the visited table (fingerprints and least edge
-    keys) and one chunk's candidates; on the host the parent links and the properties found."""
+    keys) and one chunk's candidates; on the host the parent links and the properties found.
+    `programs`: the users' properties among `properties`, lowered already (lowered here when None)."""
 
-    def __init__(self, config: Config, properties: Iterable[Property], chunk: int | None = None):
+    def __init__(self, config: Config, properties: Iterable[Property], chunk: int | None = None,
+                 programs: list[Program] | None = None):
+        properties = tuple(properties)
         self.model = ReplicationModel(config)
         self.cfg = settings(config)
         self.slot_codes = slot_codes(self.model.action_names, config.replicas)
@@ -148,7 +188,10 @@ class GpuSearch:
                              f"{self.slot_count}")
         self.chunk = chunk or max(1, CHUNK_BYTES // (self.slot_count * (CANDIDATE_BYTES + 8 * words)))
         self.enabled = np.zeros(self.slot_count, dtype=np.int64)  # successors generated, per action slot
-        wanted = {p.name for p in properties}
+        wanted = {p.name for p in properties if shipped(p)}
+        users = [p for p in properties if not shipped(p)]
+        self.user = UserChecks(self.model, users, self.slot_count,
+                               gpu_programs(users, config) if programs is None else programs)
         self.looking = sum(1 << index for index, name in enumerate(PROPERTY_NAMES) if name in wanted)
         self.found_nodes = np.full(len(PROPERTY_NAMES), NOT_FOUND, dtype=np.int64)
         self.found_slots = np.full(len(PROPERTY_NAMES), NOT_FOUND, dtype=np.int64)
@@ -165,6 +208,10 @@ class GpuSearch:
         self.best = zeros(INITIAL_TABLE_SLOTS, np.uint64, NO_EDGE)
         self.room = 0  # candidates the scratch arrays hold
         self.flags = zeros(1, np.int64)
+        self.device_programs = {prog.name: cuda.to_device(prog.instructions) for prog in self.user.programs}
+        self.device_fields = tuple(cuda.to_device(values) for values in (FIELD_KINDS, FIELD_FIRSTS, FIELD_POSITIONS))
+        self.device_actions = (cuda.to_device(self.user.action_names), cuda.to_device(self.user.action_replicas))
+        self.user_flags = zeros(1, np.uint8)
         self.frontier, self.frontier_count = self._seed()
 
     def _seed(self) -> tuple[Any, int]:
@@ -192,7 +239,9 @@ class GpuSearch:
         launch(device.rehash, len(keys), cuda.to_device(np.array(keys, dtype=np.uint64)),
                cuda.to_device(np.zeros(len(keys), dtype=np.uint64)), self.keys, self.best)
         self.distinct = self.roots = len(rows)
-        return cuda.to_device(np.concatenate(rows)), len(rows)
+        frontier = cuda.to_device(np.concatenate(rows))
+        self._user_states(frontier, 0, len(rows), 0)
+        return frontier, len(rows)
 
     def unpacked(self, row: np.ndarray) -> np.ndarray:
         layout, wide = self.layout, np.empty(WIDTH, dtype=np.int16)
@@ -256,6 +305,7 @@ class GpuSearch:
                     self.found_nodes[FOLLOWER_TRUNCATED] = parent + truncated[0] // slot_count
                     self.found_slots[FOLLOWER_TRUNCATED] = truncated[0] % slot_count
                     self.looking &= ~step_bit
+            self._user_steps(start, count, parent)
             self._make_room(len(enabled))
             first_edge = parent * slot_count + 1
             launch(device.insert, total, self.cand_fingerprints, self.cand_flags, total, first_edge, self.keys,
@@ -273,6 +323,7 @@ class GpuSearch:
                    added, following, made)
             if self.looking & ~step_bit:
                 self._flag(following, made, added, node)
+            self._user_states(following, made, added, node)
             made += added
             self.distinct += added
         self.first_node = new_node
@@ -298,18 +349,51 @@ class GpuSearch:
                     self.found_nodes[index] = node + where[0]
                     self.looking &= ~(1 << index)
 
+    def _user_states(self, rows: Any, first: int, count: int, node: int) -> None:
+        """The first of rows first..first+count-1 (nodes node..) that each state property still looked
+        for flags (`device.flag_states`)."""
+        for prog in self.user.looked_for(on_step=False) if count else ():
+            self.user_flags = grown(self.user_flags, count, 0)
+            launch(device.flag_states, count, self.device_cfg, *self.device_layout, self.words, rows, first, count,
+                   self.device_programs[prog.name], prog.fails, prog.raises, prog.witness, *self.device_fields,
+                   self.user_flags)
+            hits = np.flatnonzero(self.user_flags[:count].copy_to_host())
+            if len(hits):
+                self.user.found[prog.name] = (node + int(hits[0]), None)
+
+    def _user_steps(self, start: int, count: int, parent: int) -> None:
+        """The first step out of frontier rows start..start+count-1 (nodes parent..), in candidate
+        order (state, then action slot), that each step property still looked for flags
+        (`device.flag_steps`, on the chunk's candidates)."""
+        total = count * self.slot_count
+        for prog in self.user.looked_for(on_step=True):
+            self.user_flags = grown(self.user_flags, total, 0)
+            launch(device.flag_steps, total, self.device_cfg, *self.device_actions, *self.device_layout, self.words,
+                   self.frontier, start, count, self.cand_words, self.cand_flags, self.device_programs[prog.name],
+                   prog.fails, prog.raises, prog.witness, *self.device_fields, self.user_flags)
+            hits = np.flatnonzero(self.user_flags[:total].copy_to_host())
+            if len(hits):
+                self.user.found[prog.name] = (parent + int(hits[0]) // self.slot_count,
+                                              int(hits[0]) % self.slot_count)
+
     def coverage(self) -> tuple[Coverage, ...]:
         return slot_coverage(self.model, self.enabled, self.slots[self.roots:self.distinct])
 
     def found_names(self) -> set[str]:
         """The properties found so far."""
-        return {PROPERTY_NAMES[i] for i in range(len(PROPERTY_NAMES)) if self.found_nodes[i] != NOT_FOUND}
+        return {PROPERTY_NAMES[i] for i in range(len(PROPERTY_NAMES)) if self.found_nodes[i] != NOT_FOUND} | \
+            set(self.user.found)
 
     def found(self) -> dict[str, Trace]:
-        """The trace to the first occurrence of every property found."""
-        return {name: path_trace(self.model, self.parents, self.slots, int(self.found_nodes[index]),
-                                 int(self.found_slots[index]) if index == FOLLOWER_TRUNCATED else None)
-                for index, name in enumerate(PROPERTY_NAMES) if self.found_nodes[index] != NOT_FOUND}
+        """The trace to the first occurrence of every property found; a user's property is confirmed by
+        its own function at the trace's end (`UserChecks.confirm`), as the kernel does."""
+        traces = {name: path_trace(self.model, self.parents, self.slots, int(self.found_nodes[index]),
+                                   int(self.found_slots[index]) if index == FOLLOWER_TRUNCATED else None)
+                  for index, name in enumerate(PROPERTY_NAMES) if self.found_nodes[index] != NOT_FOUND}
+        for name, (node, step) in self.user.found.items():
+            traces[name] = path_trace(self.model, self.parents, self.slots, node, step)
+            self.user.confirm(name, traces[name], symmetry=False)
+        return traces
 
 
 def gpu_check(
@@ -325,18 +409,16 @@ def gpu_check(
 ) -> CheckResult:
     """`checker.kernel.kernel_check` on a GPU: the same counts, verdicts and traces. `chunk`: the
     frontier states a kernel launch expands (default: as many as about 1 GiB of candidates hold);
-    any value gives the same result. Refused by name: another model than the replication model,
-    users' own properties, `symmetry`, `workers` other than 1, and no GPU (`GpuUnavailable`)."""
+    any value gives the same result. A user's property runs lowered, as the kernel runs it
+    (`gpu_programs`: one that does not lower, or too long, is refused by name). Refused by name too:
+    another model than the replication model, `symmetry`, `workers` other than 1, and no GPU
+    (`GpuUnavailable`)."""
     model = model_of(model_or_config, properties)
     if model.name != ReplicationSystem.name:
         raise ValueError(f"the GPU engine encodes the replication model only, not the {model.name} model; "
                          "check it with checker.bfs.check or checker.spark.spark_check")
     config: Config = model.config
     properties = tuple(model.properties)
-    foreign = [p.name for p in properties if not shipped(p)]
-    if foreign:
-        raise ValueError(f"the GPU engine checks kafka-mc's own properties only, not {', '.join(foreign)}; "
-                         "check a property of your own with checker.bfs.check (--engine python)")
     if symmetry:
         raise ValueError("the GPU engine has no symmetry reduction; use checker.kernel.kernel_check for it")
     if workers != 1:
@@ -344,11 +426,12 @@ def gpu_check(
                          "workers")
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
         raise ValueError(f"chunk must be a positive integer, not {chunk!r}")
+    programs = gpu_programs(properties, config)  # refused before compiling
     require_gpu()
     settings(config)  # a protocol choice the kernel lacks is refused (UnencodedChoice) before compiling
     compile_seconds = compile_gpu()
     started = time.perf_counter()
-    search = GpuSearch(config, properties, chunk)
+    search = GpuSearch(config, properties, chunk, programs)
     depth, stopped_because = explore_levels(search, properties, keep_going, budget, progress, started)
     traces = search.found()
     seconds = time.perf_counter() - started

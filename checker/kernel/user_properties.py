@@ -4,7 +4,8 @@ straight-line program over the wide form, run by one compiled interpreter.
 `program` numbers the distinct subexpressions of a property's two expressions (when it fails,
 when it would raise) in dependency order; each becomes one instruction that writes a register
 from earlier registers, a constant or a cell of the state before or after the step. The
-interpreter (`run`) is compiled once for every property: a new property costs no compilation.
+interpreter (`run`, a loop over `instruction_value`, which the GPU engine's kernels call too) is
+compiled once for every property: a new property costs no compilation.
 `state_hits` runs the state properties over a frontier; `step_hits` expands a frontier again
 (the kernel's own `expand_block`) and runs the step properties on each (state, action, successor). Each answers, per property,
 the first state (or step) in node and slot order where it is flagged: where an invariant fails
@@ -142,68 +143,79 @@ def _read(wide, replicas, kind, first, positions, a, b):
     return np.int64(0)
 
 
+# forceinline: LLVM inlines it into its callers' loops; _nrt=False: no reference counting of its
+# arrays (it allocates nothing), which would make `run` about four times slower. numba's type stubs
+# lack the `_nrt` option.
+@njit(cache=True, forceinline=True, _nrt=False)  # type: ignore[call-overload]
+def instruction_value(code, which, a, b, c, replicas, kinds, firsts, positions, s, t, action_name, action_replica,
+                      registers):
+    """The value of one instruction (code, which, a, b, c) on a state (s) or a step (s, the action,
+    t), its operands read from the registers: the programs' one definition, looped over by `run` and
+    by the GPU engine's kernels (`checker/gpu/device.py`)."""
+    if code == CONST:
+        return a
+    if code == FIELD:
+        wide = t if which else s
+        return _read(wide, replicas, kinds[a], firsts[a], positions[a], registers[b], registers[c])
+    if code == ACTION_NAME:
+        return np.int64(action_name)
+    if code == ACTION_REPLICA:
+        return np.int64(action_replica)
+    x, y = registers[a], registers[b]
+    if code == ADD:
+        return x + y
+    if code == SUB:
+        return x - y
+    if code == MUL:
+        return x * y
+    if code == NEG:
+        return -x
+    if code == BIT_AND:
+        return x & y
+    if code == BIT_OR:
+        return x | y
+    if code == BIT_XOR:
+        return x ^ y
+    if code == BIT_NOT:
+        return ~x
+    if code == SHL:
+        return x << y if 0 <= y < 63 else np.int64(0)
+    if code == SHR:
+        return x >> y if 0 <= y < 63 else np.int64(0 if x >= 0 else -1)
+    if code == EQ:
+        return np.int64(1 if x == y else 0)
+    if code == NE:
+        return np.int64(1 if x != y else 0)
+    if code == LT:
+        return np.int64(1 if x < y else 0)
+    if code == LE:
+        return np.int64(1 if x <= y else 0)
+    if code == AND:
+        return np.int64(1 if x != 0 and y != 0 else 0)
+    if code == OR:
+        return np.int64(1 if x != 0 or y != 0 else 0)
+    if code == NOT:
+        return np.int64(1 if x == 0 else 0)
+    if code == ITE:
+        return y if x != 0 else registers[c]
+    if code == MIN:
+        return min(x, y)
+    return max(x, y)
+
+
 @njit(cache=True)
 def run(instructions, replicas, kinds, firsts, positions, s, t, action_name, action_replica, registers):
     """Run a program on a state (s) or a step (s, the action, t); the registers hold every value."""
     for k in range(instructions.shape[0]):
-        code, which, a, b, c = (instructions[k, 0], instructions[k, 1], instructions[k, 2], instructions[k, 3],
-                                instructions[k, 4])
-        if code == CONST:
-            value = a
-        elif code == FIELD:
-            wide = t if which else s
-            value = _read(wide, replicas, kinds[a], firsts[a], positions[a], registers[b], registers[c])
-        elif code == ACTION_NAME:
-            value = action_name
-        elif code == ACTION_REPLICA:
-            value = action_replica
-        else:
-            x, y = registers[a], registers[b]
-            if code == ADD:
-                value = x + y
-            elif code == SUB:
-                value = x - y
-            elif code == MUL:
-                value = x * y
-            elif code == NEG:
-                value = -x
-            elif code == BIT_AND:
-                value = x & y
-            elif code == BIT_OR:
-                value = x | y
-            elif code == BIT_XOR:
-                value = x ^ y
-            elif code == BIT_NOT:
-                value = ~x
-            elif code == SHL:
-                value = x << y if 0 <= y < 63 else 0
-            elif code == SHR:
-                value = x >> y if 0 <= y < 63 else (0 if x >= 0 else -1)
-            elif code == EQ:
-                value = 1 if x == y else 0
-            elif code == NE:
-                value = 1 if x != y else 0
-            elif code == LT:
-                value = 1 if x < y else 0
-            elif code == LE:
-                value = 1 if x <= y else 0
-            elif code == AND:
-                value = 1 if x != 0 and y != 0 else 0
-            elif code == OR:
-                value = 1 if x != 0 or y != 0 else 0
-            elif code == NOT:
-                value = 1 if x == 0 else 0
-            elif code == ITE:
-                value = y if x != 0 else registers[c]
-            elif code == MIN:
-                value = min(x, y)
-            else:
-                value = max(x, y)
-        registers[k] = value
+        registers[k] = instruction_value(instructions[k, 0], instructions[k, 1], instructions[k, 2],
+                                         instructions[k, 3], instructions[k, 4], replicas, kinds, firsts, positions,
+                                         s, t, action_name, action_replica, registers)
 
 
 @njit(cache=True)
-def _flagged(registers, fails, raises, witness):
+def flagged(registers, fails, raises, witness):
+    """Whether a program's run flags its state or step: where an invariant fails or may raise,
+    where a witness holds."""
     if witness:
         return registers[fails] == 0 and registers[raises] == 0
     return registers[fails] != 0 or registers[raises] != 0
@@ -218,7 +230,7 @@ def state_hits(cfg, instructions, fails, raises, witness, kinds, firsts, positio
     for j in range(count):
         unpack(frontier, j * word_count, cells, biases, bits, shifts, words, s)
         run(instructions, cfg[C_REPLICAS], kinds, firsts, positions, s, s, 0, 0, registers)
-        if _flagged(registers, fails, raises, witness):
+        if flagged(registers, fails, raises, witness):
             return j
     return NOT_FOUND
 
@@ -240,7 +252,7 @@ def step_block_hits(cfg, slot_names, slot_replicas, instructions, fails, raises,
             slot = out_slots[out]
             run(instructions, cfg[C_REPLICAS], kinds, firsts, positions, s, t, slot_names[slot], slot_replicas[slot],
                 registers)
-            if _flagged(registers, fails, raises, witness):
+            if flagged(registers, fails, raises, witness):
                 return j, slot
     return NOT_FOUND, 0
 
@@ -317,11 +329,13 @@ class UserChecks:
         self.action_names, self.action_replicas = slot_actions(model, slots)
         self.found: dict[str, tuple[int, int | None]] = {}
 
+    def looked_for(self, on_step: bool) -> list[Program]:
+        """The programs of the step (or state) properties not found yet."""
+        return [prog for prog in self.programs if prog.on_step == on_step and prog.name not in self.found]
+
     def states(self, cfg, layout, frontier: np.ndarray, count: int, first_node: int) -> None:
         """Look for the state properties in `count` packed states numbered from first_node."""
-        for prog in self.programs:
-            if prog.on_step or prog.name in self.found or not count:
-                continue
+        for prog in self.looked_for(on_step=False) if count else ():
             hit = state_hits(cfg, prog.instructions, prog.fails, prog.raises, prog.witness, FIELD_KINDS,
                              FIELD_FIRSTS, FIELD_POSITIONS, layout.cells, layout.biases, layout.bits, layout.shifts,
                              layout.words, layout.word_count, frontier, count)
@@ -330,7 +344,7 @@ class UserChecks:
 
     def steps(self, cfg, slot_codes, layout, frontier: np.ndarray, count: int, first_node: int) -> None:
         """Look for the step properties on every step out of `count` packed states numbered from first_node."""
-        pending = [prog for prog in self.programs if prog.on_step and prog.name not in self.found]
+        pending = self.looked_for(on_step=True)
         if pending and count:
             for prog, (hit, slot) in zip(pending, step_hits(cfg, slot_codes, self.action_names,
                                                             self.action_replicas, pending, layout, frontier, count)):
