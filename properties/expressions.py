@@ -187,6 +187,26 @@ def is_boolean(expr: Expr) -> bool:
                                             "has_remote"))
 
 
+def choose(condition: Expr, then: Expr, otherwise: Expr) -> Expr:
+    """`then` where the truth value `condition` holds, else `otherwise`: a truth value itself when
+    both are (Python's `a and b`, `x if c else y` of two bools is a bool, which a property may
+    return), else an `ite`."""
+    if is_boolean(then) and is_boolean(otherwise):
+        return disjunction(op("and", condition, then), op("and", op("not", condition), otherwise))
+    return op("ite", condition, then, otherwise)
+
+
+# Python's bit operators and min/max on two bools give a bool: the truth value operators they are then
+BOOLEAN_OF = {"bit_and": "and", "bit_or": "or", "bit_xor": "ne", "min": "and", "max": "or"}
+
+
+def combine(name: str, left: Expr, right: Expr) -> Expr:
+    """The binary operator `name` of two expressions, a truth value when Python's gives a bool."""
+    if name in BOOLEAN_OF and is_boolean(left) and is_boolean(right):
+        return op(BOOLEAN_OF[name], left, right)
+    return op(name, left, right)
+
+
 def truth(expr: Expr) -> Expr:
     """The expression as a truth value (0 or 1)."""
     return expr if is_boolean(expr) else op("ne", expr, const(0))

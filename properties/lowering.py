@@ -38,7 +38,8 @@ from kafka_mc.model.replication import ACTION_NAMES
 from kafka_mc.model.state import EXPIRED, FENCED, LEADER, NO_LEADER, UP, isr_members
 
 from .expressions import (
-    FALSE, TRUE, Expr, bounds, conjunction, const, disjunction, field, is_boolean, is_const, op, truth,
+    FALSE, TRUE, Expr, bounds, choose, combine, conjunction, const, disjunction, field, is_boolean, is_const, op,
+    truth,
 )
 from .user import arity
 
@@ -330,7 +331,7 @@ class _Interpreter:
         if guard == FALSE:
             return other
         if self.scalar(chosen) and self.scalar(other):
-            return _Value(op("ite", guard, self.number(chosen, node), self.number(other, node)))
+            return _Value(choose(guard, self.number(chosen, node), self.number(other, node)))
         if isinstance(chosen, _ReplicaView) and isinstance(other, _ReplicaView) and chosen.which == other.which:
             return _ReplicaView(chosen.which, op("ite", guard, chosen.index, other.index),
                                 op("ite", guard, chosen.missing, other.missing))
@@ -455,7 +456,7 @@ class _Interpreter:
         result = decided[-1][1]
         for guard, value in reversed(decided[:-1]):
             if self.scalar(value) and self.scalar(result):
-                result = _Value(op("ite", guard, self.number(value, node), self.number(result, node)))
+                result = _Value(choose(guard, self.number(value, node), self.number(result, node)))
             else:
                 result = self.merge(guard, value, result, node, "an and/or")
         return result
@@ -468,7 +469,7 @@ class _Interpreter:
             raise self.refuse(node, f"the operator {type(operator).__name__}")
         if isinstance(left, tuple) and isinstance(right, tuple) and name == "add":
             return left + right
-        return _Value(op(name, self.number(left, node), self.number(right, node)))
+        return _Value(combine(name, self.number(left, node), self.number(right, node)))
 
     def compare(self, frame: _Frame, node: ast.Compare) -> Any:
         left = self.expression(frame, node.left)
@@ -689,7 +690,7 @@ class _Interpreter:
         if name in ("min", "max") and len(arguments) >= 2:
             result = self.number(arguments[0], node)
             for other in arguments[1:]:
-                result = op(name, result, self.number(other, node))
+                result = combine(name, result, self.number(other, node))
             return _Value(result)
         if name == "next" and len(arguments) in (1, 2):
             items = self.items(frame, arguments[0], node)
@@ -892,7 +893,7 @@ class _Interpreter:
         if value is False:
             return TRUE
         if isinstance(value, _Value):
-            return op("not", value.expr) if is_boolean(value.expr) else FALSE
+            return _is_false(value.expr)
         return FALSE
 
     def unpack(self, value: Any, count: int | None, node: ast.AST) -> tuple:
@@ -915,6 +916,15 @@ class _Interpreter:
         calls = " <- ".join(caller for caller, _ in reversed(self.where[:-1]))
         place = f"{Path(file).name}, line {line}, in {name}" + (f", called from {calls}" if calls else "")
         return NotLowered(f"{what} cannot be lowered ({place})")
+
+
+def _is_false(expr: Expr) -> Expr:
+    """Where a value is False: a truth value where it is 0; a choice between a truth value and a
+    number (`flag and count`) where it chooses a truth value that is 0."""
+    if expr[0] == "ite":
+        condition, then, otherwise = expr[1:]
+        return disjunction(op("and", condition, _is_false(then)), op("and", op("not", condition), _is_false(otherwise)))
+    return op("not", expr) if is_boolean(expr) else FALSE
 
 
 def _parse(function: Callable) -> ast.FunctionDef:

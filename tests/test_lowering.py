@@ -104,6 +104,43 @@ def test_the_documented_examples_lower_to_their_own_verdicts():
     assert failing > 0
 
 
+def leader_a_holds_a_record(state):
+    return state.controller.leader == 0 and state.replicas[0].leo > 0  # a bool, False where it fails
+
+
+def leader_a_holds_a_record_by_bit_and(state):
+    return (state.controller.leader == 0) & (state.replicas[0].leo > 0)  # bool & bool is a bool
+
+
+def leaderless_or_b_ahead(state):
+    return state.controller.leader == -1 or state.replicas[1].leo > state.replicas[0].leo
+
+
+def exactly_one_holds_a_record(state):
+    return (state.replicas[0].leo > 0) ^ (state.replicas[1].leo > 0)
+
+
+def least_of_two_truths(state):
+    return min(state.replicas[0].hw > 0, state.replicas[1].hw > 0)
+
+
+def chosen_truth(state):
+    return state.replicas[0].hw > 0 if state.controller.leader == 0 else state.replicas[1].hw > 0
+
+
+def flag_or_count(state):
+    return state.controller.leader == 0 and state.replicas[0].leo  # False, or a number (never False)
+
+
+@pytest.mark.parametrize("predicate", [leader_a_holds_a_record, leader_a_holds_a_record_by_bit_and,
+                                       leaderless_or_b_ahead, exactly_one_holds_a_record, least_of_two_truths,
+                                       chosen_truth, flag_or_count], ids=lambda p: p.__name__)
+def test_a_bool_made_of_bools_fails_where_it_is_false(predicate):
+    """`and`, `or`, `&`, `^`, `min` and a conditional of two bools give a bool, which a property may
+    return: it fails where that bool is False (they once lowered to a number, never False)."""
+    assert check_every_state(predicate).get("fails", 0) > 0
+
+
 def first_record_is_m1(state):
     return state.replicas[0].log[0].msg == 1  # IndexError on an empty log
 
