@@ -24,7 +24,7 @@ from kafka_mc.model.symmetry import canonical, rename, renaming
 from kafka_mc.properties import ALWAYS, Property
 
 from .partition import ROOT, LevelReport, without_cyclic_gc
-from .result import CheckResult, Coverage, Stats, Trace, Violation, coverage_of
+from .result import EVERYTHING_FOUND, CheckResult, Coverage, Stats, Trace, Violation, coverage_of
 from .state_pool import StatePool
 from .workers import LocalPartitions, WorkerPartitions
 
@@ -170,7 +170,7 @@ def stop_reason(found: Iterable[str], invariants: set[str], property_count: int,
     if invariants & found and not keep_going:
         return "stopped after the level of the first violation"
     if len(found) == property_count:
-        return "every invariant violated and every witness reached"
+        return EVERYTHING_FOUND
     return budget.exceeded(distinct, seconds)
 
 

@@ -45,6 +45,9 @@ class _Steps:
         return list(zip((None, *self.actions), self.states()))
 
 
+
+EVERYTHING_FOUND = "every invariant violated and every witness reached"  # why a search stops with all decided
+
 @dataclass(frozen=True)
 class Trace(_Steps):
     """A behaviour of a model (`model.interface.Model`): an initial state (by its index among the
@@ -174,9 +177,9 @@ class CheckResult:
 
     @property
     def every_witness_reached(self) -> bool:
-        """A run of witnesses only, each reached: decided, though it stops before every state is explored."""
-        return not self.invariants and bool(self.witnesses) and not self.unreached_witnesses and \
-            self.bounded_to is None
+        """A search of witnesses only that stopped once each was reached (`EVERYTHING_FOUND`, no
+        violation): decided, though not every state was explored."""
+        return self.stopped_because == EVERYTHING_FOUND and not self.violations and self.bounded_to is None
 
     @property
     def passed(self) -> bool:
