@@ -35,7 +35,7 @@ AGREEMENT_CONFIGS = [
     Config("hw", messages=2, crashes=1, elections=1),
     Config("hw", messages=1, crashes=1, elections=1, min_isr=2),
     Config("leader-epoch", messages=1, crashes=1, elections=1, acks="1", flush=False),
-    Config("leader-epoch", messages=2, crashes=1, elections=1, acks="0"),
+    Config("leader-epoch", messages=1, crashes=1, elections=1, acks="0"),
     Config("kip-279", messages=1, crashes=1, elections=1, unclean=True),
     Config("kip-279", messages=1, crashes=0, elections=1, partitions=1),
     # the later variants: the KAFKA-7128 ISR-join rule, truncation on a diverging fetch, KAFKA-13141
