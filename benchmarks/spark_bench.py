@@ -14,10 +14,13 @@ line through each level's seconds against its new states gives the fixed overhea
     python benchmarks/spark_bench.py --rungs 8 --setups cluster  # the 1.3e7 rung on the cluster only
     python benchmarks/spark_bench.py --save rows.json            # keep the rows as they come
     python benchmarks/spark_bench.py --executors python          # Spark's executors on the explicit model
+    python benchmarks/spark_bench.py --config 2,1,1,1 --setups local[1]   # a tiny space: the fixed cost of a level
 
 Setups: python, kernel (the local engines), local[1], local[2], cluster (two workers, then one).
-The kernel's compile time (or loading it from numba's cache) is left out of its wall time; on
-Spark it falls in the first level (the executors' cache is warm after the first run).
+Spark runs with the engine's default partitions (Spark's default parallelism: one per core of
+local[N]) unless --partitions says otherwise. The kernel's compile time (or loading it from
+numba's cache) is left out of its wall time; on Spark it falls in the first level (the
+executors' cache is warm after the first run).
 """
 
 from __future__ import annotations
@@ -110,8 +113,10 @@ class PeakMemory:
 # ------------------------------------------------------------------------------- child
 
 
-def child(setup: str, rung: list, master: str, cores: int, executor_memory: str, executors: str) -> dict:
-    """In the child process: one complete exploration, as a JSON-ready row."""
+def child(setup: str, rung: list, master: str, cores: int, executor_memory: str, executors: str,
+          partitions: int | None = None) -> dict:
+    """In the child process: one complete exploration, as a JSON-ready row (Spark's partitions:
+    `partitions`, else the engine's default, Spark's default parallelism: one per core)."""
     from kafka_mc.checker import check
     from kafka_mc.model import Config
 
@@ -124,7 +129,7 @@ def child(setup: str, rung: list, master: str, cores: int, executor_memory: str,
     started = time.perf_counter()
     if setup in ("python", "kernel"):
         result = (check if setup == "python" else kernel_check)(config, keep_going=True)
-        levels, partitions = [], None
+        levels, from_disk = [], None
     else:
         from kafka_mc.checker.spark import run_spark_check, session
 
@@ -132,7 +137,6 @@ def child(setup: str, rung: list, master: str, cores: int, executor_memory: str,
         if master.startswith("spark://"):
             extra.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
                           "spark.cores.max": str(cores)})
-        partitions = max(2, cores)
         sizes = []
         spark = session(master, partitions, app_name="kafka-mc-bench", extra=extra)
         started = time.perf_counter()
@@ -146,10 +150,13 @@ def child(setup: str, rung: list, master: str, cores: int, executor_memory: str,
 
         before = [len(ReplicationModel(config).initial_states())] + sizes[:-1]
         levels = list(zip([after - prior for prior, after in zip(before, sizes)], run.level_seconds))
+        partitions, from_disk = run.partitions, getattr(run, "levels_from_disk", None)
     seconds = time.perf_counter() - started
-    return {"setup": setup if setup in ("python", "kernel") else f"{setup} ({executors})", "master": master, "cores": cores, "partitions": partitions, "seconds": seconds,
-            "distinct": result.stats.distinct_states, "generated": result.stats.states_generated,
-            "depth": result.stats.depth, "levels": levels}
+    return {"setup": setup if setup in ("python", "kernel") else f"{setup} ({executors})", "master": master,
+            "cores": cores, "partitions": partitions if setup not in ("python", "kernel") else None,
+            "seconds": seconds, "distinct": result.stats.distinct_states,
+            "generated": result.stats.states_generated, "depth": result.stats.depth, "levels": levels,
+            "levels_from_disk": from_disk}
 
 
 def _level_line(levels: list) -> tuple[float | None, float | None]:
@@ -166,10 +173,10 @@ def _level_line(levels: list) -> tuple[float | None, float | None]:
 
 
 def measure(setup: str, rung: tuple, master: str, cores: int, executor_memory: str, executors: str,
-            workers: tuple[int, ...] = ()) -> dict:
+            workers: tuple[int, ...] = (), partitions: int | None = None) -> dict:
     """Run one setup on one rung in a child process, sampling memory from here (`workers`: the
     cluster's worker processes, whose executors are sampled)."""
-    arguments = json.dumps([setup, list(rung[:5]), master, cores, executor_memory, executors])
+    arguments = json.dumps([setup, list(rung[:5]), master, cores, executor_memory, executors, partitions])
     with tempfile.TemporaryFile("w+") as errors:
         process = subprocess.Popen([sys.executable, __file__, "--child", arguments], stdout=subprocess.PIPE,
                                    stderr=errors, text=True)
@@ -180,7 +187,10 @@ def measure(setup: str, rung: tuple, master: str, cores: int, executor_memory: s
             tail = [line for line in errors.read().splitlines() if "WARN" not in line][-15:]
             raise RuntimeError(f"{setup} on {rung} failed (exit {process.returncode}):\n" + "\n".join(tail))
     row = json.loads(output.strip().splitlines()[-1])
-    overhead, per_state = _level_line(row.pop("levels"))
+    levels = row.pop("levels")
+    overhead, per_state = _level_line(levels)
+    # a level's seconds, the median past the first (where the executors load the kernel)
+    row["median_level_s"] = sorted(y for _, y in levels[1:])[(len(levels) - 1) // 2] if len(levels) > 1 else None
     protocol, replicas, messages, crashes, elections = rung[:5]
     row.update(rung=f"r={replicas} m={messages} c={crashes} e={elections}",
                distinct_per_s=row["distinct"] / row["seconds"],
@@ -200,6 +210,11 @@ def main() -> None:
     parser.add_argument("--save", help="append each row to this JSON file as it comes")
     parser.add_argument("--executors", choices=("kernel", "python"), default="kernel",
                         help="what Spark's executors run: the compiled kernel (default) or the explicit model")
+    parser.add_argument("--partitions", type=int, default=None,
+                        help="Spark's partitions (default: the engine's, one per core)")
+    parser.add_argument("--config", default=None,
+                        help="a configuration instead of the ladder: REPLICAS,MESSAGES,CRASHES,ELECTIONS "
+                             "(leader-epoch), for example 2,1,1,1 for the fixed cost of a level")
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(*json.loads(args.child))))
@@ -210,6 +225,8 @@ def main() -> None:
         parser.error(f"--setups: {', '.join(unknown)} not among {', '.join(SETUPS)}")
     rungs = LADDER if not args.rungs else [LADDER[int(n) - 1] for n in args.rungs.split(",")]
     rungs = [r for r in rungs if args.up_to is None or r[5] <= args.up_to]
+    if args.config:
+        rungs = [("leader-epoch", *(int(n) for n in args.config.split(",")), 0)]
     rows: list[dict] = []
 
     def keep(row: dict) -> None:
@@ -228,17 +245,17 @@ def main() -> None:
                 try:
                     workers = tuple(worker.pid for worker in cluster.workers)
                     keep(dict(measure("cluster", rung, cluster.url, 2, args.executor_memory, args.executors,
-                                      workers), setup=f"cluster, 2 workers ({args.executors})"))
+                                      workers, args.partitions), setup=f"cluster, 2 workers ({args.executors})"))
                     Cluster.kill(cluster.workers[1])
                     time.sleep(3)
                     keep(dict(measure("cluster", rung, cluster.url, 1, args.executor_memory, args.executors,
-                                      workers), setup=f"cluster, 1 worker ({args.executors})"))
+                                      workers, args.partitions), setup=f"cluster, 1 worker ({args.executors})"))
                 finally:
                     cluster.stop()
             else:
                 master = setup if setup.startswith("local[") else "-"
                 keep(measure(setup, rung, master, int(setup[6:-1]) if setup.startswith("local[") else 1,
-                             args.executor_memory, args.executors))
+                             args.executor_memory, args.executors, partitions=args.partitions))
         python = next((r for r in rows[first:] if r["setup"] == "python"), None)
         kernel = next((r for r in rows[first:] if r["setup"] == "kernel"), None)
         for row in rows[first:]:  # every engine explores the same space
@@ -252,9 +269,10 @@ def main() -> None:
                      r["vs_kernel"] and round(r["vs_kernel"], 3), round(r["driver_peak_mb"]),
                      r["executor_peak_mb"] and round(r["executor_peak_mb"]),
                      r["level_overhead_s"] and round(r["level_overhead_s"], 2),
-                     r["us_per_state"] and round(r["us_per_state"], 1)] for r in rows],
+                     r["us_per_state"] and round(r["us_per_state"], 1),
+                     r.get("median_level_s") and round(r["median_level_s"], 2)] for r in rows],
                    headers=["rung", "setup", "distinct", "wall s", "states/s", "per core", "vs python", "vs kernel",
-                            "driver MB", "executor MB", "s/level", "us/state"]))
+                            "driver MB", "executor MB", "s/level", "us/state", "median level s"]))
 
 
 if __name__ == "__main__":

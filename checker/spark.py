@@ -1,39 +1,48 @@
 """The Spark engine: level-synchronous breadth-first search spread across Spark executors, for
 any model (`model.interface.Model`) or a `Config` of the replication model.
 
-Each BFS level is a handful of Spark jobs; the driver only loops over levels and reads back
-small aggregates (counts, the least key of each property), never a frontier or the visited set.
+Each BFS level is one Spark job with one shuffle; the driver only loops over levels and reads
+one small summary per partition (counts, the least key of each property's states, through an
+accumulator), never a frontier or the visited set.
 
 For the replication model with kafka-mc's own properties the executors run the compiled kernel
 (`checker.spark_kernel`: Arrow batches of packed states, no Python per state); for any other
-model, or a property the kernel lacks (a user's own predicate), they run the model itself, row by
-row, through its `model.interface.Capabilities` (the model's own packing, fingerprint, owner hash
-and action slots where it has them, else pickle, `hash` and a successor's position). The two
-encode states differently, so a checkpoint names the one it was written with.
+model, or a property the kernel lacks (a user's own predicate), they run the model itself, state
+by state, through its `model.interface.Capabilities` (the model's own packing, fingerprint, owner
+hash and action slots where it has them, else pickle, `hash` and a successor's position). Both
+feed the one level step (`checker.spark_level`); they encode states differently, so a checkpoint
+names the one it was written with.
 
-A level on disk (`DIR/level-NNNNN/`, Parquet, one file per partition) holds the new states of
-that depth: `owner` (a hash to partition by: the model's `owner_hash`; with the kernel, the
-fingerprint), `fp` (the 64-bit fingerprint, signed), `key` (the edge key, below), `parent` (the
-parent's fingerprint), `slot` (the action slot; for depth 0 the initial-state index), `state` (the
-state, packed: the kernel's packed row, or the model's `pack_state`) and `props` (a bit per
-property the state violates, for invariants, or reaches, for state witnesses).
+A level on disk (`DIR/level-NNNNN/`, Parquet, one file per partition; `spark_level.LEVEL_COLUMNS`)
+holds the new states of that depth, each partition's sorted by fingerprint: `owner` (a hash to
+partition by: the model's `owner_hash`; with the kernel, the fingerprint), `fp` (the 64-bit
+fingerprint, signed), `key` (the edge key, below), `parent` (the parent's fingerprint), `slot`
+(the action slot; for depth 0 the initial-state index), `state` (the state, packed: the kernel's
+packed row, or the model's `pack_state`) and `props` (a bit per property the state violates, for
+invariants, or reaches, for state witnesses); and the same fingerprints again, sorted, a few
+`VISITED` rows per partition (`visited`: int64 bytes): the partition's part of the visited set
+that the level added.
 
-One level:
-1. the frontier is read back from Parquet (lineage is cut there);
-2. executors generate successors in batches (the kernel, or the model shipped with the job),
-   as class representatives under symmetry (the replication model's), and deduplicate them within
-   the batch, keeping the edge of least key: an edge's key is a 64-bit mix of its parent's
-   fingerprint and its action slot (`edge_key`), ties broken by parent and slot, so which
-   shortest path a state keeps does not depend on the partitioning or on the order of rows;
-3. successors are shuffled by the owner hash (`repartition(P, "owner")`), duplicates are
-   removed by key (`groupBy(owner, fp)`, least key wins), and states already visited are
-   removed by left-anti joins against the visited set, kept as a few runs of levels, each
-   cached, partitioned by the same owner hash and sorted by (owner, fp), so every join is
-   partition-local and needs no sort of the visited set (the candidates are sorted once);
-   two runs covering as many levels are merged, as a binary counter, so a level has at most
-   log2(depth) + 1 joins (one join per level ran out of execution memory past 20 levels);
-4. executors check the properties on the new states; the level is written as Parquet;
-   the driver reads back its count and the least key of each property's states.
+One level (the job of `_Engine.level`):
+1. level `depth - 1` is read back from Parquet (lineage is cut there);
+2. executors expand it in Arrow batches (`mapInArrow`: the kernel, or the model shipped with the
+   job), as class representatives under symmetry (the replication model's), keep each successor
+   once per batch with the edge of least key (an edge's key is a 64-bit mix of its parent's
+   fingerprint and its action slot, `edge_key`, ties broken by parent and slot, so which shortest
+   path a state keeps does not depend on the partitioning or on the order of rows), and drop
+   those their machine knows visited (`spark_level.unvisited`);
+3. the one shuffle: `repartition(P, "owner")`, so partition p holds every candidate it owns;
+4. partition p's task (`spark_level.level_step`) keeps, for each fingerprint, its edge of least
+   key (numpy: one sort), drops those in p's visited set (a sorted int64 array, `searchsorted`),
+   checks the properties on the new states, and returns them with their VISITED rows, which
+   Spark writes as the level; it adds its summary to the level's accumulator.
+
+p's visited set through the last level is also kept beside the executors, as a file in the
+temporary directory of the machine that ran p's task (memory-mapped, shared by that machine's
+executors): a task that does not find it there reports a miss, and the driver runs the level
+again with every partition's VISITED rows of the earlier levels read from the checkpoint into
+the shuffle (`SparkRun.levels_from_disk` counts those levels). A run that is decided, or whose
+checkpoint is temporary, removes those files.
 
 Every count, verdict and shortest length equals the local engine's; the traces are shortest
 ones too, but the local engine keeps the least path in its own order, so the two may show
@@ -45,10 +54,11 @@ level), and replays the path's slots through the model, each turned into its act
 state it leaves (`Capabilities.action_at`; `bfs.path_trace`).
 
 A run can be resumed from its checkpoint directory: `DIR/kafka-mc-checkpoint.json` names the
-model and its configuration, and `DIR/level-NNNNN.json` is written once level N is complete.
-Every file of it, the driver's too, goes through Spark's Hadoop filesystem layer
-(`checker.spark_storage`), so DIR may be a local path or any URI that Spark's Hadoop reaches
-(`hdfs://`, `s3a://`, `file://`).
+model, its configuration, the partition count P (a resumed run keeps it) and a uid naming the
+executors' files, and `DIR/level-NNNNN.json` is written once level N is complete. Every file of
+the checkpoint, the driver's too, goes through Spark's Hadoop filesystem layer
+(`checker.spark_storage`; the levels through Spark's Parquet writer and reader), so DIR may be a
+local path or any URI that Spark's Hadoop reaches (`hdfs://`, `s3a://`, `file://`).
 """
 
 from __future__ import annotations
@@ -60,9 +70,10 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from kafka_mc.control.replication import ReplicationSystem, model_of
 from kafka_mc.model import Config
@@ -75,16 +86,17 @@ from .bfs import Budget, Progress, path_trace, search_result, stop_reason
 from .interrupts import Interrupted, deferred_interrupts
 from .result import CheckResult, Stats, Trace
 from .shipping import ship
-from .spark_kernel import edge_key, kernel_checker, kernel_expander, seed_rows
+from .spark_kernel import edge_key, kernel_expander, kernel_flags, seed_rows
+from .spark_level import (LEVEL_COLUMNS, VISITED, Candidates, SummaryList, arrow_schema, drop_cache, level_step,
+                          routes_of, unvisited)
 from .spark_storage import HadoopDirectory, StorageError, directory
 
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
 CHECKPOINT_FILE = "kafka-mc-checkpoint.json"
-CHECKPOINT_FORMAT = 2
-LEVEL_COLUMNS = ("owner", "fp", "key", "parent", "slot", "state", "props")
-_FLUSH = 200_000  # successors deduplicated in one Python worker before they are handed to Spark
+# a level's write: no _SUCCESS file (the level's JSON marks it complete), each task's file moved in
+# place when the task commits (not again by the driver when the job does)
+_WRITE_OPTIONS = {"mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+                  "mapreduce.fileoutputcommitter.algorithm.version": "2"}
+CHECKPOINT_FORMAT = 3  # 3: the visited set as sorted fingerprints per partition and level (2: rows, anti-joins)
 
 
 class CheckpointError(ValueError):
@@ -108,61 +120,86 @@ def _holds(prop: Property, *arguments) -> bool:
         return False
 
 
-def _expander(model: Model, symmetry: bool, step_props: tuple[Property, ...]):
-    """mapPartitions over a frontier (rows: fp, state): every successor once per partition with
-    its least edge key, how many times it was generated, and for each step property the least key
-    (and parent) of an edge into it where it is found (a witness holds, an invariant is broken)."""
-    steps = len(step_props)
+def _expander(model: Model, symmetry: bool, step_props: tuple[tuple[int, Property], ...],
+              place: tuple[str, int, int], schema):
+    """mapInArrow over level `depth - 1` (fp, state), for any model: the successors of its
+    batches, each once per batch with its least edge key, less those this machine knows visited
+    (`spark_level.unvisited`), gathered and deduplicated again across batches by
+    `spark_level.Candidates` into level rows, then the bookkeeping rows: how many successors were
+    generated, and for each step property still wanted (`step_props`: its index among the step
+    properties, and it) the least key and parent of an edge where it is found (a witness holds,
+    an invariant is broken). `place`: the checkpoint's uid, the level `depth` and the partition
+    count."""
+    uid, depth, partitions = place
 
-    def expand(rows):
+    def expand(batches: Iterator[Any]) -> Iterator[Any]:
+        import numpy as np
+        import pyarrow as pa
+
         encoded = capabilities(model)
         successors, unpack, pack, fingerprint, owner_hash = (encoded.successors, encoded.unpack_state,
                                                              encoded.pack_state, encoded.fingerprint,
                                                              encoded.owner_hash)
         represent = canonical if symmetry else _identity
-        best: dict[int, list] = {}
-        for parent_fp, blob in rows:
-            state = unpack(blob)
-            for slot, action, following in successors(state):
-                held = [_holds(p, state, action, following) != (p.kind == ALWAYS) for p in step_props] if steps else ()
-                following = represent(following)
-                fp = fingerprint(following)
-                key = edge_key(parent_fp, slot)
-                entry = best.get(fp)
-                if entry is None:
-                    entry = best[fp] = [owner_hash(following), fp, key, parent_fp, slot, pack(following),
-                                        1] + [None] * (2 * steps)
-                else:
-                    entry[6] += 1
-                    if (key, parent_fp, slot) < (entry[2], entry[3], entry[4]):
-                        entry[2], entry[3], entry[4] = key, parent_fp, slot
-                for index, holds in enumerate(held):
-                    if holds and (entry[7 + 2 * index] is None or key < entry[7 + 2 * index]):
-                        entry[7 + 2 * index] = key
-                        entry[8 + 2 * index] = parent_fp
-            if len(best) >= _FLUSH:
-                yield from map(tuple, best.values())
-                best = {}
-        yield from map(tuple, best.values())
+        candidates = Candidates(routes_of(partitions)[0], arrow_schema(schema))
+        for batch in batches:
+            best: dict[int, list] = {}
+            generated = 0
+            found: dict[int, tuple[int, int]] = {}
+            for parent_fp, blob in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+                state = unpack(blob)
+                for slot, action, following in successors(state):
+                    generated += 1
+                    key = edge_key(parent_fp, slot)
+                    for index, prop in step_props:
+                        if _holds(prop, state, action, following) != (prop.kind == ALWAYS) and \
+                                (index not in found or (key, parent_fp) < found[index]):
+                            found[index] = (key, parent_fp)
+                    following = represent(following)
+                    fp = fingerprint(following)
+                    entry = best.get(fp)
+                    if entry is None:
+                        best[fp] = [owner_hash(following), key, parent_fp, slot, following]
+                    elif (key, parent_fp, slot) < (entry[1], entry[2], entry[3]):
+                        entry[1], entry[2], entry[3] = key, parent_fp, slot
+            candidates.note(generated, found)
+            entries = [best[fp] for fp in sorted(best)]
+            fps = np.array(sorted(best), dtype=np.int64)
+            owners = np.array([entry[0] for entry in entries], dtype=np.int64)
+            kept = np.flatnonzero(unvisited(uid, depth - 1, partitions, owners, fps)).tolist()
+            if kept:
+                keys, parents, slots = (np.array([entries[i][column] for i in kept], dtype=np.int64)
+                                        for column in (1, 2, 3))
+                states = pa.array([pack(entries[i][4]) for i in kept], pa.binary())
+                yield from candidates.add(owners[kept], fps[kept], keys, parents, slots, states)
+        yield from candidates.flush()
 
     return expand
 
 
-def _checker(model: Model, properties: tuple[Property, ...], bits: dict[str, int]):
-    """mapPartitions over new states: the row with its `props` bitmask."""
+def _python_flags(model: Model, properties: tuple[Property, ...], bits: dict[str, int]):
+    """A function, built on the executor, of a binary column of packed states to their property
+    masks: bit `bits[name]` for every state property `name` a state violates (an invariant) or
+    reaches (a state witness), evaluated on the model's own states."""
     state_props = tuple((bits[p.name], p) for p in properties if not p.on_step and p.name in bits)
 
-    def check(rows):
+    def build():
         unpack = capabilities(model).unpack_state
-        for owner, fp, key, parent, slot, blob in rows:
-            state = unpack(blob)
-            mask = 0
-            for bit, prop in state_props:
-                if _holds(prop, state) != (prop.kind == ALWAYS):
-                    mask |= bit
-            yield owner, fp, key, parent, slot, blob, mask
 
-    return check
+        def flags(states: Any) -> Any:
+            import numpy as np
+
+            mask = np.zeros(len(states), dtype=np.int64)
+            for row, blob in enumerate(states.to_pylist()):
+                state = unpack(blob)
+                for bit, prop in state_props:
+                    if _holds(prop, state) != (prop.kind == ALWAYS):
+                        mask[row] |= bit
+            return mask
+
+        return flags
+
+    return build
 
 
 # ----------------------------------------------------------------------------- session
@@ -178,6 +215,7 @@ class SparkRun:
     checkpoint_dir: str = ""
     resumed_from_depth: int | None = None
     kernel: bool = True  # the executors ran the compiled kernel (or else the explicit model)
+    levels_from_disk: int = 0  # levels run again with the visited sets read from the checkpoint
     level_seconds: list[float] = field(default_factory=list)
 
 
@@ -209,9 +247,8 @@ def session(master: str = "local[*]", partitions: int | None = None, app_name: s
             extra: dict | None = None):
     """A SparkSession configured for the engine: quiet (WARN, no console progress bar), the
     executors' Python the driver's own unless `PYSPARK_PYTHON` names another, adaptive execution
-    off (partitioning stays as planned), and joins allowed to reuse a partitioning on a subset of
-    their keys (the owner hash). The engine ships the driver's kafka-mc to the executors
-    (`shipping.ship`) before its first job."""
+    off (partitioning stays as planned), Python workers reused between tasks. The engine ships
+    the driver's kafka-mc to the executors (`shipping.ship`) before its first job."""
     from pyspark.sql import SparkSession
 
     # PySpark takes the executors' Python from this variable alone (pyspark/context.py, `pythonExec`,
@@ -228,8 +265,7 @@ def session(master: str = "local[*]", partitions: int | None = None, app_name: s
                .config("spark.driver.extraJavaOptions", java_options)
                .config("spark.executor.extraJavaOptions", java_options)
                .config("spark.sql.adaptive.enabled", "false")
-               .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
-               .config("spark.sql.autoBroadcastJoinThreshold", "-1")
+               .config("spark.locality.wait", "0")
                .config("spark.python.worker.reuse", "true")
                .config("spark.sql.execution.arrow.maxRecordsPerBatch", "65536"))
     if partitions:
@@ -263,7 +299,8 @@ def _level_meta(depth: int) -> str:
 
 
 def _header(model: Model, symmetry: bool, keep_going: bool, kernel: bool) -> dict:
-    """What a checkpoint was started with, as it reads back from JSON."""
+    """What a checkpoint is started with, as it reads back from JSON (`partitions` and `uid` are
+    added when it is created)."""
     return json.loads(json.dumps({
         "format": CHECKPOINT_FORMAT, "engine": "kafka-mc spark", "model": model.name, "config": model.config.to_dict(),
         "symmetry": symmetry, "keep_going": keep_going, "properties": [p.name for p in model.properties],
@@ -272,8 +309,8 @@ def _header(model: Model, symmetry: bool, keep_going: bool, kernel: bool) -> dic
 
 def read_checkpoint(location: str | Path, spark=None) -> tuple[dict, int]:
     """The header of a kafka-mc checkpoint and its last complete level; CheckpointError if
-    `location` is not one. Without a session `spark`, a local directory only
-    (`spark_storage.directory`)."""
+    `location` is not one, or one of another format. Without a session `spark`, a local
+    directory only (`spark_storage.directory`)."""
     files = directory(location, spark)
     header_path = f"{str(location).rstrip('/')}/{CHECKPOINT_FILE}"
     if not files.is_dir():
@@ -285,6 +322,10 @@ def read_checkpoint(location: str | Path, spark=None) -> tuple[dict, int]:
         header = json.loads(files.read_text(CHECKPOINT_FILE))
     except (OSError, ValueError) as error:
         raise CheckpointError(f"{header_path} cannot be read: {error}") from None
+    if isinstance(header, dict) and isinstance(header.get("format"), int) and header["format"] < CHECKPOINT_FORMAT \
+            and header.get("engine") == "kafka-mc spark":
+        raise CheckpointError(f"{location} is a kafka-mc checkpoint of format {header['format']}, written by an "
+                              f"earlier kafka-mc; this one resumes format {CHECKPOINT_FORMAT} only")
     if not isinstance(header, dict) or header.get("format") != CHECKPOINT_FORMAT or "config" not in header:
         raise CheckpointError(f"{header_path} is not a kafka-mc checkpoint of format {CHECKPOINT_FORMAT}")
     depth = -1
@@ -397,27 +438,31 @@ def run_spark_check(model: Model | Config, properties: Iterable[Property] | None
         if level_hook is not None:
             level_hook(depth)
 
+    finished = False  # decided, or its checkpoint is not kept: the executors' visited sets go too
     try:
         files = HadoopDirectory(spark, location)
-        totals, start_depth = _open_checkpoint(files, location, header, spark, resumed=resume is not None)
+        header = _open_checkpoint(files, location, header, spark, resume is not None,
+                                  partitions or context.defaultParallelism)
+        totals, start_depth = header.pop("totals"), header.pop("last")
         reached = start_depth or 0
         ship(context)
-        count = partitions or context.defaultParallelism
+        count = header["partitions"]
         spark.conf.set("spark.sql.shuffle.partitions", str(count))
         run = SparkRun(master=context.master, executors=_executors(spark), partitions=count,
                        checkpoint_dir=files.uri, resumed_from_depth=start_depth, kernel=kernel)
         with deferred_interrupts(cancel) as interrupt:
             try:
-                engine = _Engine(spark, model, symmetry, keep_going, count, files, kernel)
+                engine = _Engine(spark, model, symmetry, keep_going, count, files, kernel, header["uid"])
                 result = engine.run(totals, start_depth, budget, progress, run, committed)
             except Exception:
                 if interrupt.arrived:
                     raise Interrupted(f"after level {reached} (committed): a partial run, no verdict") from None
                 raise
+        finished = not engine.resumable
         run.executors = max(run.executors, _executors(spark))
         return result, run
     finally:
-        if 'engine' in locals():
+        if 'engine' in locals() and (finished or temporary):
             engine.release()
         if temporary and 'files' in locals():
             with contextlib.suppress(StorageError):
@@ -426,11 +471,12 @@ def run_spark_check(model: Model | Config, properties: Iterable[Property] | None
             spark.stop()
 
 
-def _open_checkpoint(files: HadoopDirectory, location: str | Path, header: dict, spark,
-                     resumed: bool) -> tuple[_Totals, int | None]:
-    """Open the checkpoint directory: resumed, where it must be one of this run (its totals and last
-    complete level, then levels past that one removed), or new, where it must be empty (its header
-    written)."""
+def _open_checkpoint(files: HadoopDirectory, location: str | Path, header: dict, spark, resumed: bool,
+                     partitions: int) -> dict:
+    """Open the checkpoint directory: resumed, where it must be one of this run (then levels past
+    its last complete one are removed), or new, where it must be empty (its header written, with
+    `partitions` and a new `uid`). The header in force, with `totals` and `last` (the last
+    complete level, None for a new run) added: a resumed run keeps its checkpoint's partitions."""
     if resumed:
         saved, last = read_checkpoint(location, spark)
         # a checkpoint written before the header named its model is of the replication model
@@ -445,10 +491,13 @@ def _open_checkpoint(files: HadoopDirectory, location: str | Path, header: dict,
             raise CheckpointError(f"{location} was started with keep_going={saved['keep_going']}")
         if saved["executors"] != header["executors"]:
             raise CheckpointError(f"{location} was started with the {saved['executors']} executors")
+        if not isinstance(saved.get("partitions"), int) or saved["partitions"] < 1 or \
+                not isinstance(saved.get("uid"), str):
+            raise CheckpointError(f"{location}: its header names no partitions or uid")
         for name in files.names():  # a level the interrupted run had not finished
             if name.startswith("level-") and int(name[6:11]) > last:
                 files.delete(name)
-        return _Totals(**json.loads(files.read_text(_level_meta(last)))), last
+        return dict(saved, totals=_Totals(**json.loads(files.read_text(_level_meta(last)))), last=last)
     if files.exists():
         if not files.is_dir():
             raise CheckpointError(f"{location} is not a directory")
@@ -458,105 +507,91 @@ def _open_checkpoint(files: HadoopDirectory, location: str | Path, header: dict,
                                   "directory")
         if names:
             raise CheckpointError(f"{location} is not empty")
+    header = dict(header, partitions=partitions, uid=uuid.uuid4().hex)
     files.mkdirs()
     files.write_text(CHECKPOINT_FILE, json.dumps(header, indent=1))
-    return _Totals(), None
+    return dict(header, totals=_Totals(), last=None)
 
 
 class _Engine:
     def __init__(self, spark, model: Model, symmetry: bool, keep_going: bool, count: int, files: HadoopDirectory,
-                 kernel: bool):
-        self.spark, self.model, self.kernel = spark, model, kernel
+                 kernel: bool, uid: str):
+        self.spark, self.model, self.kernel, self.uid = spark, model, kernel, uid
         self.config, self.properties, self.encoded = model.config, model.properties, capabilities(model)
         self.symmetry, self.keep_going, self.count, self.files = symmetry, keep_going, count, files
         self.invariants = {p.name for p in model.properties if p.kind == ALWAYS}
         self.state_props = tuple(p for p in model.properties if not p.on_step)
         self.step_props = tuple(p for p in model.properties if p.on_step)
         self.bits = {p.name: 1 << index for index, p in enumerate(self.state_props)}
-        self.visited: list[tuple[int, int, DataFrame]] = []  # runs: (first level, last level, cached frame)
-        from pyspark.sql.types import (BinaryType, IntegerType, LongType, StructField, StructType)
+        self.levels_from_disk = 0  # levels run again with the visited sets read from the checkpoint
+        self.resumable = False  # the run stopped with its budget spent
+        from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
 
-        level_fields = [StructField("owner", LongType(), False), StructField("fp", LongType(), False),
-                        StructField("key", LongType(), False), StructField("parent", LongType(), True),
-                        StructField("slot", IntegerType(), False), StructField("state", BinaryType(), False)]
-        self.new_schema = StructType(level_fields)
-        self.level_schema = StructType(level_fields + [StructField("props", LongType(), False)])
-        step_fields = []
-        for index in range(len(self.step_props)):
-            step_fields += [StructField(f"s{index}_key", LongType(), True),
-                            StructField(f"s{index}_parent", LongType(), True)]
-        self.successor_schema = StructType(level_fields + [StructField("gen", LongType(), False)] + step_fields)
+        types = {"owner": LongType(), "fp": LongType(), "key": LongType(), "parent": LongType(),
+                 "slot": IntegerType(), "state": BinaryType(), "props": LongType(), "visited": BinaryType()}
+        self.level_schema = StructType([StructField(name, types[name], name in ("parent", "visited"))
+                                        for name in LEVEL_COLUMNS])
 
     # ------------------------------------------------------------------ levels
 
-    def _read_level(self, depth: int, states: bool = True):
-        """A level's Parquet: its states or (`states` false) every row, the level's statistics too
-        (rows with a negative slot: -1 carries the count of generated successors in `key`, -2-i
-        the least key and parent of an edge where step witness i holds)."""
-        frame = self.spark.read.schema(self.level_schema).parquet(self.files.uri_at(_level_dir(depth)))
-        return frame.where("slot >= 0") if states else frame
+    def _read_level(self, *depths: int, states: bool = True):
+        """Levels' Parquet: their states or (`states` false) their VISITED rows."""
+        frame = self.spark.read.schema(self.level_schema).parquet(*(self.files.uri_at(_level_dir(d)) for d in depths))
+        return frame.where("slot >= 0") if states else frame.where(f"slot = {VISITED}")
 
-    def _remember(self, depth: int) -> None:
-        """Add level `depth` to the visited set: runs of levels, each read from Parquet, partitioned
-        by owner, sorted by (owner, fp) and cached. Two runs covering as many levels are merged,
-        as a binary counter, so there are at most log2(levels) + 1 runs: the joins of a level
-        stay few, and each reads its run in join order, without sorting it again."""
-        from pyspark import StorageLevel
-
-        first = depth
-        while self.visited and self.visited[-1][1] - self.visited[-1][0] == depth - first:
-            first, _, merged = self.visited.pop()
-            merged.unpersist()
-        paths = [self.files.uri_at(_level_dir(level)) for level in range(first, depth + 1)]
-        frame = (self.spark.read.schema(self.level_schema).parquet(*paths).where("slot >= 0").select("owner", "fp")
-                 .repartition(self.count, "owner").sortWithinPartitions("owner", "fp"))
-        self.visited.append((first, depth, frame.persist(StorageLevel.MEMORY_AND_DISK)))
-
-    def _checked(self, new, settled: set[str]):
-        """Check the properties on new states (rows of new_schema): rows of level_schema."""
+    def _flags(self, settled: set[str]) -> tuple[dict[str, int], Callable[[], Callable]]:
+        """The property bits still wanted, and the executors' function of packed states to them."""
         bits = {name: bit for name, bit in self.bits.items() if name not in settled}
         if self.kernel:
-            return new.mapInArrow(kernel_checker(self.config, self.symmetry, bits, self.level_schema),
-                                  self.level_schema)
-        rows = new.rdd.mapPartitions(_checker(self.model, self.state_props, bits), preservesPartitioning=True)
-        return self.spark.createDataFrame(rows, self.level_schema, verifySchema=False)
+            return bits, kernel_flags(self.config, self.symmetry, bits)
+        return bits, _python_flags(self.model, self.state_props, bits)
 
-    def _write(self, frame, depth: int) -> None:
-        frame.write.mode("overwrite").parquet(self.files.uri_at(_level_dir(depth)))
+    def _write_level(self, candidates, depth: int, settled: set[str], from_disk: bool) -> list[dict] | None:
+        """One Spark job: `candidates` (level rows) shuffled by owner into the partitions, each
+        deduplicated against its visited set by `spark_level.level_step`, written as level
+        `depth`. The partitions' summaries, or None when a partition's visited set was not on the
+        machine that ran it."""
+        bits, flags = self._flags(settled)
+        summaries = self.spark.sparkContext.accumulator([], SummaryList())
+        step = level_step(depth, self.uid, self.count, from_disk, flags, bits, summaries, self.level_schema)
+        (candidates.repartition(self.count, "owner").mapInArrow(step, self.level_schema)
+         .write.mode("overwrite").options(**_WRITE_OPTIONS).parquet(self.files.uri_at(_level_dir(depth))))
+        reports = {report["partition"]: report for report in summaries.value}
+        if len(reports) != self.count:
+            raise RuntimeError(f"level {depth}: {self.count - len(reports)} of {self.count} partitions sent no summary")
+        if any(report["miss"] for report in reports.values()):
+            return None
+        return list(reports.values())
 
-    def _level_summary(self, depth: int) -> tuple[int, int, dict[str, dict]]:
-        """From a written level, in one read: its count of states, the successors generated to
-        reach it, and per property it shows, the least key (and parent, for a step witness)."""
-        from pyspark.sql import functions as F
-
-        slot, key = F.col("slot"), F.col("key")
-        aggregates = [F.count(F.when(slot >= 0, 1)).alias("n"),
-                      F.coalesce(F.sum(F.when(slot == -1, key)), F.lit(0)).alias("generated")]
-        for name, bit in self.bits.items():
-            aggregates.append(F.min(F.when((slot >= 0) & (F.col("props").bitwiseAND(F.lit(bit)) != 0), key))
-                              .alias(name))
-        for index in range(len(self.step_props)):
-            aggregates += [F.max(F.when(slot == -2 - index, key)).alias(f"k{index}"),
-                           F.max(F.when(slot == -2 - index, F.col("parent"))).alias(f"p{index}")]
-        row = self._read_level(depth, states=False).agg(*aggregates).first()
-        found = {name: {"level": depth, "key": row[name]} for name in self.bits if row[name] is not None}
+    def _summary(self, depth: int, reports: list[dict]) -> tuple[int, int, dict[str, dict]]:
+        """(generated, new states, found) of a level from its partitions' summaries: per property,
+        the least key of its states, or of an edge into them for a step witness (ties: the least
+        parent), whatever the partitioning."""
+        found: dict[str, dict] = {}
+        for name in self.bits:
+            keys = [report["found"][name] for report in reports if name in report["found"]]
+            if keys:
+                found[name] = {"level": depth, "key": min(keys)}
         for index, prop in enumerate(self.step_props):
-            if row[f"k{index}"] is not None:
-                found[prop.name] = {"level": depth - 1, "key": row[f"k{index}"], "parent": row[f"p{index}"]}
-        return row["n"], row["generated"], found
+            pairs = [tuple(report["steps"][index]) for report in reports if index in report["steps"]]
+            if pairs:
+                key, parent = min(pairs)
+                found[prop.name] = {"level": depth - 1, "key": key, "parent": parent}
+        return (sum(report["generated"] for report in reports), sum(report["new"] for report in reports), found)
 
     def seed(self, totals: _Totals) -> None:
         initial_states = self.model.initial_states()
         rows = seed_rows(self.config, self.symmetry) if self.kernel else self._seed_rows(initial_states)
-        frame = self.spark.createDataFrame(rows, self.new_schema).repartition(self.count, "owner")
-        self._write(self._checked(frame, set()), 0)
-        new_states, _, found = self._level_summary(0)
+        reports = self._write_level(self.spark.createDataFrame(rows, self.level_schema), 0, set(), False)
+        if reports is None:  # pragma: no cover - level 0 reads no visited set
+            raise RuntimeError("level 0: a partition missed its visited set")
+        _, new_states, found = self._summary(0, reports)
         totals.generated, totals.new_states, totals.frontier = len(initial_states), new_states, new_states
         for name, entry in found.items():
             totals.found.setdefault(name, entry)
 
     def _seed_rows(self, initial_states: list) -> list[tuple]:
-        """The level-0 rows of the distinct initial states, packed by the model."""
+        """The level-0 candidate rows of the distinct initial states, packed by the model."""
         represent, encoded = canonical if self.symmetry else _identity, self.encoded
         seen, rows = set(), []
         for index, state in enumerate(initial_states):
@@ -564,64 +599,34 @@ class _Engine:
             fp = encoded.fingerprint(state)
             if fp not in seen:
                 seen.add(fp)
-                rows.append((encoded.owner_hash(state), fp, index, None, index, encoded.pack_state(state)))
+                rows.append((encoded.owner_hash(state), fp, index, None, index, encoded.pack_state(state), 0, None))
         return rows
 
-    def _successors(self, frontier, settled: set[str]):
-        """The successors of a frontier (fp, state), rows of the successor schema, each once per
-        executor batch or partition with its least edge key."""
+    def _successors(self, depth: int, settled: set[str]):
+        """The candidates of level `depth`: the successors of level `depth - 1`, each once per
+        executor batch with its least edge key, and the batches' bookkeeping rows."""
+        frontier = self._read_level(depth - 1).select("fp", "state")
+        place = (self.uid, depth, self.count)
         if self.kernel:
             steps = tuple(p.name not in settled for p in self.step_props)
-            return frontier.mapInArrow(kernel_expander(self.config, self.symmetry, steps, self.successor_schema),
-                                       self.successor_schema)
-        step_props = tuple(p for p in self.step_props if p.name not in settled)
-        step_index = [self.step_props.index(p) for p in step_props]
-        successors = frontier.rdd.mapPartitions(_expander(self.model, self.symmetry, step_props))
-        # the expander writes the step columns of the unsettled step witnesses only: put them in place
-        if len(step_props) != len(self.step_props):
-            successors = successors.map(_spread_steps(step_index, len(self.step_props)))
-        return self.spark.createDataFrame(successors, self.successor_schema, verifySchema=False)
+            expand = kernel_expander(self.config, self.symmetry, steps, place, self.level_schema)
+        else:
+            wanted = tuple((index, p) for index, p in enumerate(self.step_props) if p.name not in settled)
+            expand = _expander(self.model, self.symmetry, wanted, place, self.level_schema)
+        return frontier.mapInArrow(expand, self.level_schema)
 
     def level(self, depth: int, settled: set[str]) -> tuple[int, int, dict]:
-        """Expand level `depth - 1` into level `depth`, in one job writing it: (generated, new
-        states, found)."""
-        from functools import reduce
-
-        from pyspark import StorageLevel
-        from pyspark.sql import functions as F
-
-        frame = self._successors(self._read_level(depth - 1).select("fp", "state"), settled)
-        width = len(self.step_props)
-        aggregates = [F.min(F.struct("key", "parent", "slot", "state")).alias("best"), F.sum("gen").alias("gen")]
-        for index in range(width):
-            aggregates += [F.min(f"s{index}_key").alias(f"s{index}_key"),
-                           F.min_by(f"s{index}_parent", f"s{index}_key").alias(f"s{index}_parent")]
-        candidates = (frame.repartition(self.count, "owner").groupBy("owner", "fp").agg(*aggregates)
-                      .persist(StorageLevel.MEMORY_AND_DISK))  # read by the states and by the statistics
-        new = candidates.select("owner", "fp", "best.key", "best.parent", "best.slot", "best.state")
-        for _, _, visited in self.visited:
-            new = new.join(visited, ["owner", "fp"], "left_anti")
-        # the level's statistics travel with it, as rows with a negative slot (the shuffle is reused)
-        summary = [F.coalesce(F.sum("gen"), F.lit(0)).alias("s_gen")]
-        for index in range(width):
-            summary += [F.min(f"s{index}_key").alias(f"s{index}_k"),
-                        F.min_by(f"s{index}_parent", f"s{index}_key").alias(f"s{index}_p")]
-        stats = candidates.agg(*summary)
-        empty, zero = F.lit(b"").cast("binary"), F.lit(0).cast("long")
-        null = F.lit(None).cast("long")
-        stat_rows = [stats.select(zero.alias("owner"), zero.alias("fp"), F.col("s_gen").alias("key"),
-                                  null.alias("parent"), F.lit(-1).alias("slot"), empty.alias("state"),
-                                  zero.alias("props"))]
-        for index in range(width):
-            stat_rows.append(stats.select(zero.alias("owner"), zero.alias("fp"), F.col(f"s{index}_k").alias("key"),
-                                          F.col(f"s{index}_p").alias("parent"), F.lit(-2 - index).alias("slot"),
-                                          empty.alias("state"), zero.alias("props")))
-        try:
-            self._write(reduce(lambda a, b: a.unionByName(b), stat_rows, self._checked(new, settled)), depth)
-        finally:
-            candidates.unpersist()
-        new_states, generated, found = self._level_summary(depth)
-        return generated, new_states, found
+        """Expand level `depth - 1` into level `depth`, in one Spark job writing it (two when a
+        partition's visited set is not on the machine that ran it: the level runs again with the
+        visited sets read from the checkpoint): (generated, new states, found)."""
+        reports = self._write_level(self._successors(depth, settled), depth, settled, False)
+        if reports is None:
+            self.levels_from_disk += 1
+            candidates = self._successors(depth, settled).unionByName(self._read_level(*range(depth), states=False))
+            reports = self._write_level(candidates, depth, settled, True)
+            if reports is None:  # pragma: no cover - the visited sets were in the job's input
+                raise RuntimeError(f"level {depth}: a partition missed its visited set")
+        return self._summary(depth, reports)
 
     # -------------------------------------------------------------------- loop
 
@@ -638,13 +643,13 @@ class _Engine:
                 level_hook(0)
         else:
             level_number = start_depth
-        for depth in range(level_number + 1):
-            self._remember(depth)
         while totals.frontier and not totals.done:
             found = totals.found
+            elapsed = time.perf_counter() - started
             totals.stopped_because = stop_reason(found, self.invariants, len(self.properties), self.keep_going,
-                                                 budget, totals.new_states, time.perf_counter() - started)
-            if totals.stopped_because:
+                                                 budget, totals.new_states, elapsed)
+            if totals.stopped_because:  # a budget's stop may be resumed with a larger one
+                self.resumable = totals.stopped_because == budget.exceeded(totals.new_states, elapsed)
                 break
             level_started = time.perf_counter()
             level_number += 1
@@ -658,12 +663,12 @@ class _Engine:
             totals.seconds = time.perf_counter() - started
             self.files.write_text(_level_meta(level_number), json.dumps(totals.to_json()))
             run.level_seconds.append(time.perf_counter() - level_started)
-            self._remember(level_number)
             if progress:
                 progress(Progress(totals.depth, totals.generated, totals.new_states, totals.frontier,
                                   totals.seconds))
             if level_hook:
                 level_hook(level_number)
+        run.levels_from_disk = self.levels_from_disk
         engine = "spark" + ("+symmetry" if self.symmetry else "")
         return search_result(engine, self.config, self.properties, self.traces(totals.found),
                              not totals.frontier and not totals.stopped_because,
@@ -734,22 +739,12 @@ class _Engine:
         return actions
 
     def release(self) -> None:
-        for _, _, frame in self.visited:
-            try:
-                frame.unpersist()
-            except Exception:  # the session may be gone
-                pass
-        self.visited.clear()
-
-
-def _spread_steps(step_index: list[int], width: int):
-    """Move the step columns of the unsettled step witnesses to their places among all of them."""
-
-    def spread(row):
-        head, tail = row[:7], row[7:]
-        columns = [None] * (2 * width)
-        for position, index in enumerate(step_index):
-            columns[2 * index], columns[2 * index + 1] = tail[2 * position], tail[2 * position + 1]
-        return head + tuple(columns)
-
-    return spread
+        """Remove the visited sets kept beside the executors: this machine's, and (best effort,
+        a task per core) those of a cluster's other machines."""
+        drop_cache(self.uid)
+        context = self.spark.sparkContext
+        if not context.master.startswith("local"):
+            uid = self.uid
+            with contextlib.suppress(Exception):  # the session may be gone
+                tasks = max(2 * context.defaultParallelism, self.count)
+                context.parallelize(range(tasks), tasks).foreach(lambda _: drop_cache(uid))

@@ -1,19 +1,24 @@
 """The Spark engine's executors run by the compiled kernel (`checker.kernel.batch`).
 
-A level's rows are those of `checker.spark` with the kernel's encoding: `state` is the packed
-row (`word_count` int64 words as bytes), `fp` the kernel's fingerprint of it, and `owner` the
-fingerprint too. Frontiers reach the executors as Arrow batches (`mapInArrow`): the kernel
+A level's rows are those of `checker.spark_level` with the kernel's encoding: `state` is the
+packed row (`word_count` int64 words as bytes), `fp` the kernel's fingerprint of it, and `owner`
+the fingerprint too. Frontiers reach the executors as Arrow batches (`mapInArrow`): the kernel
 expands a whole batch per call and the batch's successors are deduplicated with numpy, so no
-Python runs per state. Each Python worker builds its kernel once per configuration, with numba
-on one thread (Spark runs a task per core), after `warm_up` has compiled it or loaded it from
-numba's cache.
+Python runs per state; the level step checks the new states' properties with the kernel too
+(`kernel_flags`). Each Python worker builds its kernel once per configuration, with numba on one
+thread (Spark runs a task per core), after `warm_up` has compiled it or loaded it from numba's
+cache.
 """
 
 from __future__ import annotations
 
+from typing import Any, Iterator
+
 import numpy as np
 
 from kafka_mc.model import Config
+
+from .spark_level import Candidates, arrow_schema, least_edges, least_pair, routes_of, unvisited
 
 _MIX1, _MIX2, _GOLDEN = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0x9E3779B97F4A7C15
 _MASK = (1 << 64) - 1
@@ -75,26 +80,23 @@ def binary_column(rows: np.ndarray):
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     count, width = len(rows), rows.shape[1] * 8
     offsets = np.arange(count + 1, dtype=np.int32) * width
-    return pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(offsets), pa.py_buffer(rows.tobytes())])
+    return pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(offsets), pa.py_buffer(rows.reshape(-1))])
 
 
-def _long(values: np.ndarray, valid: np.ndarray | None = None):
-    import pyarrow as pa
+def kernel_expander(config: Config, symmetry: bool, steps: tuple[bool, ...], place: tuple[str, int, int], schema):
+    """mapInArrow over level `depth - 1` (fp, state): the successors of its batches, each once
+    per batch with its least edge key (ties: least parent, then slot; `spark_level.least_edges`),
+    less those this machine knows visited (`spark_level.unvisited`), gathered and deduplicated
+    again across batches by `spark_level.Candidates` into level rows (owner the fingerprint),
+    then the bookkeeping rows: how many successors were generated, and for each step witness
+    still wanted (`steps`: the kernel's one step witness, FollowerTruncated) the least key and
+    parent of an edge where a log got shorter. `place`: the checkpoint's uid, the level `depth`
+    and the partition count."""
+    uid, depth, partitions = place
 
-    return pa.array(values, type=pa.int64(), mask=None if valid is None else ~valid)
-
-
-def kernel_expander(config: Config, symmetry: bool, steps: tuple[bool, ...], schema):
-    """mapInArrow over a frontier (fp, state): each batch's successors once per batch with their
-    least edge key (ties: least parent, then slot), how many times each was generated, and for
-    each step witness still wanted (`steps`: the kernel's one step witness, FollowerTruncated)
-    the least key and parent of an edge into it where a log got shorter. Rows of `schema`
-    (`checker.spark`'s successor schema)."""
-
-    def expand(batches):
-        import pyarrow as pa
-
+    def expand(batches: Iterator[Any]) -> Iterator[Any]:
         kernel = kernel_batch(config, symmetry)
+        candidates = Candidates(routes_of(partitions)[0], arrow_schema(schema))
         for batch in batches:
             if not batch.num_rows:
                 continue
@@ -104,53 +106,40 @@ def kernel_expander(config: Config, symmetry: bool, steps: tuple[bool, ...], sch
                 continue
             parent_fp = parent_fps[parents]
             keys = edge_keys(parent_fp, slots)
-            order = np.lexsort((slots, parent_fp, keys, fps))  # by fp, then the least edge first
-            sorted_fps = fps[order]
-            starts = np.flatnonzero(np.r_[True, sorted_fps[1:] != sorted_fps[:-1]])
-            chosen = order[starts]
-            columns = [fps[chosen], fps[chosen], keys[chosen], parent_fp[chosen], slots[chosen].astype(np.int32)]
-            arrays = [_long(c) for c in columns[:4]] + [pa.array(columns[4], type=pa.int32()),
-                                                        binary_column(rows[chosen]),
-                                                        _long(np.diff(np.r_[starts, len(order)]))]
-            group = np.cumsum(np.r_[True, sorted_fps[1:] != sorted_fps[:-1]]) - 1
-            hits = np.flatnonzero(truncated[order])  # sorted positions of truncating edges, least key first per group
-            first_groups, first_hits = np.unique(group[hits], return_index=True)
-            for wanted in steps:
-                step_key = np.zeros(len(chosen), dtype=np.int64)
-                step_parent = np.zeros(len(chosen), dtype=np.int64)
-                valid = np.zeros(len(chosen), dtype=bool)
-                if wanted and len(first_groups):
-                    positions = order[hits[first_hits]]
-                    step_key[first_groups], step_parent[first_groups] = keys[positions], parent_fp[positions]
-                    valid[first_groups] = True
-                arrays += [_long(step_key, valid), _long(step_parent, valid)]
-            yield pa.RecordBatch.from_arrays(arrays, schema=_arrow_schema(schema))
+            least = least_pair(keys[truncated], parent_fp[truncated])
+            candidates.note(len(fps), {index: least for index, wanted in enumerate(steps) if wanted and least})
+            chosen = least_edges(fps, keys, parent_fp, slots)
+            chosen = chosen[unvisited(uid, depth - 1, partitions, fps[chosen], fps[chosen])]
+            yield from candidates.add(fps[chosen], fps[chosen], keys[chosen], parent_fp[chosen], slots[chosen],
+                                      binary_column(rows[chosen]))
+        yield from candidates.flush()
 
     return expand
 
 
-def kernel_checker(config: Config, symmetry: bool, bits: dict[str, int], schema):
-    """mapInArrow over new states (owner, fp, key, parent, slot, state): each row with its
-    `props` mask, bit `bits[name]` for every property `name` it violates (an invariant) or
+def kernel_flags(config: Config, symmetry: bool, bits: dict[str, int]):
+    """A function, built on the executor, of a binary column of packed states to their property
+    masks: bit `bits[name]` for every property `name` a state violates (an invariant) or
     reaches (a state witness)."""
 
-    def check(batches):
-        import pyarrow as pa
-
+    def build():
         kernel = kernel_batch(config, symmetry)
         wanted = [(kernel.property_names.index(name), bit) for name, bit in bits.items()]
-        for batch in batches:
-            flags = kernel.flags(packed_rows(batch.column(5), kernel.word_count))
-            mask = np.zeros(len(flags), dtype=np.int64)
-            for index, bit in wanted:
-                mask |= ((flags >> index) & 1) * bit
-            yield pa.RecordBatch.from_arrays(list(batch.columns) + [_long(mask)], schema=_arrow_schema(schema))
 
-    return check
+        def flags(states) -> np.ndarray:
+            found = kernel.flags(packed_rows(states, kernel.word_count))
+            mask = np.zeros(len(found), dtype=np.int64)
+            for index, bit in wanted:
+                mask |= ((found >> index) & 1) * bit
+            return mask
+
+        return flags
+
+    return build
 
 
 def seed_rows(config: Config, symmetry: bool) -> list[tuple]:
-    """The level-0 rows (owner, fp, key, parent, slot, state) of the distinct initial states."""
+    """The level-0 candidate rows (`spark_level.LEVEL_COLUMNS`) of the distinct initial states."""
     from .kernel.batch import KernelBatch
 
     kernel = KernelBatch(config, symmetry)
@@ -160,11 +149,5 @@ def seed_rows(config: Config, symmetry: bool) -> list[tuple]:
         fp = int(kernel.fingerprints(row[None, :])[0])
         if fp not in seen:
             seen.add(fp)
-            rows.append((fp, fp, index, None, index, row.tobytes()))
+            rows.append((fp, fp, index, None, index, row.tobytes(), 0, None))
     return rows
-
-
-def _arrow_schema(schema):
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(schema)

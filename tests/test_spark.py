@@ -121,6 +121,64 @@ def test_checkpoint_dir_and_resume_after_interruption(spark, tmp_path):
     assert_same(result, check(config))
 
 
+def test_visited_sets_lost_with_their_machine_are_read_back_from_the_checkpoint(spark, tmp_path):
+    """The executors keep each partition's visited set beside them; where it is gone (a resumed
+    run on other machines, a lost executor), the level runs again with the visited sets read from
+    the checkpoint, for the same result."""
+    from kafka_mc.checker.spark_level import cache_dir
+
+    config = Config(protocol="hw", messages=1, crashes=1, elections=1, unclean=True)
+    directory = tmp_path / "run"
+
+    class Interrupted(Exception):
+        pass
+
+    def stop_at(depth):
+        if depth == 3:
+            raise Interrupted
+
+    with pytest.raises(Interrupted):
+        run_spark_check(config, spark=spark, checkpoint_dir=directory, level_hook=stop_at)
+    header, _ = read_checkpoint(directory)
+    assert cache_dir(header["uid"]).is_dir()  # kept for the resumed run
+    import shutil
+
+    shutil.rmtree(cache_dir(header["uid"]))
+    result, run = run_spark_check(config, spark=spark, resume=directory)
+    assert run.resumed_from_depth == 3 and run.levels_from_disk == 1
+    assert_same(result, check(config))
+    assert not cache_dir(header["uid"]).exists()  # a complete run leaves none
+
+
+def test_least_edges_keeps_the_least_key_then_parent_then_slot():
+    import numpy as np
+
+    from kafka_mc.checker.spark_level import least_edges
+
+    fps = np.array([5, 3, 5, 3, 9, 5, 3], dtype=np.int64)
+    keys = np.array([7, -2, 7, 4, 0, 8, -2], dtype=np.int64)  # fp 5: two edges of key 7; fp 3: two of key -2
+    parents = np.array([4, 6, 4, 1, 2, 0, 6], dtype=np.int64)
+    slots = np.array([3, 9, 1, 0, 0, 0, 2], dtype=np.int64)
+    assert least_edges(fps, keys, parents, slots).tolist() == [6, 2, 4]  # by fingerprint: 3, 5, 9
+    assert least_edges(fps[:0], keys[:0], parents[:0], slots[:0]).tolist() == []
+
+
+def test_the_engine_computes_sparks_partition_of_every_owner(spark):
+    """Bookkeeping rows reach their partition, and executors keep visited sets per partition,
+    by Spark's own hash partitioning, which `spark_partition` computes."""
+    import numpy as np
+    from pyspark.sql import functions as F
+
+    from kafka_mc.checker.spark_level import routes, spark_partition
+
+    owners = [0, 1, -1, 2 ** 63 - 1, -(2 ** 63), 123456789012345] + list(range(-50, 50, 7))
+    for partitions in (1, 2, 3, 7):
+        frame = spark.createDataFrame([(o,) for o in owners], "owner long").repartition(partitions, "owner")
+        placed = dict(frame.select("owner", F.spark_partition_id().alias("p")).collect())
+        assert [placed[o] for o in owners] == spark_partition(np.array(owners), partitions).tolist()
+        assert spark_partition(np.array(routes(partitions)), partitions).tolist() == list(range(partitions))
+
+
 def test_a_control_model_run_is_checkpointed_and_resumed(spark, tmp_path):
     """Any model runs on the one engine with checkpoints: the rebalance model (state and step
     properties, pickled states, slots by position) interrupted after level 2 resumes with the local
@@ -168,9 +226,15 @@ def test_resume_refuses_what_is_not_a_checkpoint(spark, tmp_path):
     with pytest.raises(CheckpointError, match="not a kafka-mc checkpoint"):
         spark_check(Config(), spark=spark, resume=tmp_path)
     (tmp_path / CHECKPOINT_FILE).write_text(json.dumps({"format": 1, "config": Config().to_dict()}))
-    with pytest.raises(CheckpointError, match="not a kafka-mc checkpoint of format 2"):  # written before the kernel
+    with pytest.raises(CheckpointError, match="not a kafka-mc checkpoint of format 3"):
         spark_check(Config(), spark=spark, resume=tmp_path)
-    (tmp_path / CHECKPOINT_FILE).write_text(json.dumps({"format": 2, "config": Config().to_dict()}))
+    # a checkpoint of the format before the visited set was kept as sorted fingerprints
+    (tmp_path / CHECKPOINT_FILE).write_text(json.dumps({"format": 2, "engine": "kafka-mc spark",
+                                                        "config": Config().to_dict()}))
+    with pytest.raises(CheckpointError, match="is a kafka-mc checkpoint of format 2, written by an earlier kafka-mc; "
+                                              "this one resumes format 3 only"):
+        spark_check(Config(), spark=spark, resume=tmp_path)
+    (tmp_path / CHECKPOINT_FILE).write_text(json.dumps({"format": 3, "config": Config().to_dict()}))
     with pytest.raises(CheckpointError, match="no complete level"):
         spark_check(Config(), spark=spark, resume=tmp_path)
 

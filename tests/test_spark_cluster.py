@@ -49,13 +49,18 @@ class Cluster:
     def __init__(self, root: Path, memory: str = "1g"):
         self.root, self.port, self.ui = root, _free_port(), _free_port()
         self.url = f"spark://127.0.0.1:{self.port}"
+        self.workers: list[subprocess.Popen] = []
         self.master = self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                                   "--port", str(self.port), "--webui-port", str(self.ui))
-        self._wait(lambda: self.status() is not None, "the master")
-        self.workers = [self._start(f"worker{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                                    "--cores", "1", "--memory", memory, "--webui-port", str(_free_port()),
-                                    "--work-dir", str(root / f"work{i}"), self.url) for i in range(2)]
-        self._wait(lambda: (self.status() or {}).get("aliveworkers") == 2, "two workers")
+        try:
+            self._wait(lambda: self.status() is not None, "the master")
+            self.workers = [self._start(f"worker{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                                        "--cores", "1", "--memory", memory, "--webui-port", str(_free_port()),
+                                        "--work-dir", str(root / f"work{i}"), self.url) for i in range(2)]
+            self._wait(lambda: (self.status() or {}).get("aliveworkers") == 2, "two workers")
+        except BaseException:  # no master or worker outlives a cluster that did not come up
+            self.stop()
+            raise
 
     def _start(self, name, cls, *args):
         log = open(self.root / f"{name}.log", "w")
@@ -67,7 +72,7 @@ class Cluster:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.ui}/json/", timeout=2) as answer:
                 return json.load(answer)
-        except OSError:
+        except (OSError, ValueError):  # not up yet, or its page not whole yet
             return None
 
     @staticmethod

@@ -1,0 +1,459 @@
+"""The Spark engine's level step on the executors (`checker.spark`): one BFS level as Arrow
+batches and numpy arrays, never a Spark SQL join or aggregation per state.
+
+A level's rows (`LEVEL_COLUMNS`, one schema from the expansion to the Parquet files) are either
+states (`slot` >= 0: owner hash, fingerprint, edge key, parent's fingerprint, action slot, packed
+state, property bits) or bookkeeping, told apart by a negative slot:
+
+- `VISITED`: a chunk of a partition's new fingerprints, sorted (`visited`: little-endian int64
+  bytes; `key`: the partition; `parent`: the level; `fp`: the chunk's index; `props`: the
+  level's chunk count for that partition). Written with the level: the visited set on disk.
+- `GENERATED` (`key`: successors a batch generated) and `step_slot(i)` (`key` and `parent`: the
+  least edge of a batch where step witness i holds): from the expansion to the level step only.
+
+After the level's one shuffle (`repartition(P, "owner")`, Spark's hash partitioning:
+`spark_partition`), the task of partition p holds every candidate that p owns, and `level_step`
+keeps, for each fingerprint, the edge of least (key, parent, slot) (`least_edges`), drops those
+in p's visited set (a sorted int64 array, `searchsorted`), checks the properties on the new
+states, and returns them sorted by fingerprint, with their fingerprints as `VISITED` rows and
+one summary through an accumulator (counts, the least key of each property's states).
+
+p's visited set through level d is also kept beside the executors, as `cache_path(uid, p, d)`
+(a `.npy` file in the machine's temporary directory, shared by its executors' Python workers,
+read memory-mapped). The next level's expansion drops the candidates it finds there
+(`unvisited`), so the shuffle carries few visited states; a level-step task that does not find
+its partition's file reports a miss, and the driver runs the level again with every partition's
+`VISITED` rows read from the checkpoint into the shuffle (`from_disk`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+LEVEL_COLUMNS = ("owner", "fp", "key", "parent", "slot", "state", "props", "visited")
+OWNER, FP, KEY, PARENT, SLOT, STATE, PROPS, VISITED_BYTES = range(len(LEVEL_COLUMNS))
+VISITED, GENERATED = -1, -2  # the slots of bookkeeping rows; step witness i: step_slot(i)
+CHUNK = 1 << 17  # fingerprints in one VISITED row (1 MiB)
+BATCH = 1 << 16  # rows in one Arrow batch handed back to Spark
+
+
+def step_slot(index: int) -> int:
+    """The slot of a row carrying a batch's least edge where step witness `index` holds."""
+    return -3 - index
+
+
+# ------------------------------------------------------------------ Spark's partitioning
+
+_C1, _C2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
+
+
+def _rotl(x: np.ndarray, r: int) -> np.ndarray:
+    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
+
+
+def spark_hash(values) -> np.ndarray:
+    """Spark's `hash` of 64-bit ints (`Murmur3_x86_32.hashLong`, seed 42), as int32."""
+    v = np.asarray(values, dtype=np.int64).view(np.uint64)
+    h = np.full(len(v), 42, dtype=np.uint32)
+    with np.errstate(over="ignore"):
+        for k in ((v & np.uint64(0xFFFFFFFF)).astype(np.uint32), (v >> np.uint64(32)).astype(np.uint32)):
+            k = _rotl(k * _C1, 15) * _C2
+            h = _rotl(h ^ k, 13) * np.uint32(5) + np.uint32(0xE6546B64)
+        h ^= np.uint32(8)
+        h ^= h >> np.uint32(16)
+        h *= np.uint32(0x85EBCA6B)
+        h ^= h >> np.uint32(13)
+        h *= np.uint32(0xC2B2AE35)
+        h ^= h >> np.uint32(16)
+    return h.view(np.int32)
+
+
+def spark_partition(values, partitions: int) -> np.ndarray:
+    """The partition `repartition(partitions, column)` sends each 64-bit value of a column to:
+    `pmod(hash(column), partitions)`, Spark's `HashPartitioning`."""
+    return np.mod(spark_hash(values).astype(np.int64), partitions)
+
+
+def routes(partitions: int) -> list[int]:
+    """For each partition, the least non-negative owner value Spark sends there (how a
+    bookkeeping row reaches the partition it is for)."""
+    found = np.full(partitions, -1, dtype=np.int64)
+    start, width = 0, max(1024, 4 * partitions)
+    while (found < 0).any():
+        values = np.arange(start, start + width, dtype=np.int64)
+        targets = spark_partition(values, partitions)
+        firsts, where = np.unique(targets, return_index=True)
+        unset = found[firsts] < 0
+        found[firsts[unset]] = values[where[unset]]
+        start += width
+    return found.tolist()
+
+
+# ------------------------------------------------------------------ deduplication
+
+
+def least_edges(fps: np.ndarray, keys: np.ndarray, parents: np.ndarray, slots: np.ndarray,
+                runs: bool = False) -> np.ndarray:
+    """For each distinct fingerprint of `fps`, in ascending order, the index of its edge of least
+    (key, parent, slot): one sort by fingerprint, the least key of each run of equal ones, and
+    (parent, slot) only where two edges of a state have one key. `runs`: `fps` is a few ascending
+    runs one after another (a merge sort then costs far less than a quicksort)."""
+    if not len(fps):
+        return np.empty(0, dtype=np.intp)
+    order = np.argsort(fps, kind="stable" if runs else "quicksort")
+    ordered = fps[order]
+    first = np.empty(len(order), dtype=bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    if len(starts) == len(order):
+        return order
+    ordered_keys = keys[order]
+    group = np.cumsum(first) - 1
+    least = np.minimum.reduceat(ordered_keys, starts)
+    ties = np.flatnonzero(ordered_keys == least[group])  # every group has one at least
+    tie_groups = group[ties]
+    lead = np.empty(len(ties), dtype=bool)
+    lead[0] = True
+    np.not_equal(tie_groups[1:], tie_groups[:-1], out=lead[1:])
+    chosen = order[ties[lead]]
+    if len(ties) != len(starts):  # two edges into one state with one key: the least (parent, slot)
+        for tied in np.unique(tie_groups[~lead]):
+            members = order[ties[tie_groups == tied]]
+            chosen[tied] = min(members.tolist(), key=lambda i: (int(parents[i]), int(slots[i])))
+    return chosen
+
+
+def least_pair(keys: np.ndarray, parents: np.ndarray) -> tuple[int, int] | None:
+    """The least (key, parent) of two arrays, None when they are empty."""
+    if not len(keys):
+        return None
+    best = np.lexsort((parents, keys))[0]
+    return int(keys[best]), int(parents[best])
+
+
+class Candidates:
+    """An expansion task's candidates (`add`: a batch's, ascending by fingerprint, each once with
+    its least edge), deduplicated again across the batches (`least_edges`) when `limit` of them
+    wait or the task's input ends (`flush`), so the shuffle carries a state reached from several
+    batches once; then the bookkeeping gathered so far (`note`), routed to `route`. The expansions
+    of the kernel (`spark_kernel.kernel_expander`) and of any model (`spark._expander`) hand their
+    batches to one."""
+
+    def __init__(self, route: int, schema, limit: int = 1 << 20, limit_bytes: int = 1 << 29):
+        self.route, self.schema, self.limit, self.limit_bytes = route, schema, limit, limit_bytes
+        self.parts: list[tuple] = []
+        self.waiting, self.waiting_bytes, self.generated = 0, 0, 0
+        self.steps: dict[int, tuple[int, int]] = {}
+
+    def note(self, generated: int, steps: dict[int, tuple[int, int]]) -> None:
+        """Successors a batch generated, and per step witness its least (key, parent) edge."""
+        self.generated += generated
+        for index, pair in steps.items():
+            self.steps[index] = min(self.steps.get(index, pair), pair)
+
+    def add(self, owners: np.ndarray, fps: np.ndarray, keys: np.ndarray, parents: np.ndarray, slots: np.ndarray,
+            states) -> Iterator[Any]:
+        """Keep a batch's candidates (`states`: an Arrow binary array); the level rows due, if any."""
+        if len(fps):
+            self.parts.append((owners, fps, keys, parents, slots, states))
+            self.waiting += len(fps)
+            self.waiting_bytes += states.nbytes
+        due = self.waiting >= self.limit or self.waiting_bytes >= self.limit_bytes
+        return self.flush(final=False) if due else iter(())
+
+    def flush(self, final: bool = True) -> Iterator[Any]:
+        """The waiting candidates as level rows, once per fingerprint; with `final`, the
+        bookkeeping rows too."""
+        import pyarrow as pa
+
+        if self.parts:
+            owners, fps, keys, parents, slots = (np.concatenate(column) for column in zip(*(p[:5] for p in self.parts)))
+            states = pa.chunked_array([p[5] for p in self.parts], pa.binary())
+            self.parts, self.waiting, self.waiting_bytes = [], 0, 0
+            chosen = least_edges(fps, keys, parents, slots, runs=True)
+            count = len(chosen)
+            out = pa.Table.from_arrays(
+                [pa.array(owners[chosen], pa.int64()), pa.array(fps[chosen], pa.int64()),
+                 pa.array(keys[chosen], pa.int64()), pa.array(parents[chosen], pa.int64()),
+                 pa.array(slots[chosen].astype(np.int32), pa.int32()), states.take(chosen),
+                 pa.array(np.zeros(count, dtype=np.int64), pa.int64()), pa.nulls(count, pa.binary())],
+                schema=self.schema)
+            yield from out.to_batches(max_chunksize=BATCH)
+        if final:
+            notes: list[tuple[int, int, int | None]] = [(GENERATED, self.generated, None)]
+            notes += [(step_slot(index), key, parent) for index, (key, parent) in sorted(self.steps.items())]
+            yield bookkeeping(self.route, notes, self.schema)
+
+
+# ------------------------------------------------------------------ visited sets beside the executors
+
+
+def cache_dir(uid: str) -> Path:
+    """Where this machine keeps the visited sets of the checkpoint `uid`."""
+    return Path(tempfile.gettempdir()) / f"kafka-mc-visited-{uid}"
+
+
+def cache_path(uid: str, partition: int, depth: int) -> Path:
+    return cache_dir(uid) / f"p{partition:05d}-{depth:05d}.npy"
+
+
+def load_visited(uid: str, partition: int, depth: int) -> np.ndarray | None:
+    """Partition `partition`'s visited fingerprints through level `depth`, sorted (empty before
+    level 0), or None when this machine does not have them."""
+    if depth < 0:
+        return np.empty(0, dtype=np.int64)
+    try:
+        return np.load(cache_path(uid, partition, depth), mmap_mode="r")
+    except (OSError, ValueError):
+        return None
+
+
+_MAPPED: dict[tuple[str, int, int], np.ndarray] = {}  # (uid, partition, depth) -> visited set, in this process
+
+
+def unvisited(uid: str, depth: int, partitions: int, owners: np.ndarray, fps: np.ndarray) -> np.ndarray:
+    """Which candidates (their owner hashes and fingerprints, ascending) are not visited through
+    level `depth`, as far as this machine knows: a candidate whose partition's visited set is
+    not here is kept (the level step decides it). Dropping the visited ones before the shuffle
+    spares it most of a level's candidates."""
+    keep = np.ones(len(fps), dtype=bool)
+    if depth < 0 or not len(fps):
+        return keep
+    targets = spark_partition(owners, partitions)
+    order = np.argsort(targets, kind="stable")  # each partition's candidates stay ascending
+    bounds = np.searchsorted(targets[order], np.arange(partitions + 1))
+    for key in [key for key in _MAPPED if key[0] != uid or key[2] != depth]:
+        del _MAPPED[key]
+    for partition in np.flatnonzero(np.diff(bounds)).tolist():
+        visited = _MAPPED.get((uid, partition, depth))
+        if visited is None:
+            visited = load_visited(uid, partition, depth)
+            if visited is None:
+                continue
+            _MAPPED[(uid, partition, depth)] = visited
+        rows = order[bounds[partition]:bounds[partition + 1]]
+        if len(visited):
+            wanted = fps[rows]
+            where = np.minimum(np.searchsorted(visited, wanted), len(visited) - 1)
+            keep[rows[visited[where] == wanted]] = False
+    return keep
+
+
+def save_visited(uid: str, partition: int, depth: int, visited: np.ndarray) -> None:
+    """Keep a partition's visited set through level `depth` on this machine: written to a
+    temporary name, then renamed (a reader sees the whole file or none); the files before
+    level `depth - 1` of the partition are removed (level `depth` may run again). Where it
+    cannot be written (a full disk), it is not kept: the next level misses it, and reads it
+    from the checkpoint."""
+    folder = cache_dir(uid)
+    target = cache_path(uid, partition, depth)
+    temporary = folder / f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(temporary, "wb") as out:
+            np.save(out, np.ascontiguousarray(visited, dtype=np.int64))
+        os.replace(temporary, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        return
+    for old in folder.glob(f"p{partition:05d}-*.npy"):
+        try:
+            if int(old.stem.split("-")[1]) < depth - 1:
+                old.unlink()
+        except (ValueError, OSError):
+            pass
+
+
+def drop_cache(uid: str) -> None:
+    """Remove this machine's visited sets of the checkpoint `uid`."""
+    import shutil
+
+    shutil.rmtree(cache_dir(uid), ignore_errors=True)
+
+
+# ------------------------------------------------------------------ Arrow helpers
+
+
+def arrow_schema(schema):
+    """The Arrow schema of a Spark `StructType`."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema)
+
+
+def bookkeeping(owner: int, entries: Sequence[tuple[int, int, int | None]], schema):
+    """A batch of bookkeeping rows (slot, key, parent), routed to `owner`."""
+    import pyarrow as pa
+
+    count = len(entries)
+    slots, keys, parents = zip(*entries) if entries else ((), (), ())
+    return pa.RecordBatch.from_arrays(
+        [pa.array([owner] * count, pa.int64()), pa.array([0] * count, pa.int64()), pa.array(keys, pa.int64()),
+         pa.array(parents, pa.int64()), pa.array(slots, pa.int32()), pa.array([b""] * count, pa.binary()),
+         pa.array([0] * count, pa.int64()), pa.nulls(count, pa.binary())], schema=schema)
+
+
+def _visited_rows(route: int, partition: int, depth: int, fps: np.ndarray, schema):
+    """The VISITED rows of a partition's new fingerprints (sorted), one at least."""
+    import pyarrow as pa
+
+    count = max(1, -(-len(fps) // CHUNK))
+    data = np.ascontiguousarray(fps, dtype="<i8")
+    chunks = [data[i * CHUNK:(i + 1) * CHUNK].tobytes() for i in range(count)]
+    return pa.RecordBatch.from_arrays(
+        [pa.array([route] * count, pa.int64()), pa.array(range(count), pa.int64()),
+         pa.array([partition] * count, pa.int64()), pa.array([depth] * count, pa.int64()),
+         pa.array([VISITED] * count, pa.int32()), pa.array([b""] * count, pa.binary()),
+         pa.array([count] * count, pa.int64()), pa.array(chunks, pa.binary())], schema=schema)
+
+
+def _from_disk(partition: int, depth: int, chunks: dict[int, dict[int, tuple[int, bytes]]]) -> np.ndarray:
+    """A partition's visited set through level `depth - 1` from its VISITED rows (level -> chunk
+    index -> (chunk count, bytes)); ValueError when one is missing."""
+    parts = []
+    for level in range(depth):
+        found = chunks.get(level, {})
+        count = next(iter(found.values()))[0] if found else 0
+        if not found or sorted(found) != list(range(count)):
+            raise ValueError(f"the checkpoint lacks visited rows of partition {partition} at level {level}")
+        parts += [np.frombuffer(found[index][1], dtype="<i8") for index in range(count)]
+    return np.sort(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
+
+
+# ------------------------------------------------------------------ the level step
+
+
+def level_step(depth: int, uid: str, partitions: int, from_disk: bool, flags: Callable[[], Callable],
+               names: dict[str, int], summaries, schema):
+    """mapInArrow over one partition of a level's candidates (after its shuffle): the new states
+    of level `depth` that the partition owns, sorted by fingerprint, with their property bits
+    (`flags()` gives, on the executor, a function of a binary column of packed states to an
+    int64 mask; `names`: the property bit of each name still wanted), then the partition's
+    VISITED rows; adds one summary to `summaries` (an accumulator of lists): the partition, a
+    miss (its visited set is not on this machine), the new states, the successors generated,
+    per property name the least key of a new state with its bit, and per step witness the least
+    (key, parent) of an edge where it holds. `from_disk`: the visited set comes from the VISITED
+    rows in the input (levels 0 to depth - 1), not from this machine's files."""
+
+    def step(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        assert context is not None, "the level step runs in a Spark task"
+        partition = context.partitionId()
+        arrow = arrow_schema(schema)
+        kept, generated = [], 0
+        chunks: dict[int, dict[int, tuple[int, bytes]]] = {}
+        steps: dict[int, tuple[int, int]] = {}
+        checked = False
+        for batch in batches:
+            slots = batch.column(SLOT).to_numpy()
+            special = slots < 0
+            if special.any():
+                for row in np.flatnonzero(special).tolist():
+                    slot, key = int(slots[row]), batch.column(KEY)[row].as_py()
+                    if slot == VISITED:
+                        if key != partition:
+                            raise RuntimeError(f"visited rows of partition {key} reached partition {partition}: "
+                                               "this Spark partitions rows otherwise than the engine computes")
+                        level, index = batch.column(PARENT)[row].as_py(), batch.column(FP)[row].as_py()
+                        chunks.setdefault(level, {})[index] = (batch.column(PROPS)[row].as_py(),
+                                                               batch.column(VISITED_BYTES)[row].as_py())
+                    elif slot == GENERATED:
+                        generated += key
+                    else:
+                        pair = (key, batch.column(PARENT)[row].as_py())
+                        index = -3 - slot
+                        steps[index] = min(steps.get(index, pair), pair)
+                batch = batch.filter(pa.array(~special))
+            if batch.num_rows:
+                if not checked:  # this Spark sends owners where the engine expects (a few rows suffice)
+                    owners = batch.column(OWNER).to_numpy()[:8]
+                    if (spark_partition(owners, partitions) != partition).any():
+                        raise RuntimeError("this Spark partitions rows otherwise than the engine computes")
+                    checked = True
+                kept.append(batch)
+        found: dict[str, int] = {}
+        summary: dict[str, Any] = {"partition": partition, "miss": False, "new": 0, "generated": generated,
+                                   "found": found, "steps": {index: list(pair) for index, pair in steps.items()}}
+        visited = _from_disk(partition, depth, chunks) if from_disk else load_visited(uid, partition, depth - 1)
+        if visited is None:
+            summary["miss"] = True
+            summaries.add([summary])
+            return
+        if kept:
+            table = pa.Table.from_batches(kept)
+            fps = table.column(FP).to_numpy()
+            keys = table.column(KEY).to_numpy()
+            parents = pc.fill_null(table.column(PARENT), 0).to_numpy()
+            slots = table.column(SLOT).to_numpy()
+            chosen = least_edges(fps, keys, parents, slots, runs=True)  # each expansion batch's in order
+            unique = fps[chosen]
+            where = np.searchsorted(visited, unique)
+            seen = np.zeros(len(unique), dtype=bool)
+            inside = where < len(visited)
+            seen[inside] = visited[where[inside]] == unique[inside]
+            fresh = ~seen
+            new_rows, new_fps = chosen[fresh], unique[fresh]
+            visited = np.insert(visited, where[fresh], new_fps) if len(new_fps) else visited
+        else:
+            table, new_rows, new_fps = None, np.empty(0, dtype=np.intp), np.empty(0, dtype=np.int64)
+        save_visited(uid, partition, depth, visited)
+        del visited
+        count = len(new_rows)
+        if count:
+            states = table.column(STATE).take(new_rows)  # chunked: no one array past 2 GiB of states
+            if names:
+                of = flags()
+                props = np.concatenate([of(chunk) for chunk in states.chunks if len(chunk)])
+            else:
+                props = np.zeros(count, dtype=np.int64)
+            new_keys = keys[new_rows]
+            for name, bit in names.items():
+                having = (props & bit) != 0
+                if having.any():
+                    found[name] = int(new_keys[having].min())
+            parent_column = pa.nulls(count, pa.int64()) if depth == 0 else pa.array(parents[new_rows], pa.int64())
+            out = pa.Table.from_arrays(
+                [pa.array(table.column(OWNER).to_numpy()[new_rows], pa.int64()), pa.array(new_fps, pa.int64()),
+                 pa.array(new_keys, pa.int64()), parent_column, pa.array(slots[new_rows], pa.int32()), states,
+                 pa.array(props, pa.int64()), pa.nulls(count, pa.binary())], schema=arrow)
+            yield from out.to_batches(max_chunksize=BATCH)
+        del table
+        yield _visited_rows(routes_of(partitions)[partition], partition, depth, new_fps, arrow)
+        summary["new"] = count
+        summaries.add([summary])
+
+    return step
+
+
+_ROUTES: dict[int, list[int]] = {}
+
+
+def routes_of(partitions: int) -> list[int]:
+    """`routes(partitions)`, computed once per process."""
+    if partitions not in _ROUTES:
+        _ROUTES[partitions] = routes(partitions)
+    return _ROUTES[partitions]
+
+
+class SummaryList:
+    """The parameter of the accumulator the level steps add their summaries to: lists, joined."""
+
+    def zero(self, value: list) -> list:
+        return []
+
+    def addInPlace(self, total: list, more: list) -> list:
+        total.extend(more)
+        return total
