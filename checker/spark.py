@@ -27,10 +27,11 @@ One level (the job of `_Engine.level`):
 1. level `depth - 1` is read back from Parquet (lineage is cut there);
 2. executors expand it in Arrow batches (`mapInArrow`: the kernel, or the model shipped with the
    job), as class representatives under symmetry (the replication model's), keep each successor
-   once per batch with the edge of least key (an edge's key is a 64-bit mix of its parent's
-   fingerprint and its action slot, `edge_key`, ties broken by parent and slot, so which shortest
-   path a state keeps does not depend on the partitioning or on the order of rows), and drop
-   those their machine knows visited (`spark_level.unvisited`);
+   once per batch, and again across a task's batches (`spark_level.Candidates`), with the edge
+   of least key (an edge's key is a 64-bit mix of its parent's fingerprint and its action slot,
+   `edge_key`, ties broken by parent and slot, so which shortest path a state keeps does not
+   depend on the partitioning or on the order of rows), and drop those their machine knows
+   visited (`spark_level.unvisited`);
 3. the one shuffle: `repartition(P, "owner")`, so partition p holds every candidate it owns;
 4. partition p's task (`spark_level.level_step`) keeps, for each fingerprint, its edge of least
    key (numpy: one sort), drops those in p's visited set (a sorted int64 array, `searchsorted`),
