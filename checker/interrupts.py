@@ -4,7 +4,10 @@ An interrupt that arrives inside a numba function leaves an exception set that t
 return then reports as a `SystemError`. So while an engine runs compiled code it defers SIGINT:
 the handler only notes it, the engine asks between calls (`checker.kernel.engine` expands a level
 a part at a time) and raises `Interrupted`, which says how far the run got. The Spark engine
-(`checker.spark`) cancels its running jobs at the interrupt and stops its session in order.
+(`checker.spark`) cancels its running jobs at the interrupt and stops its session in order. The
+Z3 engines defer it too, and stop at their next query (`raise_if_interrupted`): a KeyboardInterrupt
+raised while Python frees a Z3 term (in `AstRef.__del__`) is printed and dropped, and the run
+would go on to a verdict.
 """
 
 from __future__ import annotations
@@ -43,7 +46,19 @@ def deferred_interrupts(on_arrival: Callable[[], None] | None = None) -> Iterato
         yield deferred
         return
     previous = signal.signal(signal.SIGINT, deferred.note)
+    _active.append(deferred)
     try:
         yield deferred
     finally:
+        _active.remove(deferred)
         signal.signal(signal.SIGINT, previous)
+
+
+_active: list[Deferred] = []
+
+
+def raise_if_interrupted() -> None:
+    """KeyboardInterrupt if SIGINT arrived inside any `deferred_interrupts` block still open: the
+    safe point of code that defers interrupts without holding the block's `Deferred`."""
+    if any(deferred.arrived for deferred in _active):
+        raise KeyboardInterrupt

@@ -24,6 +24,7 @@ from kafka_mc.model import Config
 from kafka_mc.model.interface import ALWAYS, Model, Property
 from kafka_mc.properties import INVARIANTS
 
+from ..interrupts import deferred_interrupts
 from .budget import SLACK, Deadline, solve
 from .encoding import Formula, SymbolicEncoding
 from .registry import z3_encoding
@@ -132,11 +133,17 @@ def bounded_check(
     never complete: no violation up to `depth` is not a proof.
     """
     deadline = Deadline(max_seconds)
-    started = deadline.started
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
         raise ValueError(f"depth must be a non-negative integer, not {depth!r}")
     model = model_of(model, properties, default=INVARIANTS)
     encoding = z3_encoding(model)
+    with deferred_interrupts():  # Ctrl-C stops the run at its next query (interrupts.py)
+        return _bounded_run(model, encoding, depth, keep_going, deadline, progress)
+
+
+def _bounded_run(model: Model, encoding, depth: int, keep_going: bool, deadline: Deadline,
+                 progress: Callable[[DepthReport], None] | None) -> CheckResult:
+    started = deadline.started
     formulas = [(prop, encoding.formula(prop)) for prop in model.properties]
     invariants = {prop.name for prop in model.properties if prop.kind == ALWAYS}
     unrolling = Unrolling(encoding)

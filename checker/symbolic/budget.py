@@ -8,6 +8,8 @@ import time
 
 import z3
 
+from ..interrupts import raise_if_interrupted
+
 SLACK = 0.05  # seconds: an unknown answer this close to the end is the budget's
 
 # Z3 catches Ctrl-C during a query (its `ctrl_c` setting) and answers unknown for this reason
@@ -61,8 +63,11 @@ class Deadline:
 
 def solve(solver: z3.Solver, *assumptions: z3.BoolRef) -> z3.CheckSatResult:
     """`solver.check(*assumptions)`; KeyboardInterrupt when Ctrl-C stopped the query (Z3 takes the
-    signal while it searches, so Python would otherwise never see it)."""
+    signal while it searches, so Python would otherwise never see it) or arrived, deferred
+    (`interrupts.deferred_interrupts`), since the last query."""
+    raise_if_interrupted()
     answer = solver.check(*assumptions)
     if answer == z3.unknown and solver.reason_unknown() == INTERRUPTED:
         raise KeyboardInterrupt
+    raise_if_interrupted()
     return answer

@@ -35,6 +35,7 @@ from kafka_mc.model.config import SIMULATION_COUNT_LIMIT, ConfigError
 from kafka_mc.model.interface import Property
 
 from .bmc import EncodingMismatch, Unrolling
+from ..interrupts import deferred_interrupts
 from .budget import SLACK, Deadline, solve
 from .layout import Shape, SymState, decode, leaves
 from .lemma import Lemma
@@ -183,7 +184,8 @@ def prove(
     prover = _Prover(config, symbolic, chosen, formulas, k, _Budget(deadline, timeout), progress)
     status, reason, counterexample = PROVED, "", None
     try:
-        prover.run()
+        with deferred_interrupts():  # Ctrl-C stops the proof at its next query (interrupts.py)
+            prover.run()
     except _Stop as stop:
         status, reason, counterexample = stop.status, stop.reason, stop.counterexample
     if status == PROVED:
