@@ -33,7 +33,7 @@ from kafka_mc.model import Config
 from kafka_mc.model.interface import ALWAYS
 from kafka_mc.model.state import replica_name
 from kafka_mc.properties import Property
-from kafka_mc.properties.expressions import Expr, bounds
+from kafka_mc.properties.expressions import bounds, distinct_subexpressions
 from kafka_mc.properties.lowering import Lowered, NotLowered, lower
 
 PROPERTIES_SUFFIX = "Properties"  # the module of variant KafkaHw's users' properties is KafkaHwProperties
@@ -204,49 +204,31 @@ def _check_name(name: str, taken: Iterable[str]) -> None:
 
 
 def _definition(lowered: Lowered, witness: bool, config: Config) -> str:
-    """The property's TLA+ operator: its expressions as LET definitions, then the test."""
+    """The property's TLA+ operator: its distinct subexpressions as LET definitions
+    (`expressions.distinct_subexpressions`), then the test."""
+    nodes, roots = distinct_subexpressions(lowered.fails, lowered.raises)
     lets: list[str] = []
-    names: dict[tuple, str] = {}
-    by_identity: dict[int, str] = {}
-    keep: list[Expr] = []  # the nodes by_identity refers to, alive while it is used
+    names: list[str] = []  # each node's name: a LET definition's, or a constant itself
     known: dict[int, tuple[int, int]] = {}
-
-    def emit(node: Expr) -> str:
-        found = by_identity.get(id(node))
-        if found is not None:
-            return found
-        kind = node[0]
-        if kind == "const":
-            text = str(node[1])
-            key: tuple = node
-        elif kind == "action":
-            raise NotLowered(f"the step's action (action.{node[1]}) cannot be stated in the TLA+ twin: its states "
+    for node in nodes:
+        expr = node.expr
+        kind = expr[0]
+        if kind == "action":
+            raise NotLowered(f"the step's action (action.{expr[1]}) cannot be stated in the TLA+ twin: its states "
                              "do not record which action made a step")
-        elif kind == "field":
-            _, which, field, *arguments = node
-            operands = [emit(a) for a in arguments]
-            key = ("field", which, field, *operands)
-            text = _field(which, field, operands)
-        else:
-            operands = [emit(x) for x in node[1:]]
-            key = (kind, *operands)
-            text = _OPERATORS[kind].format(*operands)
-        least, greatest = bounds(node, config, known)
+        least, greatest = bounds(expr, config, known)
         if least < TLC_INT[0] or greatest > TLC_INT[1]:
             raise NotLowered(f"{kind} may reach {least if least < TLC_INT[0] else greatest}, beyond TLC's 32-bit "
                              "integers, so it cannot be stated in the TLA+ twin")
-        name = names.get(key)
-        if name is None:
-            if kind == "const":
-                name = text if node[1] >= 0 else f"({text})"
-            else:
-                name = names[key] = f"uv{len(lets)}"
-                lets.append(f"        {name} == {text}")
-        by_identity[id(node)] = name
-        keep.append(node)
-        return name
+        if kind == "const":
+            names.append(str(expr[1]) if expr[1] >= 0 else f"({expr[1]})")
+            continue
+        operands = [names[number] for number in node.operands]
+        text = _field(expr[1], expr[2], operands) if kind == "field" else _OPERATORS[kind].format(*operands)
+        names.append(f"uv{len(lets)}")
+        lets.append(f"        {names[-1]} == {text}")
 
-    fails, raises = emit(lowered.fails), emit(lowered.raises)
+    fails, raises = (names[number] for number in roots)
     holds = f"{fails} = 0 /\\ {raises} = 0"
     test = f"~({holds})" if witness else holds
     body = f"    LET\n{chr(10).join(lets)}\n    IN  {test}" if lets else f"    {test}"

@@ -17,6 +17,7 @@ held to); `bounds` the least and greatest value it can take under a configuratio
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 from kafka_mc.model import Action, Config, State
@@ -224,6 +225,49 @@ def disjunction(*operands: Expr) -> Expr:
     for operand in operands:
         result = op("or", result, operand)
     return result
+
+
+@dataclass(frozen=True)
+class Node:
+    """A distinct subexpression: `expr`, the first one met of its shape, and the numbers of the
+    nodes that are its arguments (a field's) or operands."""
+
+    expr: Expr
+    operands: tuple[int, ...]
+
+
+def distinct_subexpressions(*roots: Expr) -> tuple[list[Node], list[int]]:
+    """Every distinct subexpression of `roots`, each numbered once, after the ones it reads (a node
+    shared by several parents once by its identity, equal ones once by their shape), and the number
+    of each root: what an engine turns into one instruction (the kernel) or one definition (TLA+)."""
+    nodes: list[Node] = []
+    numbers: dict[tuple, int] = {}
+    by_identity: dict[int, int] = {}
+    keep: list[Expr] = []  # the expressions by_identity refers to, alive while it is used
+
+    def number(expr: Expr) -> int:
+        known = by_identity.get(id(expr))
+        if known is not None:
+            return known
+        kind = expr[0]
+        if kind in ("const", "action"):
+            operands: tuple[int, ...] = ()
+            key: tuple = expr
+        elif kind == "field":
+            operands = tuple(number(argument) for argument in expr[3:])
+            key = ("field", expr[1], expr[2], *operands)
+        else:
+            operands = tuple(number(operand) for operand in expr[1:])
+            key = (kind, *operands)
+        found = numbers.get(key)
+        if found is None:
+            found = numbers[key] = len(nodes)
+            nodes.append(Node(expr, operands))
+        by_identity[id(expr)] = found
+        keep.append(expr)
+        return found
+
+    return nodes, [number(root) for root in roots]
 
 
 def evaluate(expr: Expr, state: State, action: Action | None = None, next_state: State | None = None) -> int:

@@ -94,21 +94,28 @@ def test_budget_stops_incomplete(spark):
     assert (result.stats.distinct_states, result.stats.depth) == (local.stats.distinct_states, local.stats.depth)
 
 
+class Interrupted(Exception):
+    """What a level hook raises to stop a run once a level is committed, as a killed driver would."""
+
+
+def interrupted_after(level: int, model, directory, spark, **options) -> tuple[dict, int]:
+    """Run `model` with its checkpoint in `directory`, stopped once `level` is committed: the
+    checkpoint's header and last complete level (`read_checkpoint`)."""
+    def stop_at(depth):
+        if depth == level:
+            raise Interrupted
+
+    with pytest.raises(Interrupted):
+        run_spark_check(model, spark=spark, checkpoint_dir=directory, level_hook=stop_at, **options)
+    return read_checkpoint(directory)
+
+
 def test_checkpoint_dir_and_resume_after_interruption(spark, tmp_path):
     """A run interrupted after level 3 resumes from its checkpoint with the same result."""
     config = Config(protocol="hw", messages=1, crashes=1, elections=1, unclean=True)
     directory = tmp_path / "run"
 
-    class Interrupted(Exception):
-        pass
-
-    def stop_at(depth):
-        if depth == 3:
-            raise Interrupted
-
-    with pytest.raises(Interrupted):
-        run_spark_check(config, spark=spark, checkpoint_dir=directory, level_hook=stop_at)
-    header, last = read_checkpoint(directory)
+    header, last = interrupted_after(3, config, directory, spark)
     assert last == 3 and header["config"] == config.to_dict()
     with pytest.raises(CheckpointError, match="already holds"):
         spark_check(config, spark=spark, checkpoint_dir=directory)
@@ -130,16 +137,7 @@ def test_visited_sets_lost_with_their_machine_are_read_back_from_the_checkpoint(
     config = Config(protocol="hw", messages=1, crashes=1, elections=1, unclean=True)
     directory = tmp_path / "run"
 
-    class Interrupted(Exception):
-        pass
-
-    def stop_at(depth):
-        if depth == 3:
-            raise Interrupted
-
-    with pytest.raises(Interrupted):
-        run_spark_check(config, spark=spark, checkpoint_dir=directory, level_hook=stop_at)
-    header, _ = read_checkpoint(directory)
+    header, _ = interrupted_after(3, config, directory, spark)
     assert cache_dir(header["uid"]).is_dir()  # kept for the resumed run
     import shutil
 
@@ -188,16 +186,7 @@ def test_a_control_model_run_is_checkpointed_and_resumed(spark, tmp_path):
     system = RebalanceModel(RebalanceConfig(partitions=6, imbalance_percentage=50))
     directory = tmp_path / "run"
 
-    class Interrupted(Exception):
-        pass
-
-    def stop_at(depth):
-        if depth == 2:
-            raise Interrupted
-
-    with pytest.raises(Interrupted):
-        run_spark_check(system, keep_going=True, spark=spark, checkpoint_dir=directory, level_hook=stop_at)
-    header, last = read_checkpoint(directory)
+    header, last = interrupted_after(2, system, directory, spark, keep_going=True)
     assert last == 2 and (header["model"], header["config"], header["executors"]) == \
         ("rebalance", system.config.to_dict(), "python")
     with pytest.raises(CheckpointError, match="another configuration"):

@@ -24,7 +24,7 @@ from kafka_mc.model import Config
 from kafka_mc.model.interface import ALWAYS
 from kafka_mc.model.replication import ACTION_NAMES
 from kafka_mc.model.state import MAX_REPLICAS
-from kafka_mc.properties.expressions import FIELDS, OPERATORS, Expr
+from kafka_mc.properties.expressions import FIELDS, OPERATORS, Node, distinct_subexpressions
 from kafka_mc.properties.lowering import Lowered, NotLowered, lower
 
 from .explore import BLOCK, expand_block, unpack
@@ -82,43 +82,25 @@ class Program:
 
 
 def program(lowered: Lowered, witness: bool = False) -> Program:
-    """Number the distinct subexpressions of the lowered property, each once, in dependency order."""
-    rows: list[tuple[int, int, int, int, int]] = []
-    registers: dict[tuple, int] = {}
-    by_identity: dict[int, int] = {}
-    keep: list[Expr] = []  # the nodes by_identity refers to, alive while it is used
-
-    def emit(node: Expr) -> int:
-        known = by_identity.get(id(node))
-        if known is not None:
-            return known
-        kind = node[0]
-        if kind == "const":
-            key: tuple = ("const", node[1])
-            row = (CONST, 0, node[1], 0, 0)
-        elif kind == "field":
-            _, which, name, *arguments = node
-            operands = [emit(a) for a in arguments] + [0, 0]
-            key = ("field", which, name, *operands[:len(arguments)])
-            row = (FIELD, which, list(CELLS).index(name), operands[0], operands[1])
-        elif kind == "action":
-            key = node
-            row = (ACTION_NAME if node[1] == "name" else ACTION_REPLICA, 0, 0, 0, 0)
-        else:
-            operands = [emit(x) for x in node[1:]] + [0, 0]
-            key = (kind, *operands[:len(node) - 1])
-            row = (OPERATOR_CODES[kind], 0, operands[0], operands[1], operands[2])
-        register = registers.get(key)
-        if register is None:
-            register = registers[key] = len(rows)
-            rows.append(row)
-        by_identity[id(node)] = register
-        keep.append(node)
-        return register
-
-    fails, raises = emit(lowered.fails), emit(lowered.raises)
+    """The lowered property as instructions: one per distinct subexpression, in dependency order
+    (`expressions.distinct_subexpressions`)."""
+    nodes, (fails, raises) = distinct_subexpressions(lowered.fails, lowered.raises)
+    rows = [_instruction(node) for node in nodes]
     return Program(lowered.name, lowered.on_step, witness, np.array(rows, dtype=np.int64).reshape(-1, 5),
                    fails, raises)
+
+
+def _instruction(node: Node) -> tuple[int, int, int, int, int]:
+    """A node's row (code, which, a, b, c): its operands' registers, or a constant, or a field's place."""
+    expr, (a, b, c) = node.expr, (*node.operands, 0, 0, 0)[:3]
+    kind = expr[0]
+    if kind == "const":
+        return CONST, 0, expr[1], 0, 0
+    if kind == "field":
+        return FIELD, expr[1], list(CELLS).index(expr[2]), a, b
+    if kind == "action":
+        return ACTION_NAME if expr[1] == "name" else ACTION_REPLICA, 0, 0, 0, 0
+    return OPERATOR_CODES[kind], 0, a, b, c
 
 
 FIELD_KINDS = np.array([CELLS[name][0] for name in CELLS], dtype=np.int64)
