@@ -49,7 +49,7 @@ HISTORY_BOUNDS = (  # replicas, messages, crashes, elections: each reaches one k
 DATA_INVARIANTS = ("NoCommittedDataLoss", "NoAckedDataLoss", "NoConsumedRecordLost", "NoLogDivergence")
 
 
-def _isr_holds_leaders_records(state: State, strong: bool) -> bool:
+def isr_holds_leaders_records(state: State, strong: bool) -> bool:
     """Every replica acting as leader: each member of the ISR (the controller's for StrongIsr, the
     one that leader believes in for WeakIsr) holds the leader's records below the leader's HW."""
     for index, leader in enumerate(state.replicas):
@@ -64,9 +64,9 @@ def _isr_holds_leaders_records(state: State, strong: bool) -> bool:
 
 # His invariants, stated over kafka-mc's states (KafkaReplication.tla of hachikuji/kafka-specification)
 STRONG_ISR = Property("StrongIsr", "always", "hachikuji/kafka-specification",
-                      lambda state: _isr_holds_leaders_records(state, strong=True))
+                      lambda state: isr_holds_leaders_records(state, strong=True))
 WEAK_ISR = Property("WeakIsr", "always", "hachikuji/kafka-specification",
-                    lambda state: _isr_holds_leaders_records(state, strong=False))
+                    lambda state: isr_holds_leaders_records(state, strong=False))
 ISR_INVARIANTS = ("StrongIsr", "WeakIsr")
 
 JG_MODULES = ("KafkaTruncateToHighWatermark", "Kip101", "Kip279", "Kip320FirstTry", "Kip320")

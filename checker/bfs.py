@@ -17,8 +17,10 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
-from kafka_mc.control.replication import ReplicationSystem, model_of
+from kafka_mc.control.epoch_bumps import EpochBumpSystem
+from kafka_mc.control.replication import ReplicationBehaviour, ReplicationSystem, model_of
 from kafka_mc.model import Action, Config, ReplicationModel, State
+from kafka_mc.model.epoch_bumps import EpochBumpModel
 from kafka_mc.model.interface import Model
 from kafka_mc.model.symmetry import canonical, rename, renaming
 from kafka_mc.properties import ALWAYS, Property
@@ -65,13 +67,19 @@ class Budget:
         return f"time budget of {self.max_seconds:g} s reached"
 
 
+def _system_of(transitions: ReplicationModel) -> ReplicationBehaviour:
+    """The system whose transitions these are: the replication model, or it with the controller's
+    epoch bumps."""
+    return (EpochBumpSystem if isinstance(transitions, EpochBumpModel) else ReplicationSystem)(transitions.config)
+
+
 def concrete_trace(model: ReplicationModel, initial: int, actions: list[Action], symmetry: bool,
                    represent: Callable[[State], State] = canonical) -> Trace:
     """The trace of a path. Under symmetry the path's actions act on class representatives (as
     `represent` picks them); each is renamed to act on the concrete state, so the trace replays
     without symmetry."""
     if not symmetry:
-        return Trace(ReplicationSystem(model.config), initial, tuple(actions))
+        return Trace(_system_of(model), initial, tuple(actions))
     state = model.initial_states()[initial]
     representative = represent(state)
     concrete = []
@@ -80,7 +88,7 @@ def concrete_trace(model: ReplicationModel, initial: int, actions: list[Action],
         following, represented = model.next_state(state, concrete[-1]), model.next_state(representative, action)
         assert following is not None and represented is not None  # every action of the path is enabled
         state, representative = following, represent(represented)
-    return Trace(ReplicationSystem(model.config), initial, tuple(concrete))
+    return Trace(_system_of(model), initial, tuple(concrete))
 
 
 def check(

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_mc.control import MODELS
+from kafka_mc.control.epoch_bumps import EpochBumpSystem
 from kafka_mc.control.failover import FailoverConfig, FailoverModel
 from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.model import Config, ConfigError, State
@@ -101,9 +102,10 @@ TOP_LEVEL = set(SCENARIO_SHAPE) | set(MODEL_SCENARIO_SHAPE)
 
 def scenario_models() -> dict[str, tuple[type[Any], type]]:
     """The models a scenario may name, with their configuration's class: the replication model
-    (the default), each control-plane model and the replication model with controller failover."""
+    (the default), each control-plane model, the replication model with controller failover and
+    the one with the controller's epoch bumps."""
     return {ReplicationSystem.name: (ReplicationSystem, Config), **MODELS,
-            FailoverModel.name: (FailoverModel, FailoverConfig)}
+            FailoverModel.name: (FailoverModel, FailoverConfig), EpochBumpSystem.name: (EpochBumpSystem, Config)}
 
 
 class ScenarioError(ValueError):

@@ -16,20 +16,21 @@ from kafka_mc.properties import PROPERTIES
 from kafka_mc.properties.recovery import GOAL
 
 
-class ReplicationSystem:
-    """One partition's replication under `config`, with `properties` to check."""
+class ReplicationBehaviour:
+    """The `model.interface.Model` methods of a system whose transitions are a
+    `model.replication.ReplicationModel` (or a subclass: `model.epoch_bumps`)."""
 
     name = "replication"
     goal = GOAL
-    # its `model.interface.Capabilities`
-    pack_state, unpack_state = staticmethod(pack_state), staticmethod(unpack_state)
-    owner_hash = staticmethod(owner_hash)
+    transitions: ReplicationModel
 
     def __init__(self, config: Config, properties: Iterable[Property] = PROPERTIES):
         self.config = config
         self.properties = tuple(properties)
-        self.transitions = ReplicationModel(config)
+        self.transitions = self.transitions_for(config)
         self.action_names = self.transitions.action_names
+
+    transitions_for = ReplicationModel
 
     def __reduce__(self):
         return type(self), (self.config,) if self.properties == PROPERTIES else (self.config, self.properties)
@@ -65,6 +66,15 @@ class ReplicationSystem:
 
     def state_values(self, state: State) -> dict[str, Any]:
         return state_values(state)
+
+
+class ReplicationSystem(ReplicationBehaviour):
+    """One partition's replication under `config`, with `properties` to check. The engines know
+    it by its type: they run its configuration's compiled, packed or symbolic encodings."""
+
+    # its `model.interface.Capabilities`
+    pack_state, unpack_state = staticmethod(pack_state), staticmethod(unpack_state)
+    owner_hash = staticmethod(owner_hash)
 
 
 def model_of(model: Model | Config, properties: Iterable[Property] | None = None,

@@ -59,8 +59,9 @@ from kafka_mc.explorer.models import model_settings
 from kafka_mc.explorer.paths import trace_path
 from kafka_mc.cli_prove import prove_command
 from kafka_mc.cli_simulate import simulate_command
+from kafka_mc.control.epoch_bumps import EpochBumpSystem
 from kafka_mc.control.failover import FailoverConfig, FailoverModel
-from kafka_mc.control.replication import model_of
+from kafka_mc.control.replication import ReplicationSystem, model_of
 from kafka_mc.counterexamples import catalogue
 from kafka_mc.counterexamples.dot import dot_text
 from kafka_mc.counterexamples.files import OutputError, ReportConflict, write_files
@@ -110,6 +111,10 @@ CHECK_ENGINE_FLAGS: dict[Engine, frozenset[str]] = {
 # with --controller-failures: the control-plane search over the replication model with failover
 FAILOVER_FLAGS = frozenset({"--max-states", "--recoverability"})
 SPARK_SEARCH_FLAGS = frozenset({"--spark-master", "--spark-partitions"})  # with --engine spark too
+# with --epoch-bumps: the replication model with the controller's epoch bumps (`control.epoch_bumps`)
+EPOCH_BUMP_FLAGS = frozenset({"--max-states", "--property", "--coverage"})
+KERNEL_EPOCH_BUMP_FLAGS = frozenset({"--symmetry", "--workers"})  # the kernel's symmetry and threads
+NO_EPOCH_BUMPS = (Engine.z3, Engine.spark, Engine.gpu)
 DEFAULT_DEPTH = 10
 
 
@@ -132,6 +137,10 @@ def check_command(
     controller_failures: str = typer.Option("0", "--controller-failures", metavar="N",
                                             help="Failures of the controller itself, at most (another broker takes "
                                                  "over; the python and spark engines only)."),
+    epoch_bumps: bool = typer.Option(False, "--epoch-bumps",
+                                     help="The controller bumps the leader epoch when it removes a dead follower "
+                                          "from the ISR, as Kafka's ZooKeeper controller does (the kernel and "
+                                          "python engines; no network failures)."),
     output_format: OutputFormat = typer.Option(OutputFormat.text, "--format",
                                                help="text, or json: one JSON object on stdout."),
     out: Optional[Path] = typer.Option(None, help="Write a report set for every violation into this directory."),
@@ -191,6 +200,12 @@ def check_command(
              "--explore": explore_after,
              **dict.fromkeys(cli_spark.SPARK_FLAGS, False),
              **dict.fromkeys(cli_spark.spark_options_given(spark_master, spark_partitions, checkpoint_dir, resume), True)}
+    if epoch_bumps:
+        takes = EPOCH_BUMP_FLAGS | (KERNEL_EPOCH_BUMP_FLAGS if engine is Engine.kernel else set())
+        refuse_unusable("--epoch-bumps", takes, {**{f"--engine {e.value}": engine is e for e in NO_EPOCH_BUMPS},
+                                                 "--controller-failures": bool(failures), **given},
+                        why=" (the Z3 encoding, the TLA+ twin, the GPU and Spark engines, the state graph and the "
+                            "python engine's workers and symmetry do not model the epoch bump)")
     if failures:
         takes = FAILOVER_FLAGS | (SPARK_SEARCH_FLAGS if engine is Engine.spark else set())
         refuse_unusable("--controller-failures", takes, {"--engine z3": engine is Engine.z3, **given},
@@ -230,9 +245,11 @@ def check_command(
         except GpuUnavailable as error:
             raise Exit(exitcodes.BAD_INPUT, str(error)) from None
         explore = gpu_check
+    with config_errors(flags):
+        subject = (EpochBumpSystem(config, chosen), None) if epoch_bumps else (config, chosen)
     reporter = ProgressReporter(enabled=not quiet)
     try:
-        result = explore(config, chosen, keep_going=keep_going, symmetry=symmetry, workers=worker_count,
+        result = explore(*subject, keep_going=keep_going, symmetry=symmetry, workers=worker_count,
                          budget=budget, progress=reporter)
     except UserPropertyError as error:
         raise Exit(exitcodes.BAD_SPEC, f"--property: {error}") from None
@@ -252,7 +269,8 @@ def check_command(
         if recoverability:
             recovery = check_recoverability(config, graph)
     written = write_violation_reports(result, out) if out else []
-    print_result(result, recovery, output_format, written, coverage=coverage)
+    print_result(result, recovery, output_format, written, coverage=coverage,
+                 model=EpochBumpSystem.name if epoch_bumps else ReplicationSystem.name)
     code = verdict_code(result)
     if code == exitcodes.OK and recovery is not None and not recovery.holds:
         code = exitcodes.VIOLATION

@@ -17,7 +17,7 @@ that across the list every action of the model fires and every value of every pr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Protocol, Sequence
+from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
 from kafka_mc.model import PROTOCOLS, Config, ReplicationModel, State
 from kafka_mc.model.protocols import CHOICES
@@ -93,11 +93,13 @@ class ConformanceReport:
         return "\n".join(lines)
 
 
-def reachable_states(config: Config, *others: Config) -> Iterator[State]:
+def reachable_states(config: Config, *others: Config,
+                     transitions: Callable[[Config], ReplicationModel] = ReplicationModel) -> Iterator[State]:
     """Every state reachable under `config`, breadth first, in the model's order; with `others`,
     every state reachable when each step may be a step of any of these configurations (variants
-    mixed: a new leader that caches its epoch at one election and not at the next, ...)."""
-    models = [ReplicationModel(each) for each in (config, *others)]
+    mixed: a new leader that caches its epoch at one election and not at the next, ...).
+    `transitions`: the model's class (`model.epoch_bumps.EpochBumpModel`: with the epoch bumps)."""
+    models = [transitions(each) for each in (config, *others)]
     frontier = list(dict.fromkeys(state for model in models for state in model.initial_states()))
     seen = set(frontier)
     while frontier:
@@ -113,15 +115,17 @@ def reachable_states(config: Config, *others: Config) -> Iterator[State]:
 
 
 def check_conformance(encoding: Encoding, configs: Sequence[Config] = CONFORMANCE_CONFIGS,
-                      batch: int = 4096, require_coverage: bool = True) -> ConformanceReport:
-    """Compare `encoding` with the model on every reachable state of every configuration, and
-    (unless `require_coverage` is off) report every action and choice value left unexercised."""
+                      batch: int = 4096, require_coverage: bool = True,
+                      transitions: Callable[[Config], ReplicationModel] = ReplicationModel) -> ConformanceReport:
+    """Compare `encoding` with the model (`transitions`' class of it) on every reachable state of
+    every configuration, and (unless `require_coverage` is off) report every action and choice
+    value left unexercised."""
     report = ConformanceReport(encoding.name)
     fired_by_config = []
     for config in configs:
-        model = ReplicationModel(config)
+        model = transitions(config)
         fired: set[str] = set()
-        states = list(reachable_states(config))
+        states = list(reachable_states(config, transitions=transitions))
         for first in range(0, len(states), batch):
             chunk = states[first:first + batch]
             expansions = list(encoding.expand(config, chunk))

@@ -33,7 +33,9 @@ What is simplified, and why:
   ZooKeeper session expired, by a crash or a cut (no preferred-leader or
   controlled-shutdown elections); removing a dead follower from the ISR does not bump
   the leader epoch (the ZooKeeper controller's `ReplicaStateMachine` does, through
-  `LeaderAndIsr.newLeaderAndIsr`); the last ISR member is never removed. The controller's own
+  `LeaderAndIsr.newLeaderAndIsr`: `model/epoch_bumps.py` models it, without network
+  failures, and shortens one shortest counterexample, docs/model.md); the last ISR member
+  is never removed. The controller's own
   failure is `control/failover.py`, a wrapper of this model (`check --controller-failures N`).
 - A replica told of a new epoch always acts on it as a new follower (`BecomeFollower`), as
   Kafka does from 2.1 on. Before that, `Partition.makeFollower` skipped a LeaderAndIsr naming
@@ -138,7 +140,9 @@ class ReplicationModel:
             }
         if self.protocol.exchanges_epochs:
             base["FollowerTruncateByLeaderEpoch"] = ReplicationModel.follower_truncate_by_leader_epoch
-        self.transitions: dict[str, Transition] = {**base, **tail}
+        # a subclass's method of the same name takes over (`model/epoch_bumps.py`)
+        self.transitions: dict[str, Transition] = {name: getattr(type(self), transition.__name__)
+                                                   for name, transition in {**base, **tail}.items()}
         self.action_names: tuple[str, ...] = tuple(self.transitions)
         self._histories: dict[tuple, tuple] = {}  # see _history_with
         self._slots: tuple[tuple[Action, Callable, int], ...] = tuple(
@@ -214,8 +218,7 @@ class ReplicationModel:
                 return index
         return NO_LEADER
 
-    @staticmethod
-    def _acting_leader(state: State, epoch: int) -> int:
+    def _acting_leader(self, state: State, epoch: int) -> int:
         """The live replica acting as leader in `epoch`, or NO_LEADER: the controller's leader,
         or a deposed one that has not yet heard of a newer epoch."""
         index = state.controller.leader
@@ -266,7 +269,8 @@ class ReplicationModel:
                 # too small an ISR the producer gets NotEnoughReplicasAfterAppend instead
                 # only the leader that took the write holds it in purgatory: its own records carry
                 # its epoch; a crash or a new epoch ends the wait without an acknowledgement
-                acked = sum(1 << record.msg for record in leader.log[old_hw:hw] if record.epoch == leader.epoch)
+                start = self._leadership_start(state, leader.epoch)
+                acked = sum(1 << record.msg for record in leader.log[old_hw:hw] if start <= record.epoch <= leader.epoch)
                 state = state._replace(acked=state.acked | acked)
         if not hw:
             return state
@@ -278,6 +282,15 @@ class ReplicationModel:
             if committed is not state.committed:
                 state = state._replace(committed=committed)
         return state
+
+    def _leadership_start(self, state: State, epoch: int) -> int:
+        """The first epoch of the leadership whose epoch is `epoch`: the records a leader holds in
+        its purgatory carry these epochs. Here every epoch starts a leadership (an election)."""
+        return epoch
+
+    def _elections(self, controller: Controller) -> int:
+        """How many elections the controller has held: every epoch after the first is one."""
+        return controller.epoch
 
     def _history_with(self, history: tuple[tuple[int, int], ...], log: tuple[Record, ...], hw: int) -> tuple:
         """`history` with every (offset, msg) below `hw` in `log` added; the same tuple when none
@@ -470,7 +483,7 @@ class ReplicationModel:
         make a broker it cannot reach the leader."""
         controller = state.controller
         candidate = state.replicas[index]
-        if controller.leader != NO_LEADER or controller.epoch >= self.config.elections:
+        if controller.leader != NO_LEADER or self._elections(controller) >= self.config.elections:
             return None
         if candidate.status != UP or state.zk_cut >> index & 1:
             return None
@@ -490,7 +503,7 @@ class ReplicationModel:
             remote_leos=(UNKNOWN,) * self.config.replicas,
             epochs=self.protocol.epochs_on_become_leader(candidate.epochs, epoch, candidate.leo),
         )
-        state = self.with_replica(state, index, leader)._replace(controller=Controller(index, epoch, isr))
+        state = self.with_replica(state, index, leader)._replace(controller=controller._replace(leader=index, epoch=epoch, isr=isr))
         return self._advance_hw(state, index)
 
     def follower_truncate_by_leader_epoch(self, state: State, index: int) -> State | None:

@@ -107,6 +107,7 @@ class Controller(NamedTuple):
     leader: int
     epoch: int
     isr: int  # bitmask of replica indices
+    bumped: int = 0  # bitmask over epochs: those the controller's epoch bumps made (`model/epoch_bumps.py`)
 
 
 @_fast_replace

@@ -36,14 +36,14 @@ from kafka_mc.model.state import MAX_REPLICAS
 
 from ..kernel.explore import fingerprint, pack_represented, unpack
 from ..kernel.invariants import follower_truncated, state_flags
-from ..kernel.layout import C_REPLICAS, WIDTH
+from ..kernel.layout import C_REPLICAS, SETTING_COUNT, WIDTH
 from ..kernel.transitions import ACTION_NAMES, apply
 from ..kernel.user_properties import FIELD_KINDS, flagged, instruction_value
 
 MAX_WORDS = 32  # packed words of a state: 28 at most under the configuration limits (`layout.packing`)
 MAX_FIELDS = WIDTH  # packed fields: at most one per wide cell
 MAX_SLOTS = len(ACTION_NAMES) * MAX_REPLICAS  # action slots: one per action and replica
-SETTINGS = 16  # cells of `layout.settings`
+SETTINGS = SETTING_COUNT  # cells of `layout.settings`
 MAX_REGISTERS = 4096  # instructions of a user's property's program (one register each); kafka-mc's own
 # invariants written as a user's functions (`benchmarks/user_properties_bench.py`) take at most 336
 # under 3 replicas and 3 messages, 2,464 under the configuration limits (5 replicas, 9 messages)
@@ -61,6 +61,27 @@ def _share(source, target, count):
         target[index] = source[index]
 
 
+@cuda.jit(device=True)
+def _share_layout(cells, biases, bits, shifts, words, shared_cells, shared_biases, shared_bits, shared_shifts,
+                  shared_words):
+    """The packing layout (`layout.packing`'s arrays) into shared arrays, the block's threads together."""
+    fields = cells.shape[0]
+    _share(cells, shared_cells, fields)
+    _share(biases, shared_biases, fields)
+    _share(bits, shared_bits, fields)
+    _share(shifts, shared_shifts, fields)
+    _share(words, shared_words, fields)
+
+
+@cuda.jit(device=True)
+def _unpack_row(rows, index, word_count, row, cells, biases, bits, shifts, words, wide):
+    """Packed row `index` of `rows` (a device array) into the local `row`, then unpacked into `wide`
+    (`unpack` takes local and shared arrays only)."""
+    for word in range(word_count):
+        row[word] = rows[index * word_count + word]
+    unpack(row, 0, cells, biases, bits, shifts, words, wide)
+
+
 @cuda.jit
 def expand(cfg, slot_codes, cells, biases, bits, shifts, words, word_count, frontier, first, count,
            cand_words, cand_fingerprints, cand_flags):
@@ -76,11 +97,8 @@ def expand(cfg, slot_codes, cells, biases, bits, shifts, words, word_count, fron
     fields, slot_count = cells.shape[0], slot_codes.shape[0]
     _share(cfg, shared_cfg, SETTINGS)
     _share(slot_codes, shared_codes, slot_count)
-    _share(cells, shared_cells, fields)
-    _share(biases, shared_biases, fields)
-    _share(bits, shared_bits, fields)
-    _share(shifts, shared_shifts, fields)
-    _share(words, shared_words, fields)
+    _share_layout(cells, biases, bits, shifts, words, shared_cells, shared_biases, shared_bits, shared_shifts,
+                  shared_words)
     if cuda.threadIdx.x == 0:
         for replica in range(MAX_REPLICAS):  # the identity order: no symmetry
             shared_orders[0, replica] = replica
@@ -95,9 +113,7 @@ def expand(cfg, slot_codes, cells, biases, bits, shifts, words, word_count, fron
     packed = cuda.local.array(MAX_WORDS, np.int64)
     candidate = cuda.local.array(MAX_WORDS, np.int64)
     for j in range(cuda.grid(1), count, cuda.gridsize(1)):
-        for word in range(word_count):
-            row[word] = frontier[(first + j) * word_count + word]
-        unpack(row, 0, the_cells, the_biases, the_bits, the_shifts, the_words, s)
+        _unpack_row(frontier, first + j, word_count, row, the_cells, the_biases, the_bits, the_shifts, the_words, s)
         for slot in range(slot_count):
             out = j * slot_count + slot
             if apply(shared_cfg, shared_codes[slot], s, t, slot % n):
@@ -192,19 +208,14 @@ def flag(cfg, cells, biases, bits, shifts, words, word_count, rows, first, count
     shared_words = cuda.shared.array(MAX_FIELDS, np.int64)
     fields = cells.shape[0]
     _share(cfg, shared_cfg, SETTINGS)
-    _share(cells, shared_cells, fields)
-    _share(biases, shared_biases, fields)
-    _share(bits, shared_bits, fields)
-    _share(shifts, shared_shifts, fields)
-    _share(words, shared_words, fields)
+    _share_layout(cells, biases, bits, shifts, words, shared_cells, shared_biases, shared_bits, shared_shifts,
+                  shared_words)
     cuda.syncthreads()
     s = cuda.local.array(WIDTH, np.int16)
     row = cuda.local.array(MAX_WORDS, np.int64)
     for j in range(cuda.grid(1), count, cuda.gridsize(1)):
-        for word in range(word_count):
-            row[word] = rows[(first + j) * word_count + word]
-        unpack(row, 0, shared_cells[:fields], shared_biases[:fields], shared_bits[:fields], shared_shifts[:fields],
-               shared_words[:fields], s)
+        _unpack_row(rows, first + j, word_count, row, shared_cells[:fields], shared_biases[:fields],
+                    shared_bits[:fields], shared_shifts[:fields], shared_words[:fields], s)
         flags[j] = state_flags(shared_cfg, s)
 
 
@@ -241,21 +252,16 @@ def flag_states(cfg, cells, biases, bits, shifts, words, word_count, rows, first
     shared_positions = cuda.shared.array(FIELDS, np.int64)
     fields = cells.shape[0]
     _share(cfg, shared_cfg, SETTINGS)
-    _share(cells, shared_cells, fields)
-    _share(biases, shared_biases, fields)
-    _share(bits, shared_bits, fields)
-    _share(shifts, shared_shifts, fields)
-    _share(words, shared_words, fields)
+    _share_layout(cells, biases, bits, shifts, words, shared_cells, shared_biases, shared_bits, shared_shifts,
+                  shared_words)
     _share_fields(kinds, firsts, positions, shared_kinds, shared_firsts, shared_positions)
     cuda.syncthreads()
     s = cuda.local.array(WIDTH, np.int16)
     row = cuda.local.array(MAX_WORDS, np.int64)
     registers = cuda.local.array(MAX_REGISTERS, np.int64)
     for j in range(cuda.grid(1), count, cuda.gridsize(1)):
-        for word in range(word_count):
-            row[word] = rows[(first + j) * word_count + word]
-        unpack(row, 0, shared_cells[:fields], shared_biases[:fields], shared_bits[:fields], shared_shifts[:fields],
-               shared_words[:fields], s)
+        _unpack_row(rows, first + j, word_count, row, shared_cells[:fields], shared_biases[:fields],
+                    shared_bits[:fields], shared_shifts[:fields], shared_words[:fields], s)
         _run(instructions, shared_cfg[C_REPLICAS], shared_kinds, shared_firsts, shared_positions, s, s, 0, 0,
              registers)
         flags[j] = 1 if flagged(registers, fails, raises, witness) else 0
@@ -283,11 +289,8 @@ def flag_steps(cfg, slot_names, slot_replicas, cells, biases, bits, shifts, word
     _share(cfg, shared_cfg, SETTINGS)
     _share(slot_names, shared_names, slot_count)
     _share(slot_replicas, shared_replicas, slot_count)
-    _share(cells, shared_cells, fields)
-    _share(biases, shared_biases, fields)
-    _share(bits, shared_bits, fields)
-    _share(shifts, shared_shifts, fields)
-    _share(words, shared_words, fields)
+    _share_layout(cells, biases, bits, shifts, words, shared_cells, shared_biases, shared_bits, shared_shifts,
+                  shared_words)
     _share_fields(kinds, firsts, positions, shared_kinds, shared_firsts, shared_positions)
     cuda.syncthreads()
     the_cells, the_biases, the_bits = shared_cells[:fields], shared_biases[:fields], shared_bits[:fields]
@@ -300,12 +303,9 @@ def flag_steps(cfg, slot_names, slot_replicas, cells, biases, bits, shifts, word
         flags[index] = 0
         if cand_flags[index] & ENABLED:
             j, slot = index // slot_count, index % slot_count
-            for word in range(word_count):
-                row[word] = frontier[(first + j) * word_count + word]
-            unpack(row, 0, the_cells, the_biases, the_bits, the_shifts, the_words, s)
-            for word in range(word_count):
-                row[word] = cand_words[index * word_count + word]
-            unpack(row, 0, the_cells, the_biases, the_bits, the_shifts, the_words, t)
+            _unpack_row(frontier, first + j, word_count, row, the_cells, the_biases, the_bits, the_shifts, the_words,
+                        s)
+            _unpack_row(cand_words, index, word_count, row, the_cells, the_biases, the_bits, the_shifts, the_words, t)
             _run(instructions, shared_cfg[C_REPLICAS], shared_kinds, shared_firsts, shared_positions, s, t,
                  shared_names[slot], shared_replicas[slot], registers)
             if flagged(registers, fails, raises, witness):

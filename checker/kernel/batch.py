@@ -15,6 +15,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from kafka_mc.model import Config, ReplicationModel, State
+from kafka_mc.model.epoch_bumps import EpochBumpModel
 from kafka_mc.properties import ALWAYS, PROPERTIES
 from kafka_mc.testing import Expansion
 
@@ -29,12 +30,13 @@ from .transitions import slot_codes
 class KernelBatch:
     """One configuration's kernel, for slices of packed states."""
 
-    def __init__(self, config: Config, symmetry: bool = False):
+    def __init__(self, config: Config, symmetry: bool = False, bumps: bool = False):
+        """`bumps`: with the controller's epoch bumps (`model/epoch_bumps.py`)."""
         self.config = config
-        self.model = ReplicationModel(config)
-        self.cfg = settings(config)
+        self.model = EpochBumpModel(config) if bumps else ReplicationModel(config)
+        self.cfg = settings(config, bumps)
         self.slot_codes = slot_codes(self.model.action_names, config.replicas)
-        self.layout = packing(config)
+        self.layout = packing(config, bumps)
         self.orders = replica_orders(config.replicas, symmetry)
         self.word_count = self.layout.word_count
         self.property_names = PROPERTY_NAMES  # bit p of a flag is property p
@@ -138,8 +140,11 @@ class KernelEncoding:
     name = "compiled kernel"
     ordered = True
 
+    def __init__(self, bumps: bool = False):
+        self.bumps = bumps  # held to `model.epoch_bumps.EpochBumpModel` instead
+
     def expand(self, config: Config, states: Sequence[State]) -> Iterator[Expansion]:
-        batch = KernelBatch(config)
+        batch = KernelBatch(config, bumps=self.bumps)
         rows = np.stack([batch.pack(state) for state in states])
         parents, slots, fingerprints, successors, truncated = batch.expand(rows)
         if not np.array_equal(fingerprints, batch.fingerprints(successors)):

@@ -27,8 +27,10 @@ from typing import Callable, Iterable
 import numba
 import numpy as np
 
+from kafka_mc.control.epoch_bumps import EpochBumpSystem
 from kafka_mc.control.replication import ReplicationSystem, model_of
 from kafka_mc.model import Config, ReplicationModel, State
+from kafka_mc.model.epoch_bumps import EpochBumpModel, bounding_config
 from kafka_mc.model.interface import Model
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property, shipped
 
@@ -82,18 +84,19 @@ class _Search:
     `programs`: the users' properties among `properties`, lowered already (lowered here when None)."""
 
     def __init__(self, config: Config, properties: tuple[Property, ...], symmetry: bool = False,
-                 programs: list | None = None):
-        self.model = ReplicationModel(config)
+                 programs: list | None = None, bumps: bool = False):
+        self.model = EpochBumpModel(config) if bumps else ReplicationModel(config)
         self.symmetry = symmetry
         self.orders = replica_orders(config.replicas, symmetry)
-        self.cfg = settings(config)
+        self.cfg = settings(config, bumps)
         self.slot_codes = slot_codes(self.model.action_names, config.replicas)
         self.enabled = np.zeros(len(self.slot_codes), dtype=np.int64)  # successors generated, per action slot
-        self.layout = packing(config)
+        self.layout = packing(config, bumps)
         wanted = {p.name for p in properties if shipped(p)}
         users = [p for p in properties if not shipped(p)]
         self.user = UserChecks(self.model, users, len(self.slot_codes),
-                               [lowered_program(p, config) for p in users] if programs is None else programs)
+                               [lowered_program(p, _lowering_config(config, bumps)) for p in users]
+                               if programs is None else programs)
         self.looking = sum(1 << index for index, name in enumerate(PROPERTY_NAMES) if name in wanted)
         self.found_nodes = np.full(len(PROPERTY_NAMES), NOT_FOUND, dtype=np.int64)
         self.found_slots = np.full(len(PROPERTY_NAMES), NOT_FOUND, dtype=np.int64)
@@ -281,21 +284,24 @@ def kernel_check(
     """`checker.bfs.check` by the compiled kernel, with `workers` threads (the same results for
     any number); a user's property runs lowered, and one that does not lower is refused
     (`NotLowered`). The kernel encodes the replication model: a `Config` of it, or the model itself
-    (`control.replication.model_of`); another model is refused by name."""
+    (`control.replication.model_of`), or the replication model with the controller's epoch bumps
+    (`control.epoch_bumps`); another model is refused by name."""
     model = model_of(model_or_config, properties)
-    if model.name != ReplicationSystem.name:
+    if model.name not in (ReplicationSystem.name, EpochBumpSystem.name):
         raise ValueError(f"the compiled kernel encodes the replication model only, not the {model.name} model; "
                          "check it with checker.bfs.check or checker.spark.spark_check")
     config: Config = model.config
     properties = tuple(model.properties)
+    bumps = model.name == EpochBumpSystem.name
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, not {workers!r}")
-    programs = [lowered_program(p, config) for p in properties if not shipped(p)]  # refused before compiling
+    programs = [lowered_program(p, _lowering_config(config, bumps))  # refused before compiling
+                for p in properties if not shipped(p)]
     compile_seconds = compile_kernel()
     # numba.config sets its NUMBA_* settings at run time, from the environment
     numba.set_num_threads(min(workers, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
     started = time.perf_counter()
-    search = _Search(config, properties, symmetry, programs)
+    search = _Search(config, properties, symmetry, programs, bumps)
     depth, stopped_because = explore_levels(search, properties, keep_going, budget, progress, started)
     traces = search.found()
     seconds = time.perf_counter() - started
@@ -305,6 +311,12 @@ def kernel_check(
         KernelStats(search.distinct, search.generated, depth, seconds, compile_seconds,
                     collision_probability(search.distinct, search.generated)),
         stopped_because, search.coverage())
+
+
+def _lowering_config(config: Config, bumps: bool) -> Config:
+    """The configuration whose bounds a user's property is lowered within: with the controller's
+    epoch bumps, epochs run further than the elections bound (`model.epoch_bumps.bounding_config`)."""
+    return bounding_config(config) if bumps else config
 
 
 def collision_probability(distinct: int, generated: int) -> float:

@@ -12,8 +12,8 @@ LEO, unflushed count, HW, the epoch cache (count, epochs, start offsets), status
 epoch, the fetch response in flight (present, offset, HW, out of range, record count,
 records), the stale ISR and the view of the others' LEOs (present, one per replica).
 After the replicas: the controller (leader, epoch, ISR), records written, crashes, acked
-writes, the cut masks, cuts, and the committed and consumed histories as one bitmask of
-message numbers per offset.
+writes, the cut masks, cuts, the epochs the controller's bumps made (`model/epoch_bumps.py`), and
+the committed and consumed histories as one bitmask of message numbers per offset.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kafka_mc.model import Config, Record, Replica, State
-from kafka_mc.model import protocols
+from kafka_mc.model import epoch_bumps, protocols
 from kafka_mc.model.protocols import PROTOCOLS
 from kafka_mc.model.state import MAX_REPLICAS, Controller, FetchResponse
 
@@ -67,15 +67,19 @@ ACKED = CRASHES + 1
 ZK_CUT = ACKED + 1
 PEER_CUT = ZK_CUT + 1
 CUTS = PEER_CUT + 1
-COMMITTED = CUTS + 1
+BUMPED = CUTS + 1  # with the controller's epoch bumps (`model/epoch_bumps.py`): the epochs bumps made
+COMMITTED = BUMPED + 1
 CONSUMED = COMMITTED + MAX_MESSAGES
 WIDTH = CONSUMED + MAX_MESSAGES
 
 # the settings the kernel reads, as cells of one int64 array: the bounds, then one cell per protocol
-# choice (`model/protocols.py` CHOICES, in that order)
+# choice (`model/protocols.py` CHOICES, in that order), then whether the controller bumps the epoch on
+# ISR removal and whether a follower then skips a LeaderAndIsr naming the leader it follows
+# (`model/epoch_bumps.py`)
 (C_REPLICAS, C_MESSAGES, C_CRASHES, C_ELECTIONS, C_ACKS, C_MIN_ISR, C_UNCLEAN, C_FLUSH, C_PARTITIONS,
  C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_NEW_FOLLOWER, C_EPOCH_LOOKUP, C_ISR_JOIN, C_TRUNCATE_ON_FETCH,
- C_DIVERGING_FETCH_UPDATES_LEADER) = range(16)
+ C_DIVERGING_FETCH_UPDATES_LEADER, C_ISR_BUMPS, C_SKIPS_SAME_LEADER) = range(18)
+SETTING_COUNT = C_SKIPS_SAME_LEADER + 1
 ACKS_CODES = {"all": 0, "1": 1, "0": 2}
 ACKS_ALL, ACKS_ONE, ACKS_ZERO = 0, 1, 2
 
@@ -99,13 +103,15 @@ assert tuple(CHOICE_CODES) == protocols.CHOICE_NAMES == ("epoch_cache", "epoch_o
                                                            "diverging_fetch_updates_leader")
 
 
-def settings(config: Config) -> np.ndarray:
-    """The settings cells of `config`; `UnencodedChoice` for a protocol choice the kernel lacks."""
+def settings(config: Config, bumps: bool = False) -> np.ndarray:
+    """The settings cells of `config`, with the controller's epoch bumps when `bumps`;
+    `UnencodedChoice` for a protocol choice the kernel lacks."""
     protocol = PROTOCOLS[config.protocol]
     protocols.require_encoded("compiled kernel", protocol, {name: tuple(codes) for name, codes in CHOICE_CODES.items()})
     values = [config.replicas, config.messages, config.crashes, config.elections, ACKS_CODES[config.acks],
               config.min_isr, int(config.unclean), int(config.flush), config.partitions]
     values += [CHOICE_CODES[name][value] for name, value in protocol.choices().items()]
+    values += [int(bumps), int(bumps and epoch_bumps.SKIPS[config.protocol] == epoch_bumps.SAME_LEADER)]
     return np.array(values, dtype=np.int64)
 
 
@@ -144,6 +150,7 @@ def encode(state: State) -> np.ndarray:
     wide[LEADER], wide[CONTROLLER_EPOCH], wide[ISR] = controller.leader, controller.epoch, controller.isr
     wide[WRITTEN], wide[CRASHES], wide[ACKED] = state.written, state.crashes, state.acked
     wide[ZK_CUT], wide[PEER_CUT], wide[CUTS] = state.zk_cut, state.peer_cut, state.cuts
+    wide[BUMPED] = controller.bumped
     for history, first in ((state.committed, COMMITTED), (state.consumed, CONSUMED)):
         for offset, msg in history:
             wide[first + offset] |= 1 << msg
@@ -174,7 +181,8 @@ def decode(wide: np.ndarray, replicas: int) -> State:
         return tuple((offset, msg) for offset in range(MAX_MESSAGES) for msg in range(MAX_MESSAGES + 1)
                      if cells[first + offset] >> msg & 1)
 
-    return State(tuple(decoded), Controller(cells[LEADER], cells[CONTROLLER_EPOCH], cells[ISR]), cells[WRITTEN],
+    controller = Controller(cells[LEADER], cells[CONTROLLER_EPOCH], cells[ISR], cells[BUMPED])
+    return State(tuple(decoded), controller, cells[WRITTEN],
                  cells[CRASHES], history(COMMITTED), history(CONSUMED), cells[ACKED], cells[ZK_CUT],
                  cells[PEER_CUT], cells[CUTS])
 
@@ -193,8 +201,11 @@ class Packing:
     word_count: int
 
 
-def _ranges(config: Config) -> list[tuple[int, int, int]]:
-    """(cell, least value, greatest value) of every cell that can vary under `config`."""
+def _ranges(config: Config, bumps: bool = False) -> list[tuple[int, int, int]]:
+    """(cell, least value, greatest value) of every cell that can vary under `config` (with the
+    controller's epoch bumps when `bumps`: one per crash at most, each an epoch without an election)."""
+    if bumps:
+        config = epoch_bumps.bounding_config(config)
     n, messages, elections = config.replicas, config.messages, config.elections
     keeps_cache = PROTOCOLS[config.protocol].epoch_cache
     masks = (1 << n) - 1
@@ -224,15 +235,17 @@ def _ranges(config: Config) -> list[tuple[int, int, int]]:
                (CRASHES, 0, config.crashes), (ACKED, 0, (1 << (messages + 1)) - 1)]
     if config.partitions:
         ranges += [(ZK_CUT, 0, masks), (PEER_CUT, 0, masks), (CUTS, 0, config.partitions)]
+    if bumps:
+        ranges.append((BUMPED, 0, (1 << (elections + 1)) - 1))
     for first in (COMMITTED, CONSUMED):
         ranges += [(first + offset, 0, (1 << (messages + 1)) - 1) for offset in range(messages)]
     return [(cell, low, high) for cell, low, high in ranges if high > low]
 
 
-def packing(config: Config) -> Packing:
+def packing(config: Config, bumps: bool = False) -> Packing:
     cells, biases, bits, words, shifts = [], [], [], [], []
     word, shift = 0, 0
-    for cell, low, high in _ranges(config):
+    for cell, low, high in _ranges(config, bumps):
         width = (high - low).bit_length()
         if shift + width > 63:
             word, shift = word + 1, 0

@@ -12,8 +12,8 @@ import numpy as np
 from numba import njit
 
 from .layout import (
-    ACKED, ACKS_ALL, ACKS_ZERO, C_ACKS, C_CRASHES, C_DIVERGING_FETCH_UPDATES_LEADER, C_ELECTIONS, C_EPOCH_CACHE,
-    C_EPOCH_ON_ELECTION, C_EPOCH_LOOKUP, C_FLUSH, C_ISR_JOIN, C_MESSAGES, C_MIN_ISR, C_NEW_FOLLOWER, C_PARTITIONS,
+    ACKED, ACKS_ALL, ACKS_ZERO, BUMPED, C_ACKS, C_CRASHES, C_DIVERGING_FETCH_UPDATES_LEADER, C_ELECTIONS, C_EPOCH_CACHE,
+    C_EPOCH_ON_ELECTION, C_EPOCH_LOOKUP, C_FLUSH, C_ISR_BUMPS, C_ISR_JOIN, C_SKIPS_SAME_LEADER, C_MESSAGES, C_MIN_ISR, C_NEW_FOLLOWER, C_PARTITIONS,
     C_REPLICAS, C_TRUNCATE_ON_FETCH, C_UNCLEAN, CACHE_COUNT, CACHE_EPOCH, CACHE_START, COMMITTED, CONSUMED,
     CONTROLLER_EPOCH, CRASHES, CUTS, EPOCH, HAS_REMOTE, HW, ISR, JOIN_AT_HW, LEADER, LEO, LOOKUP_KIP_101,
     NEW_FOLLOWER_FETCHES_IF_EPOCH, NEW_FOLLOWER_TRUNCATES, LOG_EPOCH, LOG_MSG, MAX_REPLICAS, PEER_CUT, REMOTE_LEO, REPLICA_WIDTH, RESPONSE,
@@ -73,7 +73,22 @@ def current_leader(s):
 
 
 @njit(cache=True, inline="always")
-def acting_leader(s, n, epoch):
+def leadership_start(s, epoch):
+    """`EpochBumpModel._leadership_start`: the epoch of the election that began `epoch`'s
+    leadership (`epoch` itself without the controller's epoch bumps)."""
+    while epoch > 0 and s[BUMPED] >> epoch & 1:
+        epoch -= 1
+    return epoch
+
+
+@njit(cache=True, inline="always")
+def acting_leader(cfg, s, n, epoch):
+    if cfg[C_SKIPS_SAME_LEADER]:  # `EpochBumpModel._acting_leader`: requests carry no epoch (up to 2.0)
+        for index in range(n):
+            leader_epoch = s[index * REPLICA_WIDTH + EPOCH]
+            if acts_as_leader(s, index) and leadership_start(s, leader_epoch) <= epoch <= leader_epoch:
+                return index
+        return NO_LEADER
     index = s[LEADER]
     if index != NO_LEADER and s[index * REPLICA_WIDTH + EPOCH] == epoch and acts_as_leader(s, index):
         return index
@@ -84,10 +99,10 @@ def acting_leader(s, n, epoch):
 
 
 @njit(cache=True, inline="always")
-def reachable_leader(s, n, i):
+def reachable_leader(cfg, s, i):
     if not alive(s, i) or s[PEER_CUT] >> i & 1:
         return NO_LEADER
-    leader = acting_leader(s, n, s[i * REPLICA_WIDTH + EPOCH])
+    leader = acting_leader(cfg, s, cfg[C_REPLICAS], s[i * REPLICA_WIDTH + EPOCH])
     if leader == i or leader == NO_LEADER or s[PEER_CUT] >> leader & 1:
         return NO_LEADER
     return leader
@@ -266,8 +281,9 @@ def advance_hw(cfg, t, index):
         t[index * REPLICA_WIDTH + HW] = hw
         if cfg[C_ACKS] == ACKS_ALL and popcount(isr) >= cfg[C_MIN_ISR]:
             epoch = t[index * REPLICA_WIDTH + EPOCH]
+            start = leadership_start(t, epoch)
             for offset in range(old_hw, hw):
-                if t[index * REPLICA_WIDTH + LOG_EPOCH + offset] == epoch:
+                if start <= t[index * REPLICA_WIDTH + LOG_EPOCH + offset] <= epoch:
                     t[ACKED] |= 1 << t[index * REPLICA_WIDTH + LOG_MSG + offset]
     if not hw:
         return
@@ -319,7 +335,7 @@ def record_fetch(cfg, t, leader, i, offset):
 def leader_handle_fetch_request(cfg, s, t, i):
     if s[i * REPLICA_WIDTH + RESPONSE] or s[i * REPLICA_WIDTH + ROLE] != FOLLOWER:
         return False
-    leader = reachable_leader(s, cfg[C_REPLICAS], i)
+    leader = reachable_leader(cfg, s, i)
     if leader == NO_LEADER:
         return False
     offset = s[i * REPLICA_WIDTH + LEO]
@@ -411,6 +427,10 @@ def become_follower(cfg, s, t, i):
         return False
     t[:] = s
     t[i * REPLICA_WIDTH + EPOCH] = s[CONTROLLER_EPOCH]
+    role = s[i * REPLICA_WIDTH + ROLE]
+    if cfg[C_SKIPS_SAME_LEADER] and (role == FOLLOWER or role == TRUNCATING) \
+            and leadership_start(s, s[CONTROLLER_EPOCH]) <= s[i * REPLICA_WIDTH + EPOCH]:
+        return True  # `EpochBumpModel.become_follower`: a bump of the leader it follows (up to 2.0)
     clear_memory(t, i)
     new_follower = cfg[C_NEW_FOLLOWER]
     if new_follower == NEW_FOLLOWER_TRUNCATES:
@@ -474,12 +494,22 @@ def controller_notice_failure(cfg, s, t, i):
     remaining = s[ISR] & ~(1 << i)
     if s[ISR] >> i & 1 and remaining:
         with_isr(cfg, t, remaining)
+    leader = t[LEADER]
+    if cfg[C_ISR_BUMPS] and leader != NO_LEADER and leader != i and t[ISR] != s[ISR]:
+        # `EpochBumpModel.controller_notice_failure`: the epoch bump, taken by a live leader at once
+        epoch = t[CONTROLLER_EPOCH] + 1
+        t[CONTROLLER_EPOCH] = epoch
+        t[BUMPED] |= 1 << epoch
+        if acts_as_leader(t, leader):
+            t[leader * REPLICA_WIDTH + EPOCH] = epoch
+            if cfg[C_EPOCH_ON_ELECTION]:
+                push_cache_entry(t, leader, epoch, t[leader * REPLICA_WIDTH + LEO])
     return True
 
 
 @njit(cache=True, inline="always")
 def controller_elect_leader(cfg, s, t, i):
-    if s[LEADER] != NO_LEADER or s[CONTROLLER_EPOCH] >= cfg[C_ELECTIONS]:
+    if s[LEADER] != NO_LEADER or s[CONTROLLER_EPOCH] - popcount(s[BUMPED]) >= cfg[C_ELECTIONS]:
         return False
     if s[i * REPLICA_WIDTH + STATUS] != UP or s[ZK_CUT] >> i & 1:
         return False
@@ -515,7 +545,7 @@ def controller_elect_leader(cfg, s, t, i):
 def follower_truncate_by_leader_epoch(cfg, s, t, i):
     if s[i * REPLICA_WIDTH + ROLE] != TRUNCATING:
         return False
-    leader = reachable_leader(s, cfg[C_REPLICAS], i)
+    leader = reachable_leader(cfg, s, i)
     if leader == NO_LEADER:
         return False
     requested = latest_epoch(s, i)
