@@ -140,7 +140,7 @@ def check_command(
     epoch_bumps: bool = typer.Option(False, "--epoch-bumps",
                                      help="The controller bumps the leader epoch when it removes a dead follower "
                                           "from the ISR, as Kafka's ZooKeeper controller does (the kernel and "
-                                          "python engines; no network failures)."),
+                                          "python engines)."),
     output_format: OutputFormat = typer.Option(OutputFormat.text, "--format",
                                                help="text, or json: one JSON object on stdout."),
     out: Optional[Path] = typer.Option(None, help="Write a report set for every violation into this directory."),

@@ -23,12 +23,15 @@ What each replica does with the bumped epoch, read at the release tags:
 A bump with no leader (the last ISR member died, `NoLeader`) reaches no replica that acts on it
 (`ReplicaManager.makeFollowers` skips a leader that is not alive) and only skips an epoch number;
 it is left out. The elections bound still counts elections: the controller's `bumped` marks the
-epochs bumps made (at most one per crash, so epochs run to elections + crashes; 0 in the replication
-model).
+epochs bumps made (at most one per crash or network failure, `bounding_config`; 0 in the
+replication model).
 
-Not modelled: network failures (`partitions` > 0). A leader cut off from the controller would
-take the bump late, with a stale ZooKeeper version meanwhile (its ISR writes fail), which the
-replication model's single ISR cannot express; such a configuration is refused by name.
+A leader cut off from ZooKeeper when its epoch is bumped takes the bump when it reconnects (the
+controller resends the request until it arrives); until then it still leads, in the older epoch:
+up to 2.0 its followers' requests, which carry no epoch, reach it whatever epoch they took; from 2.1
+it fences those of the newer epoch (UNKNOWN_LEADER_EPOCH). Its ISR writes fail meanwhile, as they
+do for any leader cut off (`LeaderShrinkIsrFails`); the ISR the controller shrank is the one it
+works with, as everywhere in the model (the ISR lives in one place).
 """
 
 from __future__ import annotations
@@ -53,8 +56,9 @@ SKIPS = {
 
 def bounding_config(config: Config) -> Config:
     """A configuration of the replication model whose bounds hold every value this model reaches
-    under `config`: every crash may add a bumped epoch, so epochs run to elections + crashes."""
-    return replace(config, elections=config.elections + config.crashes)
+    under `config`: every failure the controller notices (a crash, or a session expired by a network
+    failure) may add a bumped epoch, so epochs run to elections + crashes + network failures."""
+    return replace(config, elections=config.elections + config.crashes + config.partitions)
 
 
 class EpochBumpModel(ReplicationModel):
@@ -65,13 +69,10 @@ class EpochBumpModel(ReplicationModel):
         if config.protocol not in SKIPS:
             raise ConfigError("protocol", f"the epoch bump is modelled for the shipped variants only "
                                           f"({', '.join(SKIPS)}), not {config.protocol!r}")
-        if config.partitions:
-            raise ConfigError("partitions", "the epoch bump is not modelled with network failures: "
-                                            f"must be 0, not {config.partitions}")
-        if config.elections + config.crashes > CHECK_COUNT_LIMIT:
-            # every crash may bump the epoch once: epochs run to elections + crashes
-            raise ConfigError("crashes", f"with the epoch bump, elections + crashes must be at most "
-                                         f"{CHECK_COUNT_LIMIT}, not {config.elections + config.crashes}")
+        epochs = config.elections + config.crashes + config.partitions  # `bounding_config`
+        if epochs > CHECK_COUNT_LIMIT:
+            raise ConfigError("crashes", f"with the epoch bump, elections + crashes + network failures must be "
+                                         f"at most {CHECK_COUNT_LIMIT}, not {epochs}")
         super().__init__(config)
         self.skips = SKIPS[config.protocol]
 
@@ -91,8 +92,15 @@ class EpochBumpModel(ReplicationModel):
         leader fences a request from an older epoch: only a leader in the same epoch answers."""
         if self.skips == SAME_EPOCH:
             return super()._acting_leader(state, epoch)
+        controller = state.controller
         for index, replica in enumerate(state.replicas):
-            if replica.acts_as_leader and self._leadership_start(state, replica.epoch) <= epoch <= replica.epoch:
+            if not replica.acts_as_leader:
+                continue
+            start = self._leadership_start(state, replica.epoch)
+            # the controller's leader leads to the controller's epoch, bumps it has not yet taken included
+            last = controller.epoch if index == controller.leader and self._current_leader(state) == index \
+                else replica.epoch
+            if start <= epoch <= last:
                 return index
         return NO_LEADER
 
@@ -109,12 +117,29 @@ class EpochBumpModel(ReplicationModel):
             return state
         epoch = controller.epoch + 1
         state = state._replace(controller=controller._replace(epoch=epoch, bumped=controller.bumped | 1 << epoch))
-        leader = state.replicas[leader_index]
-        if not leader.acts_as_leader:  # crashed, not yet noticed: the request is lost
+        if state.zk_cut >> leader_index & 1:  # cut off: it takes the LeaderAndIsr once reconnected
             return state
+        return self._take_bump(state, leader_index)
+
+    def _take_bump(self, state: State, index: int) -> State:
+        """The controller's leader acts on the LeaderAndIsr of a bump (`Partition.makeLeader`, as
+        a leader already), unless it crashed and the request is lost."""
+        leader = state.replicas[index]
+        if not leader.acts_as_leader:
+            return state
+        epoch = state.controller.epoch
         leader = leader._replace(epoch=epoch, epochs=self.protocol.epochs_on_become_leader(leader.epochs, epoch,
                                                                                              leader.leo))
-        return self.with_replica(state, leader_index, leader)
+        return self._advance_hw(self.with_replica(state, index, leader), index)
+
+    def zk_reconnect(self, state: State, index: int) -> State | None:
+        """As in the replication model; the controller's leader, cut off when the epoch was bumped,
+        now takes the bump (the controller's request is sent again until it arrives)."""
+        reconnected = super().zk_reconnect(state, index)
+        if reconnected is None or index != reconnected.controller.leader \
+                or reconnected.replicas[index].epoch == reconnected.controller.epoch:
+            return reconnected
+        return self._take_bump(reconnected, index)
 
     def become_follower(self, state: State, index: int) -> State | None:
         """Up to 2.0, a follower told of a bump of the leader it follows takes the epoch only."""

@@ -33,8 +33,8 @@ What is simplified, and why:
   ZooKeeper session expired, by a crash or a cut (no preferred-leader or
   controlled-shutdown elections); removing a dead follower from the ISR does not bump
   the leader epoch (the ZooKeeper controller's `ReplicaStateMachine` does, through
-  `LeaderAndIsr.newLeaderAndIsr`: `model/epoch_bumps.py` models it, without network
-  failures, and shortens one shortest counterexample, docs/model.md); the last ISR member
+  `LeaderAndIsr.newLeaderAndIsr`: `model/epoch_bumps.py` models it, and shortens one
+  shortest counterexample, docs/model.md); the last ISR member
   is never removed. The controller's own
   failure is `control/failover.py`, a wrapper of this model (`check --controller-failures N`).
 - A replica told of a new epoch always acts on it as a new follower (`BecomeFollower`), as
@@ -208,13 +208,14 @@ class ReplicationModel:
     def with_replica(state: State, index: int, replica: Replica) -> State:
         return state._replace(replicas=_put(state.replicas, index, replica))
 
-    @staticmethod
-    def _current_leader(state: State) -> int:
-        """The index of the live replica leading in the controller's epoch, or NO_LEADER."""
+    def _current_leader(self, state: State) -> int:
+        """The index of the live replica leading in the controller's epoch (in its leadership: one
+        that has not yet taken an epoch bump still leads, `model/epoch_bumps.py`), or NO_LEADER."""
         index = state.controller.leader
         if index != NO_LEADER:
             leader = state.replicas[index]
-            if leader.acts_as_leader and leader.epoch == state.controller.epoch:
+            epoch = state.controller.epoch
+            if leader.acts_as_leader and self._leadership_start(state, epoch) <= leader.epoch <= epoch:
                 return index
         return NO_LEADER
 

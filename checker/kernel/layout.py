@@ -203,7 +203,7 @@ class Packing:
 
 def _ranges(config: Config, bumps: bool = False) -> list[tuple[int, int, int]]:
     """(cell, least value, greatest value) of every cell that can vary under `config` (with the
-    controller's epoch bumps when `bumps`: one per crash at most, each an epoch without an election)."""
+    controller's epoch bumps when `bumps`: one per failure noticed at most, each an epoch without an election)."""
     if bumps:
         config = epoch_bumps.bounding_config(config)
     n, messages, elections = config.replicas, config.messages, config.elections

@@ -65,14 +65,6 @@ def acts_as_leader(s, i):
 
 
 @njit(cache=True, inline="always")
-def current_leader(s):
-    index = s[LEADER]
-    if index != NO_LEADER and acts_as_leader(s, index) and s[index * REPLICA_WIDTH + EPOCH] == s[CONTROLLER_EPOCH]:
-        return index
-    return NO_LEADER
-
-
-@njit(cache=True, inline="always")
 def leadership_start(s, epoch):
     """`EpochBumpModel._leadership_start`: the epoch of the election that began `epoch`'s
     leadership (`epoch` itself without the controller's epoch bumps)."""
@@ -82,11 +74,25 @@ def leadership_start(s, epoch):
 
 
 @njit(cache=True, inline="always")
+def current_leader(s):
+    """`ReplicationModel._current_leader`."""
+    index = s[LEADER]
+    if index != NO_LEADER and acts_as_leader(s, index):
+        epoch = s[CONTROLLER_EPOCH]
+        if leadership_start(s, epoch) <= s[index * REPLICA_WIDTH + EPOCH] <= epoch:
+            return index
+    return NO_LEADER
+
+
+@njit(cache=True, inline="always")
 def acting_leader(cfg, s, n, epoch):
     if cfg[C_SKIPS_SAME_LEADER]:  # `EpochBumpModel._acting_leader`: requests carry no epoch (up to 2.0)
         for index in range(n):
+            if not acts_as_leader(s, index):
+                continue
             leader_epoch = s[index * REPLICA_WIDTH + EPOCH]
-            if acts_as_leader(s, index) and leadership_start(s, leader_epoch) <= epoch <= leader_epoch:
+            last = s[CONTROLLER_EPOCH] if index == s[LEADER] and current_leader(s) == index else leader_epoch
+            if leadership_start(s, leader_epoch) <= epoch <= last:
                 return index
         return NO_LEADER
     index = s[LEADER]
@@ -500,11 +506,20 @@ def controller_notice_failure(cfg, s, t, i):
         epoch = t[CONTROLLER_EPOCH] + 1
         t[CONTROLLER_EPOCH] = epoch
         t[BUMPED] |= 1 << epoch
-        if acts_as_leader(t, leader):
-            t[leader * REPLICA_WIDTH + EPOCH] = epoch
-            if cfg[C_EPOCH_ON_ELECTION]:
-                push_cache_entry(t, leader, epoch, t[leader * REPLICA_WIDTH + LEO])
+        if not t[ZK_CUT] >> leader & 1:
+            take_bump(cfg, t, leader)
     return True
+
+
+@njit(cache=True, inline="always")
+def take_bump(cfg, t, leader):
+    """`EpochBumpModel._take_bump`: the controller's leader acts on the bump, unless it crashed."""
+    if acts_as_leader(t, leader):
+        epoch = t[CONTROLLER_EPOCH]
+        t[leader * REPLICA_WIDTH + EPOCH] = epoch
+        if cfg[C_EPOCH_ON_ELECTION]:
+            push_cache_entry(t, leader, epoch, t[leader * REPLICA_WIDTH + LEO])
+        advance_hw(cfg, t, leader)
 
 
 @njit(cache=True, inline="always")
@@ -582,6 +597,8 @@ def zk_reconnect(cfg, s, t, i):
         t[i * REPLICA_WIDTH + STATUS] = UP
     if t[i * REPLICA_WIDTH + ROLE] == FENCED and can_write_isr(t, i):
         t[i * REPLICA_WIDTH + ROLE] = LEADER_ROLE
+    if cfg[C_ISR_BUMPS] and i == t[LEADER] and t[i * REPLICA_WIDTH + EPOCH] != t[CONTROLLER_EPOCH]:
+        take_bump(cfg, t, i)  # `EpochBumpModel.zk_reconnect`: the bump it missed while cut off
     return True
 
 
