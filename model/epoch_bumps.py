@@ -23,8 +23,8 @@ What each replica does with the bumped epoch, read at the release tags:
 A bump with no leader (the last ISR member died, `NoLeader`) reaches no replica that acts on it
 (`ReplicaManager.makeFollowers` skips a leader that is not alive) and only skips an epoch number;
 it is left out. The elections bound still counts elections: the controller's `bumped` marks the
-epochs bumps made (at most one per crash or network failure, `bounding_config`; 0 in the
-replication model).
+epochs bumps made (at most one per crash or network failure, `greatest_epoch`); the replication
+model's leadership and election counts read it (none there).
 
 A leader cut off from ZooKeeper when its epoch is bumped takes the bump when it reconnects (the
 controller resends the request until it arrives); until then it still leads, in the older epoch:
@@ -40,7 +40,7 @@ from dataclasses import replace
 
 from .config import CHECK_COUNT_LIMIT, Config, ConfigError
 from .replication import ReplicationModel
-from .state import FOLLOWER, NO_LEADER, TRUNCATING, Controller, State
+from .state import FOLLOWER, NO_LEADER, TRUNCATING, State
 
 # which LeaderAndIsr a follower skips (`Partition.makeFollower` returns false), by variant
 SAME_LEADER, SAME_EPOCH = "same leader", "same leader and epoch"
@@ -54,11 +54,16 @@ SKIPS = {
 }
 
 
+def greatest_epoch(config: Config) -> int:
+    """Every failure the controller notices (a crash, or a session expired by a network failure) may
+    add a bumped epoch: epochs run to elections + crashes + network failures."""
+    return config.elections + config.crashes + config.partitions
+
+
 def bounding_config(config: Config) -> Config:
     """A configuration of the replication model whose bounds hold every value this model reaches
-    under `config`: every failure the controller notices (a crash, or a session expired by a network
-    failure) may add a bumped epoch, so epochs run to elections + crashes + network failures."""
-    return replace(config, elections=config.elections + config.crashes + config.partitions)
+    under `config` (`greatest_epoch`)."""
+    return replace(config, elections=greatest_epoch(config))
 
 
 class EpochBumpModel(ReplicationModel):
@@ -69,22 +74,12 @@ class EpochBumpModel(ReplicationModel):
         if config.protocol not in SKIPS:
             raise ConfigError("protocol", f"the epoch bump is modelled for the shipped variants only "
                                           f"({', '.join(SKIPS)}), not {config.protocol!r}")
-        epochs = config.elections + config.crashes + config.partitions  # `bounding_config`
+        epochs = greatest_epoch(config)
         if epochs > CHECK_COUNT_LIMIT:
             raise ConfigError("crashes", f"with the epoch bump, elections + crashes + network failures must be "
                                          f"at most {CHECK_COUNT_LIMIT}, not {epochs}")
         super().__init__(config)
         self.skips = SKIPS[config.protocol]
-
-    def _elections(self, controller: Controller) -> int:
-        return controller.epoch - bin(controller.bumped).count("1")
-
-    def _leadership_start(self, state: State, epoch: int) -> int:
-        """The epoch of the election that began the leadership `epoch` belongs to."""
-        bumped = state.controller.bumped
-        while epoch > 0 and bumped >> epoch & 1:
-            epoch -= 1
-        return epoch
 
     def _acting_leader(self, state: State, epoch: int) -> int:
         """Up to 2.0 a follower's fetches and OffsetsForLeaderEpoch requests carry no epoch of

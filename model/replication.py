@@ -271,7 +271,8 @@ class ReplicationModel:
                 # only the leader that took the write holds it in purgatory: its own records carry
                 # its epoch; a crash or a new epoch ends the wait without an acknowledgement
                 start = self._leadership_start(state, leader.epoch)
-                acked = sum(1 << record.msg for record in leader.log[old_hw:hw] if start <= record.epoch <= leader.epoch)
+                acked = sum(1 << record.msg for record in leader.log[old_hw:hw]
+                            if start <= record.epoch <= leader.epoch)
                 state = state._replace(acked=state.acked | acked)
         if not hw:
             return state
@@ -284,14 +285,20 @@ class ReplicationModel:
                 state = state._replace(committed=committed)
         return state
 
-    def _leadership_start(self, state: State, epoch: int) -> int:
+    @staticmethod
+    def _leadership_start(state: State, epoch: int) -> int:
         """The first epoch of the leadership whose epoch is `epoch`: the records a leader holds in
-        its purgatory carry these epochs. Here every epoch starts a leadership (an election)."""
+        its purgatory carry these epochs. Every epoch starts one (an election) but those the
+        controller's epoch bumps made (`model/epoch_bumps.py`; none here)."""
+        bumped = state.controller.bumped
+        while epoch > 0 and bumped >> epoch & 1:
+            epoch -= 1
         return epoch
 
-    def _elections(self, controller: Controller) -> int:
-        """How many elections the controller has held: every epoch after the first is one."""
-        return controller.epoch
+    @staticmethod
+    def _elections(controller: Controller) -> int:
+        """How many elections the controller has held: every epoch after the first, but bumps."""
+        return controller.epoch - bin(controller.bumped).count("1")
 
     def _history_with(self, history: tuple[tuple[int, int], ...], log: tuple[Record, ...], hw: int) -> tuple:
         """`history` with every (offset, msg) below `hw` in `log` added; the same tuple when none
@@ -504,7 +511,8 @@ class ReplicationModel:
             remote_leos=(UNKNOWN,) * self.config.replicas,
             epochs=self.protocol.epochs_on_become_leader(candidate.epochs, epoch, candidate.leo),
         )
-        state = self.with_replica(state, index, leader)._replace(controller=controller._replace(leader=index, epoch=epoch, isr=isr))
+        controller = controller._replace(leader=index, epoch=epoch, isr=isr)
+        state = self.with_replica(state, index, leader)._replace(controller=controller)
         return self._advance_hw(state, index)
 
     def follower_truncate_by_leader_epoch(self, state: State, index: int) -> State | None:

@@ -198,7 +198,8 @@ def test_check_epoch_bumps_on_the_command_line(capsys):
         assert code == exitcodes.VIOLATION and result["model"] == "replication-epoch-bumps"
         assert result["violations"]
     for refused, named in ((("--engine", "z3"), "--engine z3"), (("--engine", "python", "--workers", "2"), "--workers"),
-                           (("--crashes", "5", "--elections", "5"), "--crashes"), (("--recoverability",), "--recoverability")):
+                           (("--crashes", "5", "--elections", "5"), "--crashes"),
+                           (("--recoverability",), "--recoverability")):
         code, _, err = run_cli(capsys, "check", "--epoch-bumps", *refused)
         assert code == exitcodes.BAD_INPUT and named in err and "Traceback" not in err, err
 

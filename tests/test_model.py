@@ -174,7 +174,8 @@ def test_clean_election_from_live_isr_and_unclean_when_enabled():
     unclean = model(unclean=True)
     state = run(unclean, A, "LeaderShrinkIsr(B)", "ReplicaCrash(A)", "ControllerNoticeFailure(A)",
                 "ControllerElectLeader(B)")
-    assert (state.controller.leader, state.controller.epoch, state.controller.isr) == (B, 1, 1 << B) and state.replicas[B].role == LEADER
+    assert (state.controller.leader, state.controller.epoch, state.controller.isr) == (B, 1, 1 << B)
+    assert state.replicas[B].role == LEADER
 
 
 def test_election_bound_and_epoch_increment():

@@ -12,8 +12,9 @@ import numpy as np
 from numba import njit
 
 from .layout import (
-    ACKED, ACKS_ALL, ACKS_ZERO, BUMPED, C_ACKS, C_CRASHES, C_DIVERGING_FETCH_UPDATES_LEADER, C_ELECTIONS, C_EPOCH_CACHE,
-    C_EPOCH_ON_ELECTION, C_EPOCH_LOOKUP, C_FLUSH, C_ISR_BUMPS, C_ISR_JOIN, C_SKIPS_SAME_LEADER, C_MESSAGES, C_MIN_ISR, C_NEW_FOLLOWER, C_PARTITIONS,
+    ACKED, ACKS_ALL, ACKS_ZERO, BUMPED, C_ACKS, C_CRASHES, C_DIVERGING_FETCH_UPDATES_LEADER, C_ELECTIONS,
+    C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_EPOCH_LOOKUP, C_FLUSH, C_ISR_BUMPS, C_ISR_JOIN, C_SKIPS_SAME_LEADER,
+    C_MESSAGES, C_MIN_ISR, C_NEW_FOLLOWER, C_PARTITIONS,
     C_REPLICAS, C_TRUNCATE_ON_FETCH, C_UNCLEAN, CACHE_COUNT, CACHE_EPOCH, CACHE_START, COMMITTED, CONSUMED,
     CONTROLLER_EPOCH, CRASHES, CUTS, EPOCH, HAS_REMOTE, HW, ISR, JOIN_AT_HW, LEADER, LEO, LOOKUP_KIP_101,
     NEW_FOLLOWER_FETCHES_IF_EPOCH, NEW_FOLLOWER_TRUNCATES, LOG_EPOCH, LOG_MSG, MAX_REPLICAS, PEER_CUT, REMOTE_LEO, REPLICA_WIDTH, RESPONSE,
@@ -66,7 +67,7 @@ def acts_as_leader(s, i):
 
 @njit(cache=True, inline="always")
 def leadership_start(s, epoch):
-    """`EpochBumpModel._leadership_start`: the epoch of the election that began `epoch`'s
+    """`ReplicationModel._leadership_start`: the epoch of the election that began `epoch`'s
     leadership (`epoch` itself without the controller's epoch bumps)."""
     while epoch > 0 and s[BUMPED] >> epoch & 1:
         epoch -= 1
