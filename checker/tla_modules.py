@@ -19,12 +19,12 @@ from kafka_mc.model.protocols import Protocol, require_encoded
 # each choice value's operators, by the KafkaReplication parameter they instantiate
 OPERATORS: dict[str, dict[object, dict[str, str]]] = {
     "epoch_cache": {
-        False: {"EpochsAfterAppend": "NoCacheAfterAppend", "EpochsAfterTruncate": "NoCacheAfterTruncate"},
-        True: {"EpochsAfterAppend": "CacheAfterAppend", "EpochsAfterTruncate": "CacheAfterTruncate"},
+        False: {"EpochCache": "FALSE", "EpochsAfterTruncate": "NoCacheAfterTruncate"},
+        True: {"EpochCache": "TRUE", "EpochsAfterTruncate": "CacheAfterTruncate"},
     },
     "epoch_on_election": {
-        False: {"EpochsOnBecomeLeader": "NoCacheOnBecomeLeader", "EpochOnElection": "FALSE"},
-        True: {"EpochsOnBecomeLeader": "CacheOnBecomeLeader", "EpochOnElection": "TRUE"},
+        False: {"EpochOnElection": "FALSE"},
+        True: {"EpochOnElection": "TRUE"},
     },
     "new_follower": {
         protocols.TRUNCATE_TO_HW: {"BecomeFollowerReplica": "TruncateToHw"},  # defined in the module
@@ -48,9 +48,13 @@ OPERATORS: dict[str, dict[object, dict[str, str]]] = {
         True: {"RecordsDivergingFetch": "TRUE"},
         False: {"RecordsDivergingFetch": "FALSE"},
     },
+    "epoch_assign": {
+        protocols.NEWER_EPOCH_ONLY: {"AssignEpoch": "NewerEpochOnly", "AssignOnElection": "AppendEntry"},
+        protocols.TRUNCATE_CONFLICTING: {"AssignEpoch": "TruncateConflicting", "AssignOnElection": "TruncateConflicting"},
+    },
 }
 TLA_DIR = Path(protocols.__file__).resolve().parent / "tla"
-PARAMETERS = ("BecomeFollowerReplica", "EpochsAfterAppend", "EpochsAfterTruncate", "EpochsOnBecomeLeader",
+PARAMETERS = ("BecomeFollowerReplica", "EpochCache", "AssignEpoch", "AssignOnElection", "EpochsAfterTruncate",
               "TruncationPoint", "MayJoinIsr", "FetchDivergence", "TruncateOnFetch", "RecordsDivergingFetch",
               "EpochOnElection")
 WIDTH = 77

@@ -11,8 +11,9 @@ The history, one variant per fix (`HISTORY`; `register_protocol` adds a user's o
   hw               Kafka < 0.11  truncate to the local high watermark
   leader-epoch     0.11 - 1.1    KIP-101: OffsetsForLeaderEpoch, the leader's end of the epoch
   kip-279          2.0.0         KIP-279 (KAFKA-6361): agree on the largest common epoch
-  kip-320          2.0.1, 2.1    KAFKA-7415 (a new leader caches its epoch at election) and KAFKA-7128
-                                 (join the ISR only past the leader's epoch start); KIP-320 (2.1)
+  kip-320          2.0.1, 2.1    KAFKA-7415 (a new leader caches its epoch at election; a new entry
+                                 removes those it conflicts with) and KAFKA-7128 (join the ISR only
+                                 past the leader's epoch start); KIP-320 (2.1)
   diverging-epoch  2.8.0         truncation moves into the fetch response (KAFKA-10554)
   kafka-13141      2.8.1, 3.0    a diverging fetch no longer updates the leader's view
 
@@ -31,6 +32,7 @@ from .state import FOLLOWER, TRUNCATING, UNKNOWN, FetchResponse, Record, Replica
 TRUNCATE_TO_HW, ASK_LEADER, FETCH_IF_EPOCH = "truncate-to-hw", "ask-leader", "fetch-if-epoch"
 NO_LOOKUP, KIP_101_LOOKUP, KIP_279_LOOKUP = "none", "kip-101", "kip-279"
 JOIN_AT_HW, JOIN_PAST_EPOCH_START = "leader-hw", "leader-epoch-start"
+NEWER_EPOCH_ONLY, TRUNCATE_CONFLICTING = "newer-epoch-only", "truncate-conflicting"
 
 
 @dataclass(frozen=True)
@@ -45,9 +47,9 @@ class Choice:
 CHOICES: tuple[Choice, ...] = (
     Choice("epoch_cache", {
         False: "no leader-epoch cache (Kafka < 0.11)",
-        True: "a leader-epoch cache of (epoch, start offset): an entry opens at every appended record whose "
-              "epoch is newer than the latest one (`Log.append` -> `LeaderEpochFileCache.assign`), and "
-              "truncation drops the entries at or past the cut (`LeaderEpochFileCache.clearAndFlushLatest`)",
+        True: "a leader-epoch cache of (epoch, start offset): every appended record's epoch is assigned "
+              "(`Log.append` -> `LeaderEpochFileCache.assign`, by `epoch_assign`), and truncation drops the "
+              "entries at or past the cut (`LeaderEpochFileCache.clearAndFlushLatest`)",
     }, ("ProducerWrite", "FollowerHandleFetchResponse")),
     Choice("epoch_on_election", {
         False: "a new leader's epoch enters its cache with its first append only (`Partition.makeLeader` does "
@@ -90,6 +92,17 @@ CHOICES: tuple[Choice, ...] = (
         False: "a diverging fetch leaves the leader's view of the follower alone "
                "(`ReplicaManager.updateFollowerFetchState`, KAFKA-13141)",
     }, ("LeaderHandleFetchRequest",)),
+    Choice("epoch_assign", {
+        NEWER_EPOCH_ONLY: "`LeaderEpochFileCache.assign` opens an entry only for an epoch newer than the latest "
+                          "one (`epoch > latestEpoch && offset >= latestOffset`, 0.11.0.0 through 2.0.0), and a "
+                          "new leader's entry (`epoch_on_election`) is appended as it is",
+        TRUNCATE_CONFLICTING: "KAFKA-7415 (2.0.1): `assign(epoch, start)` does nothing when the latest entry has "
+                              "that epoch and starts at or below `start`; otherwise it removes every entry whose "
+                              "epoch or start offset is not below the new one's and appends it "
+                              "(`truncateAndAppend` 2.0.1, `maybeTruncateNonMonotonicEntries` 2.8 and 3.0), "
+                              "for an appended record (`Log.append`) and a new leader (`Partition.makeLeader`) "
+                              "alike",
+    }, ("ProducerWrite", "FollowerHandleFetchResponse", "ControllerElectLeader")),
 )
 CHOICE_NAMES = tuple(choice.name for choice in CHOICES)
 
@@ -134,6 +147,7 @@ class Protocol:
     isr_join: str
     truncate_on_fetch: bool
     diverging_fetch_updates_leader: bool = True
+    epoch_assign: str = NEWER_EPOCH_ONLY
     doc: str = ""
 
     def __post_init__(self) -> None:
@@ -159,6 +173,8 @@ class Protocol:
              "offset from its cache, where Kafka 2.0.1 writes it at election)"),
             (not self.diverging_fetch_updates_leader, self.truncate_on_fetch,
              "diverging_fetch_updates_leader = False needs truncate_on_fetch"),
+            (self.epoch_assign != NEWER_EPOCH_ONLY, self.epoch_cache,
+             f"epoch_assign = {self.epoch_assign!r} needs epoch_cache"),
         ]
         for applies, holds, message in needs:
             if applies and not holds:
@@ -186,18 +202,32 @@ class Protocol:
         return replica._replace(role=TRUNCATING)
 
     def epochs_after_append(self, epochs: tuple, records: tuple[Record, ...], offset: int) -> tuple:
+        """The cache after `records` are appended at `offset`: `Log.append` assigns each record's
+        (epoch, offset) (`epoch_assign`)."""
         if self.epoch_cache:
             for position, record in enumerate(records, start=offset):
-                if not epochs or record.epoch > epochs[-1][0]:
-                    epochs += ((record.epoch, position),)
+                epochs = self.assign_epoch(epochs, record.epoch, position)
         return epochs
+
+    def assign_epoch(self, epochs: tuple, epoch: int, start: int) -> tuple:
+        """`LeaderEpochFileCache.assign(epoch, start)` (`epoch_assign`)."""
+        if self.epoch_assign == NEWER_EPOCH_ONLY:
+            return epochs + ((epoch, start),) if not epochs or epoch > epochs[-1][0] else epochs
+        if epochs and epochs[-1][0] == epoch and start >= epochs[-1][1]:
+            return epochs
+        return tuple(entry for entry in epochs if entry[0] < epoch and entry[1] < start) + ((epoch, start),)
 
     def epochs_after_truncate(self, epochs: tuple, offset: int) -> tuple:
         return tuple(entry for entry in epochs if entry[1] < offset) if self.epoch_cache else epochs
 
     def epochs_on_become_leader(self, epochs: tuple, epoch: int, leo: int) -> tuple:
-        """A new leader's cache (`epoch_on_election`)."""
-        return epochs + ((epoch, leo),) if self.epoch_on_election else epochs
+        """A new leader's cache (`epoch_on_election`): `Partition.makeLeader` assigns (its epoch,
+        its LEO) as an append does under `truncate-conflicting`, and appends it before."""
+        if not self.epoch_on_election:
+            return epochs
+        if self.epoch_assign == NEWER_EPOCH_ONLY:
+            return epochs + ((epoch, leo),)
+        return self.assign_epoch(epochs, epoch, leo)
 
     def leader_answer(self, leader: Replica, follower: Replica) -> tuple[int, int]:
         """The leader's OffsetsForLeaderEpoch answer to the follower's latest epoch: (epoch, end
@@ -349,10 +379,11 @@ HISTORY: tuple[Protocol, ...] = (
         "kip-320", "2.0.1", "KAFKA-7415 and KAFKA-7128: a new leader caches its epoch at election, a follower "
         "joins the ISR only past the leader's epoch start (Kafka 2.0.1; 2.1 with KIP-320)",
         epoch_cache=True, epoch_on_election=True, new_follower=ASK_LEADER, epoch_lookup=KIP_279_LOOKUP,
-        isr_join=JOIN_PAST_EPOCH_START, truncate_on_fetch=False,
+        isr_join=JOIN_PAST_EPOCH_START, truncate_on_fetch=False, epoch_assign=TRUNCATE_CONFLICTING,
         doc="Read at 2.0.1 and 2.1.0: `Partition.makeLeader` assigns (leader epoch, LEO) in the cache and keeps "
             "`leaderEpochStartOffsetOpt`; `LeaderEpochFileCache.endOffsetFor` answers an epoch older than the "
-            "cache with the first entry's start (KAFKA-7415); `Partition.maybeExpandIsr` also needs "
+            "cache with the first entry's start, and `assign` removes the entries a new one conflicts with "
+            "(`truncateAndAppend`; KAFKA-7415); `Partition.maybeExpandIsr` also needs "
             "`leaderEpochStartOffsetOpt.exists(fetchOffset >= _)` (KAFKA-7128). KIP-320's fencing in 2.1 "
             "(FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH) is no difference here: every variant fetches only from "
             "the replica acting as leader in the follower's own epoch."),
@@ -360,7 +391,7 @@ HISTORY: tuple[Protocol, ...] = (
         "diverging-epoch", "2.8.0", "truncation on the fetch response's diverging epoch (Kafka 2.8.0)",
         epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
         isr_join=JOIN_PAST_EPOCH_START,
-        truncate_on_fetch=True, diverging_fetch_updates_leader=True,
+        truncate_on_fetch=True, diverging_fetch_updates_leader=True, epoch_assign=TRUNCATE_CONFLICTING,
         doc="Kafka 2.7 leader side, KAFKA-10554 follower side in 2.8.0: each fetch carries `lastFetchedEpoch`; "
             "`Partition.readRecords` answers a diverging one with `divergingEpoch` and no records; the follower "
             "sets its HW from the response (`updateHighWatermark`) and truncates "
@@ -372,7 +403,7 @@ HISTORY: tuple[Protocol, ...] = (
         "kafka-13141", "3.0", "a diverging fetch leaves the leader's view of the follower alone (Kafka 2.8.1, 3.0 on)",
         epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
         isr_join=JOIN_PAST_EPOCH_START,
-        truncate_on_fetch=True, diverging_fetch_updates_leader=False,
+        truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
         doc="KAFKA-13141 (Kafka 2.7.2, 2.8.1, 3.0.0): `ReplicaManager.updateFollowerFetchState` (and "
             "`Partition.fetchRecords` since 3.3) updates a follower's fetch state only from a fetch that does "
             "not diverge."),

@@ -251,19 +251,6 @@ def end(tag: str, epoch: int, offset: int):
 
 CACHE_TAGS = ("0.11.0.0", "2.0.0", "2.0.1")
 F = "LeaderEpochFileCacheTest.scala:"
-ENTRIES_ON_EQUAL_START = (
-    "KAFKA-7415 rewrote LeaderEpochFileCache.assign at 2.0.1 (truncateAndAppend, LeaderEpochFileCache.scala:51-85): "
-    "a new entry removes every entry whose epoch or start offset is not below its own. The model's "
-    "epochs_after_append and epochs_on_become_leader only append, keeping 0.11's rule, so an epoch whose "
-    "leadership wrote nothing stays in the cache. Reachable under kip-320: a leader re-elected at the log end "
-    "where an earlier empty epoch started keeps both entries (epoch-acceptance-divergent-logs-2.0.1.toml, "
-    "step 19: B's cache [(0, 0), (1, 2), (2, 2)] where Kafka 2.0.1 has [(0, 0), (2, 2)])")
-OLDER_EPOCH_APPENDED = (
-    "Kafka 2.0.1's assign of an epoch older than the cache's latest (a record of an older epoch appended) "
-    "truncates the later entries and appends it (truncateAndAppend); the model's epochs_after_append ignores a "
-    "record whose epoch is not above the latest entry, as 0.11 did. Reachable under kip-320: a replica elected "
-    "without writing (cache (e, LEO)) that later follows and fetches records of an epoch below e keeps the "
-    "stale entry (see the report)")
 UNDEFINED_TRUNCATION = (
     "epochs_after_truncate has no guard for UNDEFINED_EPOCH_OFFSET: Kafka's clearAndFlushLatest/truncateFromEnd "
     "ignore an offset below 0, the model drops every entry (and truncate() would cut the log). Not reachable: "
@@ -298,12 +285,11 @@ def cache_cases():
         add("shouldAllowLeaderEpochToChangeEvenIfOffsetDoesNot", tag, line,
             [("assign", 2, 9), ("assign", 3, 9), ("entries", [(2, 9), (3, 9)])])
     add("shouldEnforceMonotonicallyIncreasingStartOffsets", "2.0.1", "108",
-        [("assign", 2, 9), ("assign", 3, 9), ("entries", [(3, 9)])], xfail=ENTRIES_ON_EQUAL_START)
+        [("assign", 2, 9), ("assign", 3, 9), ("entries", [(3, 9)])])
     # the same assignment as makeLeader does it (Partition.makeLeader -> assign at 2.0.1), the reachable path
     cases.append(pytest.param(
         "2.0.1", F + "108", [("assign", 2, 9), ("elect", 3, 9), ("entries", [(3, 9)])],
-        id="LeaderEpochFileCacheTest.shouldEnforceMonotonicallyIncreasingStartOffsets@2.0.1 (assign by makeLeader)",
-        marks=[pytest.mark.xfail(strict=True, reason=ENTRIES_ON_EQUAL_START)]))
+        id="LeaderEpochFileCacheTest.shouldEnforceMonotonicallyIncreasingStartOffsets@2.0.1 (assign by makeLeader)"))
     lines = dict(zip(CACHE_TAGS, ("132", "136", "119")))
     for tag in CACHE_TAGS:
         add("shouldNotOverwriteOffsetForALeaderEpochOnceItHasBeenAssigned", tag, lines[tag],
@@ -350,8 +336,7 @@ def cache_cases():
              ("entry", 0, (1, 5)), ("entry", 1, (2, 6))])
     add("shouldEnforceMonotonicallyIncreasingEpochs", "2.0.1", "260-267",
         [("assign", 1, 5), ("leo", 6), ("assign", 2, 6), ("leo", 7), ("assign", 1, 7), ("leo", 8),
-         ("latest", 1), ("end", 1, (1, 8)), ("end", 2, (UNDEFINED, UNDEFINED)), ("entry", 0, (1, 7))],
-        xfail=OLDER_EPOCH_APPENDED)
+         ("latest", 1), ("end", 1, (1, 8)), ("end", 2, (UNDEFINED, UNDEFINED)), ("entry", 0, (1, 7))])
     lines = dict(zip(CACHE_TAGS, ("326-352", "347-373", "289-315")))
     for tag in CACHE_TAGS:
         add("shouldIncreaseAndTrackEpochsAsLeadersChangeManyTimes", tag, lines[tag],

@@ -13,8 +13,8 @@ from numba import njit
 
 from .layout import (
     ACKED, ACKS_ALL, ACKS_ZERO, BUMPED, C_ACKS, C_CRASHES, C_DIVERGING_FETCH_UPDATES_LEADER, C_ELECTIONS,
-    C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_EPOCH_LOOKUP, C_FLUSH, C_ISR_BUMPS, C_ISR_JOIN, C_SKIPS_SAME_LEADER,
-    C_MESSAGES, C_MIN_ISR, C_NEW_FOLLOWER, C_PARTITIONS,
+    C_EPOCH_ASSIGN, C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_EPOCH_LOOKUP, C_FLUSH, C_ISR_BUMPS, C_ISR_JOIN,
+    C_SKIPS_SAME_LEADER, C_MESSAGES, C_MIN_ISR, C_NEW_FOLLOWER, C_PARTITIONS,
     C_REPLICAS, C_TRUNCATE_ON_FETCH, C_UNCLEAN, CACHE_COUNT, CACHE_EPOCH, CACHE_START, COMMITTED, CONSUMED,
     CONTROLLER_EPOCH, CRASHES, CUTS, EPOCH, HAS_REMOTE, HW, ISR, JOIN_AT_HW, LEADER, LEO, LOOKUP_KIP_101,
     NEW_FOLLOWER_FETCHES_IF_EPOCH, NEW_FOLLOWER_TRUNCATES, LOG_EPOCH, LOG_MSG, MAX_REPLICAS, PEER_CUT, REMOTE_LEO, REPLICA_WIDTH, RESPONSE,
@@ -251,6 +251,41 @@ def push_cache_entry(t, i, epoch, start):
 
 
 @njit(cache=True, inline="always")
+def assign_epoch(cfg, t, i, epoch, start):
+    """`Protocol.assign_epoch` on replica i's cache (`epoch_assign`)."""
+    count = t[i * REPLICA_WIDTH + CACHE_COUNT]
+    if not cfg[C_EPOCH_ASSIGN]:
+        if not count or epoch > t[i * REPLICA_WIDTH + CACHE_EPOCH + count - 1]:
+            push_cache_entry(t, i, epoch, start)
+        return
+    if count and t[i * REPLICA_WIDTH + CACHE_EPOCH + count - 1] == epoch \
+            and start >= t[i * REPLICA_WIDTH + CACHE_START + count - 1]:
+        return
+    kept = 0
+    for position in range(count):
+        cached = t[i * REPLICA_WIDTH + CACHE_EPOCH + position]
+        cached_start = t[i * REPLICA_WIDTH + CACHE_START + position]
+        t[i * REPLICA_WIDTH + CACHE_EPOCH + position] = 0
+        t[i * REPLICA_WIDTH + CACHE_START + position] = 0
+        if cached < epoch and cached_start < start:
+            t[i * REPLICA_WIDTH + CACHE_EPOCH + kept] = cached
+            t[i * REPLICA_WIDTH + CACHE_START + kept] = cached_start
+            kept += 1
+    t[i * REPLICA_WIDTH + CACHE_COUNT] = kept
+    push_cache_entry(t, i, epoch, start)
+
+
+@njit(cache=True, inline="always")
+def on_become_leader(cfg, t, i, epoch):
+    """`Protocol.epochs_on_become_leader` on replica i's cache (`epoch_on_election`, `epoch_assign`)."""
+    if cfg[C_EPOCH_ON_ELECTION]:
+        if cfg[C_EPOCH_ASSIGN]:
+            assign_epoch(cfg, t, i, epoch, t[i * REPLICA_WIDTH + LEO])
+        else:
+            push_cache_entry(t, i, epoch, t[i * REPLICA_WIDTH + LEO])
+
+
+@njit(cache=True, inline="always")
 def append(cfg, t, i, msg, epoch):
     """One record at the end of replica i's log (`ReplicationModel._appended`, one record)."""
     leo = t[i * REPLICA_WIDTH + LEO]
@@ -260,9 +295,7 @@ def append(cfg, t, i, msg, epoch):
     if not cfg[C_FLUSH]:
         t[i * REPLICA_WIDTH + UNFLUSHED] += 1
     if cfg[C_EPOCH_CACHE]:
-        count = t[i * REPLICA_WIDTH + CACHE_COUNT]
-        if not count or epoch > t[i * REPLICA_WIDTH + CACHE_EPOCH + count - 1]:
-            push_cache_entry(t, i, epoch, leo)
+        assign_epoch(cfg, t, i, epoch, leo)
 
 
 @njit(cache=True, inline="always")
@@ -518,8 +551,7 @@ def take_bump(cfg, t, leader):
     if acts_as_leader(t, leader):
         epoch = t[CONTROLLER_EPOCH]
         t[leader * REPLICA_WIDTH + EPOCH] = epoch
-        if cfg[C_EPOCH_ON_ELECTION]:
-            push_cache_entry(t, leader, epoch, t[leader * REPLICA_WIDTH + LEO])
+        on_become_leader(cfg, t, leader, epoch)
         advance_hw(cfg, t, leader)
 
 
@@ -548,8 +580,7 @@ def controller_elect_leader(cfg, s, t, i):
     t[i * REPLICA_WIDTH + HAS_REMOTE] = 1
     for member in range(n):
         t[i * REPLICA_WIDTH + REMOTE_LEO + member] = UNKNOWN
-    if cfg[C_EPOCH_ON_ELECTION]:
-        push_cache_entry(t, i, epoch, s[i * REPLICA_WIDTH + LEO])
+    on_become_leader(cfg, t, i, epoch)
     t[LEADER] = i
     t[CONTROLLER_EPOCH] = epoch
     t[ISR] = new_isr

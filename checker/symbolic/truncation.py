@@ -10,8 +10,8 @@ from __future__ import annotations
 import z3
 
 from kafka_mc.model.protocols import (
-    ASK_LEADER, FETCH_IF_EPOCH, JOIN_AT_HW, JOIN_PAST_EPOCH_START, KIP_101_LOOKUP, KIP_279_LOOKUP, NO_LOOKUP,
-    TRUNCATE_TO_HW, Protocol, require_encoded,
+    ASK_LEADER, FETCH_IF_EPOCH, JOIN_AT_HW, JOIN_PAST_EPOCH_START, KIP_101_LOOKUP, KIP_279_LOOKUP, NEWER_EPOCH_ONLY,
+    NO_LOOKUP, TRUNCATE_CONFLICTING, TRUNCATE_TO_HW, Protocol, require_encoded,
 )
 from kafka_mc.model.state import FOLLOWER, TRUNCATING, UNKNOWN
 
@@ -32,6 +32,7 @@ class SymbolicProtocol:
         "isr_join": (JOIN_AT_HW, JOIN_PAST_EPOCH_START),
         "truncate_on_fetch": (False, True),
         "diverging_fetch_updates_leader": (False, True),
+        "epoch_assign": (NEWER_EPOCH_ONLY, TRUNCATE_CONFLICTING),
     }
 
     def __init__(self, protocol: Protocol):
@@ -49,17 +50,33 @@ class SymbolicProtocol:
         return replace(replica, role=model.num(TRUNCATING))
 
     def after_append(self, model, replica: SymReplica, epochs: list, count, offset) -> SymReplica:
-        """An entry for each appended record whose epoch is newer than the cache's latest."""
+        """`Protocol.epochs_after_append`: each of the first `count` records' epoch assigned at its offset."""
         if not self.declaration.epoch_cache:
             return replica
-        length, cached, starts = replica.cache_len, list(replica.cache_epoch), list(replica.cache_start)
         for position, epoch in enumerate(epochs):
-            add = z3.And(position < count, z3.Or(length == 0, epoch > pick(cached, length - 1)))
+            replica = self.assign(model, replica, epoch, offset + position, position < count)
+        return replica
+
+    def assign(self, model, replica: SymReplica, epoch, start, when=True) -> SymReplica:
+        """`Protocol.assign_epoch` where `when` holds (`epoch_assign`). Under `truncate-conflicting`
+        the entries kept are a prefix, as starts and epochs rise along every reachable cache."""
+        length, cached, starts = replica.cache_len, list(replica.cache_epoch), list(replica.cache_start)
+        if self.declaration.epoch_assign == NEWER_EPOCH_ONLY:
+            add = z3.And(when, z3.Or(length == 0, epoch > pick(cached, length - 1)))
             model.overflow(z3.And(add, length >= len(cached)))
             cached = [z3.If(z3.And(add, length == j), epoch, e) for j, e in enumerate(cached)]
-            starts = [z3.If(z3.And(add, length == j), offset + position, s) for j, s in enumerate(starts)]
-            length = z3.If(add, length + 1, length)
-        return replace(replica, cache_len=length, cache_epoch=cached, cache_start=starts)
+            starts = [z3.If(z3.And(add, length == j), start, s) for j, s in enumerate(starts)]
+            return replace(replica, cache_len=z3.If(add, length + 1, length), cache_epoch=cached, cache_start=starts)
+        add = z3.And(when, z3.Or(length == 0, epoch != pick(cached, length - 1), start < pick(starts, length - 1)))
+        keep, flags = z3.BoolVal(True), []
+        for j in range(len(cached)):
+            keep = z3.And(keep, j < length, cached[j] < epoch, starts[j] < start)
+            flags.append(keep)
+        kept = count(flags, length)
+        model.overflow(z3.And(add, kept >= len(cached)))
+        cached = [z3.If(add, z3.If(kept == j, epoch, z3.If(j < kept, e, 0)), e) for j, e in enumerate(cached)]
+        starts = [z3.If(add, z3.If(kept == j, start, z3.If(j < kept, s, 0)), s) for j, s in enumerate(starts)]
+        return replace(replica, cache_len=z3.If(add, kept + 1, length), cache_epoch=cached, cache_start=starts)
 
     def after_truncate(self, replica: SymReplica, offset) -> SymReplica:
         """Keep the entries that start below `offset` (a prefix: starts rise along the cache)."""
@@ -74,9 +91,11 @@ class SymbolicProtocol:
                        cache_start=[z3.If(k, s, 0) for k, s in zip(kept, replica.cache_start)])
 
     def on_become_leader(self, model, replica: SymReplica, epoch) -> SymReplica:
-        """`Protocol.epochs_on_become_leader` (`epoch_on_election`)."""
+        """`Protocol.epochs_on_become_leader` (`epoch_on_election`, `epoch_assign`)."""
         if not self.declaration.epoch_on_election:
             return replica
+        if self.declaration.epoch_assign == TRUNCATE_CONFLICTING:
+            return self.assign(model, replica, epoch, replica.log_len)
         length = replica.cache_len
         model.overflow(length >= len(replica.cache_epoch))
         return replace(replica, cache_len=length + 1,

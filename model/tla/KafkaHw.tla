@@ -10,7 +10,8 @@
 (*                                                                         *)
 (* epoch_cache = False; epoch_on_election = False; new_follower =          *)
 (* 'truncate-to-hw'; epoch_lookup = 'none'; isr_join = 'leader-hw';        *)
-(* truncate_on_fetch = False; diverging_fetch_updates_leader = True.       *)
+(* truncate_on_fetch = False; diverging_fetch_updates_leader = True;       *)
+(* epoch_assign = 'newer-epoch-only'.                                      *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -25,9 +26,10 @@ TruncateToHw(rep) == HwBecomeFollower(rep, NoCacheAfterTruncate)
 
 INSTANCE KafkaReplication WITH
     BecomeFollowerReplica <- TruncateToHw,
-    EpochsAfterAppend     <- NoCacheAfterAppend,
+    EpochCache            <- FALSE,
+    AssignEpoch           <- NewerEpochOnly,
+    AssignOnElection      <- AppendEntry,
     EpochsAfterTruncate   <- NoCacheAfterTruncate,
-    EpochsOnBecomeLeader  <- NoCacheOnBecomeLeader,
     TruncationPoint       <- NoTruncationPoint,
     MayJoinIsr            <- JoinAtHw,
     FetchDivergence       <- NoDivergence,

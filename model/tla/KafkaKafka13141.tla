@@ -10,7 +10,8 @@
 (*                                                                         *)
 (* epoch_cache = True; epoch_on_election = True; new_follower = 'fetch-if- *)
 (* epoch'; epoch_lookup = 'kip-279'; isr_join = 'leader-epoch-start';      *)
-(* truncate_on_fetch = True; diverging_fetch_updates_leader = False.       *)
+(* truncate_on_fetch = True; diverging_fetch_updates_leader = False;       *)
+(* epoch_assign = 'truncate-conflicting'.                                  *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -23,9 +24,10 @@ VARIABLES replicas, controller, written, crashes, committed, acked
 
 INSTANCE KafkaReplication WITH
     BecomeFollowerReplica <- FetchAtOnce,
-    EpochsAfterAppend     <- CacheAfterAppend,
+    EpochCache            <- TRUE,
+    AssignEpoch           <- TruncateConflicting,
+    AssignOnElection      <- TruncateConflicting,
     EpochsAfterTruncate   <- CacheAfterTruncate,
-    EpochsOnBecomeLeader  <- CacheOnBecomeLeader,
     TruncationPoint       <- Kip279TruncationPoint,
     MayJoinIsr            <- JoinPastEpochStart,
     FetchDivergence       <- FetchDivergenceOffset,

@@ -7,7 +7,8 @@
 (* Read at 2.0.1 and 2.1.0: `Partition.makeLeader` assigns (leader epoch,  *)
 (* LEO) in the cache and keeps `leaderEpochStartOffsetOpt`;                *)
 (* `LeaderEpochFileCache.endOffsetFor` answers an epoch older than the     *)
-(* cache with the first entry's start (KAFKA-7415);                        *)
+(* cache with the first entry's start, and `assign` removes the entries a  *)
+(* new one conflicts with (`truncateAndAppend`; KAFKA-7415);               *)
 (* `Partition.maybeExpandIsr` also needs                                   *)
 (* `leaderEpochStartOffsetOpt.exists(fetchOffset >= _)` (KAFKA-7128).      *)
 (* KIP-320's fencing in 2.1 (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH) is *)
@@ -16,7 +17,8 @@
 (*                                                                         *)
 (* epoch_cache = True; epoch_on_election = True; new_follower = 'ask-      *)
 (* leader'; epoch_lookup = 'kip-279'; isr_join = 'leader-epoch-start';     *)
-(* truncate_on_fetch = False; diverging_fetch_updates_leader = True.       *)
+(* truncate_on_fetch = False; diverging_fetch_updates_leader = True;       *)
+(* epoch_assign = 'truncate-conflicting'.                                  *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -29,9 +31,10 @@ VARIABLES replicas, controller, written, crashes, committed, acked
 
 INSTANCE KafkaReplication WITH
     BecomeFollowerReplica <- AskBeforeFetching,
-    EpochsAfterAppend     <- CacheAfterAppend,
+    EpochCache            <- TRUE,
+    AssignEpoch           <- TruncateConflicting,
+    AssignOnElection      <- TruncateConflicting,
     EpochsAfterTruncate   <- CacheAfterTruncate,
-    EpochsOnBecomeLeader  <- CacheOnBecomeLeader,
     TruncationPoint       <- Kip279TruncationPoint,
     MayJoinIsr            <- JoinPastEpochStart,
     FetchDivergence       <- NoDivergence,

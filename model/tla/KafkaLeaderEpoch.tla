@@ -14,7 +14,8 @@
 (*                                                                         *)
 (* epoch_cache = True; epoch_on_election = False; new_follower = 'ask-     *)
 (* leader'; epoch_lookup = 'kip-101'; isr_join = 'leader-hw';              *)
-(* truncate_on_fetch = False; diverging_fetch_updates_leader = True.       *)
+(* truncate_on_fetch = False; diverging_fetch_updates_leader = True;       *)
+(* epoch_assign = 'newer-epoch-only'.                                      *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -27,9 +28,10 @@ VARIABLES replicas, controller, written, crashes, committed, acked
 
 INSTANCE KafkaReplication WITH
     BecomeFollowerReplica <- AskBeforeFetching,
-    EpochsAfterAppend     <- CacheAfterAppend,
+    EpochCache            <- TRUE,
+    AssignEpoch           <- NewerEpochOnly,
+    AssignOnElection      <- AppendEntry,
     EpochsAfterTruncate   <- CacheAfterTruncate,
-    EpochsOnBecomeLeader  <- NoCacheOnBecomeLeader,
     TruncationPoint       <- Kip101TruncationPoint,
     MayJoinIsr            <- JoinAtHw,
     FetchDivergence       <- NoDivergence,

@@ -31,30 +31,27 @@ AskBeforeFetching(rep) == [rep EXCEPT !.role = "truncating"]
 FetchAtOnce(rep) == [rep EXCEPT !.role = IF rep.epochs = <<>> THEN "truncating" ELSE "follower"]
 
 ----------------------------------------------------------------------------
-(* No epoch cache (hw): the cache stays empty. NoCacheOnBecomeLeader also  *)
-(* serves the caches before KAFKA-7415: a new leader's epoch enters its    *)
-(* cache with its first append only.                                       *)
-NoCacheAfterAppend(epochs, records, offset) == epochs
-NoCacheAfterTruncate(epochs, offset) == epochs
-NoCacheOnBecomeLeader(epochs, epoch, leo) == epochs
+(* LeaderEpochFileCache.assign(epoch, start), the choice epoch_assign.    *)
+(* newer-epoch-only (0.11.0 to 2.0.0): an entry opens only for an epoch    *)
+(* newer than the latest; a new leader's entry (KAFKA-7415 without its     *)
+(* assign) is appended as it is (AppendEntry). truncate-conflicting        *)
+(* (2.0.1 on): nothing when the latest entry has the epoch and starts at   *)
+(* or below; else drop every entry not below the new one in epoch and      *)
+(* start, and append it.                                                   *)
+NewerEpochOnly(epochs, epoch, start) ==
+    IF epochs = <<>> \/ epoch > LatestEpoch(epochs) THEN Append(epochs, <<epoch, start>>) ELSE epochs
 
-(* The leader-epoch cache (KIP-101 on). Appending records at an offset     *)
-(* opens an entry <<epoch, offset>> at every record whose epoch is newer   *)
-(* than the latest cached one; cutting the log drops the entries that      *)
-(* start at or after the cut. From 2.0.1 (KAFKA-7415) a new leader also    *)
-(* opens its epoch at its LEO (CacheOnBecomeLeader).                       *)
-RECURSIVE CacheAfterAppend(_, _, _)
-CacheAfterAppend(epochs, records, offset) ==
-    IF records = <<>> THEN epochs
-    ELSE LET epoch == Head(records).epoch
-             opened == IF epochs = <<>> \/ epoch > epochs[Len(epochs)][1]
-                       THEN Append(epochs, <<epoch, offset>>)
-                       ELSE epochs
-         IN  CacheAfterAppend(opened, Tail(records), offset + 1)
+AppendEntry(epochs, epoch, start) == Append(epochs, <<epoch, start>>)
+
+TruncateConflicting(epochs, epoch, start) ==
+    IF epochs # <<>> /\ epoch = LatestEpoch(epochs) /\ start >= epochs[Len(epochs)][2] THEN epochs
+    ELSE Append(SelectSeq(epochs, LAMBDA entry : entry[1] < epoch /\ entry[2] < start), <<epoch, start>>)
+
+(* Cutting the log drops the cache entries that start at or after the cut  *)
+(* (none without a cache, hw).                                             *)
+NoCacheAfterTruncate(epochs, offset) == epochs
 
 CacheAfterTruncate(epochs, offset) == SelectSeq(epochs, LAMBDA entry : entry[2] < offset)
-
-CacheOnBecomeLeader(epochs, epoch, leo) == Append(epochs, <<epoch, leo>>)
 
 ----------------------------------------------------------------------------
 (* Kafka 0.11's LeaderEpochFileCache.endOffsetFor: the LEO for the latest  *)

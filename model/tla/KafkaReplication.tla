@@ -62,12 +62,14 @@ CONSTANTS
     \* The replica, its epoch already set, after it accepts a LeaderAndIsr
     \* naming another leader: what it does to its log and which role it takes.
     BecomeFollowerReplica(_),
-    \* The epoch cache after the records (a sequence) are appended at an offset.
-    EpochsAfterAppend(_, _, _),
+    \* Whether replicas keep a leader-epoch cache.
+    EpochCache,
+    \* The epoch cache after an epoch is assigned at a start offset (an
+    \* appended record), and after a new leader's epoch is, at its LEO.
+    AssignEpoch(_, _, _),
+    AssignOnElection(_, _, _),
     \* The epoch cache after the log is cut at an offset.
     EpochsAfterTruncate(_, _),
-    \* The epoch cache of a replica that becomes leader in an epoch at its LEO.
-    EpochsOnBecomeLeader(_, _, _),
     \* OffsetsForLeaderEpoch with a leader: <<offset to truncate to, whether
     \* truncation is complete>> for a follower in the Truncating role, given
     \* EpochOnElection.
@@ -97,6 +99,18 @@ vars == <<replicas, controller, written, crashes, committed, acked>>
 history == <<committed, acked>>
 
 NoLeader == "none"      \* controller.leader of a leaderless partition
+
+(* The epoch cache after the records (a sequence) are appended at an       *)
+(* offset: each record's epoch assigned at its offset (Log.append).        *)
+RECURSIVE EpochsAfterAppend(_, _, _)
+EpochsAfterAppend(epochs, records, offset) ==
+    IF ~EpochCache \/ records = <<>> THEN epochs
+    ELSE EpochsAfterAppend(AssignEpoch(epochs, Head(records).epoch, offset), Tail(records), offset + 1)
+
+(* The epoch cache of a replica that becomes leader in an epoch at its     *)
+(* LEO: KAFKA-7415's Partition.makeLeader assigns it there.                *)
+EpochsOnBecomeLeader(epochs, epoch, leo) ==
+    IF EpochOnElection THEN AssignOnElection(epochs, epoch, leo) ELSE epochs
 
 Up == "up"
 Crashed == "crashed"
