@@ -52,11 +52,15 @@ OPERATORS: dict[str, dict[object, dict[str, str]]] = {
         protocols.NEWER_EPOCH_ONLY: {"AssignEpoch": "NewerEpochOnly", "AssignOnElection": "AppendEntry"},
         protocols.TRUNCATE_CONFLICTING: {"AssignEpoch": "TruncateConflicting", "AssignOnElection": "TruncateConflicting"},
     },
+    "truncate_at_end": {
+        False: {"TruncateAtEnd": "FALSE"},
+        True: {"TruncateAtEnd": "TRUE"},
+    },
 }
 TLA_DIR = Path(protocols.__file__).resolve().parent / "tla"
 PARAMETERS = ("BecomeFollowerReplica", "EpochCache", "AssignEpoch", "AssignOnElection", "EpochsAfterTruncate",
               "TruncationPoint", "MayJoinIsr", "FetchDivergence", "TruncateOnFetch", "RecordsDivergingFetch",
-              "EpochOnElection")
+              "EpochOnElection", "TruncateAtEnd")
 WIDTH = 77
 
 

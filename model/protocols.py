@@ -103,6 +103,12 @@ CHOICES: tuple[Choice, ...] = (
                               "for an appended record (`Log.append`) and a new leader (`Partition.makeLeader`) "
                               "alike",
     }, ("ProducerWrite", "FollowerHandleFetchResponse", "ControllerElectLeader")),
+    Choice("truncate_at_end", {
+        False: "`Log.truncateTo` at or past the log end changes nothing (0.11.0 to 2.6.0)",
+        True: "KAFKA-10706 (2.6.1, 2.7.0): `Log.truncateTo` at or past the log end still drops the cache entries "
+              "that start there (`leaderEpochCache.truncateFromEnd(logEndOffset)`): a replica elected without "
+              "writing that follows again loses its empty epoch's entry",
+    }, ("FollowerTruncateByLeaderEpoch", "FollowerHandleFetchResponse")),
 )
 CHOICE_NAMES = tuple(choice.name for choice in CHOICES)
 
@@ -148,6 +154,7 @@ class Protocol:
     truncate_on_fetch: bool
     diverging_fetch_updates_leader: bool = True
     epoch_assign: str = NEWER_EPOCH_ONLY
+    truncate_at_end: bool = False
     doc: str = ""
 
     def __post_init__(self) -> None:
@@ -175,6 +182,9 @@ class Protocol:
              "diverging_fetch_updates_leader = False needs truncate_on_fetch"),
             (self.epoch_assign != NEWER_EPOCH_ONLY, self.epoch_cache,
              f"epoch_assign = {self.epoch_assign!r} needs epoch_cache"),
+            (self.truncate_at_end, self.epoch_lookup != NO_LOOKUP,
+             "truncate_at_end needs an epoch_lookup (the model's truncation to the HW, Kafka < 0.11, is kept "
+             "as it was)"),
         ]
         for applies, holds, message in needs:
             if applies and not holds:
@@ -273,9 +283,15 @@ class Protocol:
         return truncate(follower, response.offset, self)
 
 
-def truncate(replica: Replica, offset: int, protocol: Protocol) -> Replica:
-    """Cut the log at `offset`; the HW and the epoch cache never point past the new end."""
+def truncate(replica: Replica, offset: int, protocol: Protocol, log_load: bool = False) -> Replica:
+    """Cut the log at `offset` (`Log.truncateTo`); the HW and the epoch cache never point past the new
+    end. At or past the end nothing is cut, but the cache still drops the entries that start at the
+    end (`truncateFromEnd(logEndOffset)`) when the log is loaded after a crash (`log_load`: `Log`'s
+    constructor in every release, `LogLoader.load` in 3.0) and, from KAFKA-10706, on every
+    truncation (`truncate_at_end`)."""
     if offset >= replica.leo:
+        if log_load or protocol.truncate_at_end:
+            return replica._replace(epochs=protocol.epochs_after_truncate(replica.epochs, replica.leo))
         return replica
     return replica._replace(
         log=replica.log[:offset],
@@ -392,6 +408,7 @@ HISTORY: tuple[Protocol, ...] = (
         epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
         isr_join=JOIN_PAST_EPOCH_START,
         truncate_on_fetch=True, diverging_fetch_updates_leader=True, epoch_assign=TRUNCATE_CONFLICTING,
+        truncate_at_end=True,
         doc="Kafka 2.7 leader side, KAFKA-10554 follower side in 2.8.0: each fetch carries `lastFetchedEpoch`; "
             "`Partition.readRecords` answers a diverging one with `divergingEpoch` and no records; the follower "
             "sets its HW from the response (`updateHighWatermark`) and truncates "
@@ -404,6 +421,7 @@ HISTORY: tuple[Protocol, ...] = (
         epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
         isr_join=JOIN_PAST_EPOCH_START,
         truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
+        truncate_at_end=True,
         doc="KAFKA-13141 (Kafka 2.7.2, 2.8.1, 3.0.0): `ReplicaManager.updateFollowerFetchState` (and "
             "`Partition.fetchRecords` since 3.3) updates a follower's fetch state only from a fetch that does "
             "not diverge."),

@@ -445,11 +445,13 @@ class ReplicationModel:
 
     def replica_crash(self, state: State, index: int) -> State | None:
         """The broker dies: its log, HW checkpoint and epoch cache survive, except records not yet
-        flushed; in-memory state does not. A broker whose session had already expired is offline."""
+        flushed and the cache entries that start at or past the recovered log end (dropped when the
+        log is loaded); in-memory state does not. A broker whose session had already expired is
+        offline."""
         replica = state.replicas[index]
         if not replica.alive or state.crashes >= self.config.crashes:
             return None
-        replica = truncate(replica, replica.leo - replica.unflushed, self.protocol)
+        replica = truncate(replica, replica.leo - replica.unflushed, self.protocol, log_load=True)
         replica = replica._replace(status=OFFLINE if replica.status == EXPIRED else CRASHED, role=NO_ROLE,
                                    epoch=UNKNOWN, response=(), stale_isr=0, remote_leos=())
         return self.with_replica(state, index, replica)._replace(crashes=state.crashes + 1)

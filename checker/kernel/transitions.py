@@ -14,7 +14,7 @@ from numba import njit
 from .layout import (
     ACKED, ACKS_ALL, ACKS_ZERO, BUMPED, C_ACKS, C_CRASHES, C_DIVERGING_FETCH_UPDATES_LEADER, C_ELECTIONS,
     C_EPOCH_ASSIGN, C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_EPOCH_LOOKUP, C_FLUSH, C_ISR_BUMPS, C_ISR_JOIN,
-    C_SKIPS_SAME_LEADER, C_MESSAGES, C_MIN_ISR, C_NEW_FOLLOWER, C_PARTITIONS,
+    C_SKIPS_SAME_LEADER, C_MESSAGES, C_TRUNCATE_AT_END, C_MIN_ISR, C_NEW_FOLLOWER, C_PARTITIONS,
     C_REPLICAS, C_TRUNCATE_ON_FETCH, C_UNCLEAN, CACHE_COUNT, CACHE_EPOCH, CACHE_START, COMMITTED, CONSUMED,
     CONTROLLER_EPOCH, CRASHES, CUTS, EPOCH, HAS_REMOTE, HW, ISR, JOIN_AT_HW, LEADER, LEO, LOOKUP_KIP_101,
     NEW_FOLLOWER_FETCHES_IF_EPOCH, NEW_FOLLOWER_TRUNCATES, LOG_EPOCH, LOG_MSG, MAX_REPLICAS, PEER_CUT, REMOTE_LEO, REPLICA_WIDTH, RESPONSE,
@@ -219,11 +219,15 @@ def clear_memory(t, i):
 
 
 @njit(cache=True, inline="always")
-def truncate(t, i, offset):
-    """`protocols.truncate`: cut the log at `offset`; HW and epoch cache never point past it."""
+def truncate(t, i, offset, at_end):
+    """`protocols.truncate`: cut the log at `offset`; HW and epoch cache never point past it. At or
+    past the end only the cache entries starting there go, where `at_end` (a log load, or
+    `truncate_at_end`)."""
     leo = t[i * REPLICA_WIDTH + LEO]
     if offset >= leo:
-        return
+        if not at_end:
+            return
+        offset = leo
     for position in range(offset, leo):
         t[i * REPLICA_WIDTH + LOG_MSG + position] = 0
         t[i * REPLICA_WIDTH + LOG_EPOCH + position] = 0
@@ -419,7 +423,7 @@ def follower_handle_fetch_response(cfg, s, t, i):
     if s[i * REPLICA_WIDTH + RESPONSE_OUT_OF_RANGE]:
         if cfg[C_TRUNCATE_ON_FETCH]:
             t[i * REPLICA_WIDTH + HW] = min(t[i * REPLICA_WIDTH + LEO], response_hw)
-        truncate(t, i, response_offset)
+        truncate(t, i, response_offset, cfg[C_TRUNCATE_AT_END])
     else:
         for position in range(s[i * REPLICA_WIDTH + RESPONSE_COUNT]):
             append(cfg, t, i, s[i * REPLICA_WIDTH + RESPONSE_MSG + position], s[i * REPLICA_WIDTH + RESPONSE_EPOCH + position])
@@ -474,7 +478,7 @@ def become_follower(cfg, s, t, i):
     clear_memory(t, i)
     new_follower = cfg[C_NEW_FOLLOWER]
     if new_follower == NEW_FOLLOWER_TRUNCATES:
-        truncate(t, i, t[i * REPLICA_WIDTH + HW])
+        truncate(t, i, t[i * REPLICA_WIDTH + HW], cfg[C_TRUNCATE_AT_END])
         t[i * REPLICA_WIDTH + ROLE] = FOLLOWER
     elif new_follower == NEW_FOLLOWER_FETCHES_IF_EPOCH and t[i * REPLICA_WIDTH + CACHE_COUNT]:
         t[i * REPLICA_WIDTH + ROLE] = FOLLOWER
@@ -497,7 +501,7 @@ def replica_crash(cfg, s, t, i):
     if not alive(s, i) or s[CRASHES] >= cfg[C_CRASHES]:
         return False
     t[:] = s
-    truncate(t, i, s[i * REPLICA_WIDTH + LEO] - s[i * REPLICA_WIDTH + UNFLUSHED])
+    truncate(t, i, s[i * REPLICA_WIDTH + LEO] - s[i * REPLICA_WIDTH + UNFLUSHED], 1)  # a log load
     t[i * REPLICA_WIDTH + STATUS] = OFFLINE if s[i * REPLICA_WIDTH + STATUS] == EXPIRED else CRASHED
     t[i * REPLICA_WIDTH + ROLE] = NO_ROLE
     t[i * REPLICA_WIDTH + EPOCH] = UNKNOWN
@@ -603,7 +607,7 @@ def follower_truncate_by_leader_epoch(cfg, s, t, i):
         leader_epoch, leader_end = epoch_end(cfg, s, leader, requested)
         offset, complete = offset_truncation_state(cfg, s, i, leader_epoch, leader_end)
     t[:] = s
-    truncate(t, i, offset)
+    truncate(t, i, offset, cfg[C_TRUNCATE_AT_END])
     if complete:
         t[i * REPLICA_WIDTH + ROLE] = FOLLOWER
     return True

@@ -196,8 +196,10 @@ class SymbolicModel:
     def can_write_isr(self, s: SymState, index: int) -> z3.BoolRef:
         return z3.And(s.leader == index, z3.Not(s.zk_cut[index]))
 
-    def truncate(self, replica: SymReplica, offset) -> SymReplica:
-        """`model.protocols.truncate`: cut the log at `offset` when it is shorter than the log."""
+    def truncate(self, replica: SymReplica, offset, log_load: bool = False) -> SymReplica:
+        """`model.protocols.truncate`: cut the log at `offset` when it is shorter than the log; at or
+        past the end, drop the cache entries starting there after a log load or under
+        `truncate_at_end`."""
         leo = replica.log_len
         cut = replace(
             replica,
@@ -207,7 +209,9 @@ class SymbolicModel:
             unflushed=smax(0, replica.unflushed - (leo - offset)),
             hw=smin(replica.hw, offset),
         )
-        return merge(offset < leo, self.protocol.after_truncate(cut, offset), replica)
+        at_end = self.protocol.after_truncate(replica, leo) \
+            if log_load or self.protocol.declaration.truncate_at_end else replica
+        return merge(offset < leo, self.protocol.after_truncate(cut, offset), at_end)
 
     def appended(self, replica: SymReplica, msgs: list, epochs: list, count_) -> SymReplica:
         """The replica with the first `count_` of the records (`msgs`, `epochs`) after its log."""
@@ -357,7 +361,7 @@ class SymbolicModel:
     def replica_crash(self, s: SymState, i: int):
         replica = s.replicas[i]
         guard = z3.And(alive(replica), self._bounded("crashes", s.crashes, self.config.crashes))
-        crashed = self.truncate(replica, replica.log_len - replica.unflushed)
+        crashed = self.truncate(replica, replica.log_len - replica.unflushed, log_load=True)
         crashed = replace(self._forget_leadership(crashed), status=z3.If(replica.status == EXPIRED, self.num(OFFLINE), self.num(CRASHED)),
                           role=self.num(NO_ROLE), epoch=self.num(UNKNOWN))
         return guard, replace(with_replica(s, i, crashed), crashes=s.crashes + 1)

@@ -33,6 +33,7 @@ class SymbolicProtocol:
         "truncate_on_fetch": (False, True),
         "diverging_fetch_updates_leader": (False, True),
         "epoch_assign": (NEWER_EPOCH_ONLY, TRUNCATE_CONFLICTING),
+        "truncate_at_end": (False, True),
     }
 
     def __init__(self, protocol: Protocol):

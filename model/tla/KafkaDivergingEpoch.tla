@@ -17,7 +17,7 @@
 (* epoch_cache = True; epoch_on_election = True; new_follower = 'fetch-if- *)
 (* epoch'; epoch_lookup = 'kip-279'; isr_join = 'leader-epoch-start';      *)
 (* truncate_on_fetch = True; diverging_fetch_updates_leader = True;        *)
-(* epoch_assign = 'truncate-conflicting'.                                  *)
+(* epoch_assign = 'truncate-conflicting'; truncate_at_end = True.          *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -39,7 +39,8 @@ INSTANCE KafkaReplication WITH
     FetchDivergence       <- FetchDivergenceOffset,
     TruncateOnFetch       <- TRUE,
     RecordsDivergingFetch <- TRUE,
-    EpochOnElection       <- TRUE
+    EpochOnElection       <- TRUE,
+    TruncateAtEnd         <- TRUE
 
 Next == BaseNext
 

@@ -15,7 +15,7 @@
 (* epoch_cache = True; epoch_on_election = False; new_follower = 'ask-     *)
 (* leader'; epoch_lookup = 'kip-279'; isr_join = 'leader-hw';              *)
 (* truncate_on_fetch = False; diverging_fetch_updates_leader = True;       *)
-(* epoch_assign = 'newer-epoch-only'.                                      *)
+(* epoch_assign = 'newer-epoch-only'; truncate_at_end = False.             *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -37,7 +37,8 @@ INSTANCE KafkaReplication WITH
     FetchDivergence       <- NoDivergence,
     TruncateOnFetch       <- FALSE,
     RecordsDivergingFetch <- TRUE,
-    EpochOnElection       <- FALSE
+    EpochOnElection       <- FALSE,
+    TruncateAtEnd         <- FALSE
 
 Next == BaseNext
 

@@ -18,7 +18,7 @@
 (* epoch_cache = True; epoch_on_election = True; new_follower = 'ask-      *)
 (* leader'; epoch_lookup = 'kip-279'; isr_join = 'leader-epoch-start';     *)
 (* truncate_on_fetch = False; diverging_fetch_updates_leader = True;       *)
-(* epoch_assign = 'truncate-conflicting'.                                  *)
+(* epoch_assign = 'truncate-conflicting'; truncate_at_end = False.         *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -40,7 +40,8 @@ INSTANCE KafkaReplication WITH
     FetchDivergence       <- NoDivergence,
     TruncateOnFetch       <- FALSE,
     RecordsDivergingFetch <- TRUE,
-    EpochOnElection       <- TRUE
+    EpochOnElection       <- TRUE,
+    TruncateAtEnd         <- FALSE
 
 Next == BaseNext
 

@@ -85,7 +85,10 @@ CONSTANTS
     RecordsDivergingFetch,
     \* KAFKA-7415: a new leader caches its epoch at election, and endOffsetFor
     \* answers an epoch older than the cache with the first entry's start.
-    EpochOnElection
+    EpochOnElection,
+    \* KAFKA-10706: a truncation at or past the LEO still drops the cache
+    \* entries starting at the LEO.
+    TruncateAtEnd
 
 ASSUME
     /\ Replicas # {}
@@ -136,12 +139,17 @@ Prefix(log, n) == SubSeq(log, 1, Lesser(n, Len(log)))
 Suffix(log, n) == SubSeq(log, n + 1, Len(log))
 
 (* Cut the log at an offset; the HW and the epoch cache never point past   *)
-(* the new end. An offset at or beyond the LEO changes nothing.            *)
-Truncate(rep, offset) ==
-    IF offset >= Leo(rep) THEN rep
+(* the new end. An offset at or beyond the LEO cuts nothing, but the cache *)
+(* entries starting at the LEO go after a log load (atEnd) or under        *)
+(* KAFKA-10706 (TruncateAtEnd).                                            *)
+TruncateLog(rep, offset, atEnd) ==
+    IF offset >= Leo(rep)
+    THEN IF atEnd THEN [rep EXCEPT !.epochs = EpochsAfterTruncate(@, Leo(rep))] ELSE rep
     ELSE [rep EXCEPT !.log = Prefix(@, offset),
                      !.hw = Lesser(@, offset),
                      !.epochs = EpochsAfterTruncate(@, offset)]
+
+Truncate(rep, offset) == TruncateLog(rep, offset, TruncateAtEnd)
 
 (* The controller's leader if it is live and acts as leader, else NoLeader.*)
 LeaderOf(rs, ctl) ==
@@ -325,14 +333,16 @@ BecomeFollower(r) ==
                                                 !.remoteLeos = NoRemoteLeos])]
         /\ UNCHANGED <<controller, written, crashes, history>>
 
-(* The broker dies: its log, HW checkpoint and epoch cache survive; its    *)
-(* in-memory state (role, epoch, response, remote LEOs) does not.          *)
+(* The broker dies: its log, HW checkpoint and epoch cache survive, but    *)
+(* for the cache entries starting at its LEO, dropped when the log is      *)
+(* loaded; its in-memory state (role, epoch, response, remote LEOs) does   *)
+(* not.                                                                    *)
 ReplicaCrash(r) ==
     /\ Alive(replicas[r])
     /\ crashes < MaxCrashes
     /\ replicas' = [replicas EXCEPT ![r] =
-          [@ EXCEPT !.status = Crashed, !.role = NoRole, !.epoch = Unknown,
-                    !.response = NoResponse, !.remoteLeos = NoRemoteLeos]]
+          [TruncateLog(@, Leo(@), TRUE) EXCEPT !.status = Crashed, !.role = NoRole, !.epoch = Unknown,
+                                               !.response = NoResponse, !.remoteLeos = NoRemoteLeos]]
     /\ crashes' = crashes + 1
     /\ UNCHANGED <<controller, written, history>>
 
