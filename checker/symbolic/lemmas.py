@@ -353,6 +353,23 @@ def EmptyLatestAtHw(s: SymState):
     return z3.And([z3.Implies(latest_is_empty(r), r.hw == r.log_len) for r in s.replicas if r.cache_epoch])
 
 
+def EmptyLatestUnshared(s: SymState):
+    """A replica whose latest cached epoch starts at its log end is that epoch's only holder: no log
+    or response, and no other replica's cache, holds it. Such an entry is a leader's own, cached
+    at its election (KAFKA-7415) before it appended anything, so loading the log after a crash,
+    which drops it, leaves the epoch held nowhere. Vacuous before KAFKA-7415."""
+    terms = []
+    for i, r in enumerate(s.replicas):
+        if not r.cache_epoch:
+            continue
+        epoch = latest_epoch(r)
+        held = [z3.And(present, e == epoch) for _, present, _, e in records(s)]
+        held += [z3.And(present, e == epoch) for j, other in enumerate(s.replicas) if j != i
+                 for present, e, _ in cache_entries(other)]
+        terms.append(z3.Implies(latest_is_empty(r), z3.Not(z3.Or(held))))
+    return z3.And(terms)
+
+
 def IsrRespectsCaches(s: SymState):
     """In the log of the controller's leader and of every ISR member, and in what they will hold
     once they append a response, a record at or after the start of any replica's cached epoch is
@@ -409,6 +426,6 @@ LEMMAS: tuple[Lemma, ...] = tuple(Lemma.of(function) for function in (
     WrittenBound, MessageUnique, LeaderHoldsItsEpoch, FollowerPrefixOfOther, RemoteLeoPrefix,
     HwCommitted, CommittedInIsr, LeaderHwCoversCommitted, HwWithinLog, ResponseHwCoversHw,
     CacheSorted, CacheBounds, CacheCoversLog, CacheExact, SameEpochSameStart, LeaderCacheLatest, EmptyLatestAtHw,
-    IsrRespectsCaches, IsrAgreesWithNewerCaches, IsrPrefixOfLeader, SafeTruncationPoint,
+    EmptyLatestUnshared, IsrRespectsCaches, IsrAgreesWithNewerCaches, IsrPrefixOfLeader, SafeTruncationPoint,
 ))
 """The lemma set that proves NoCommittedDataLoss and NoLogDivergence (see the module docstring)."""
