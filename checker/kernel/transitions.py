@@ -35,6 +35,7 @@ ACTION_NAMES = (
  LEADER_SHRINK_ISR_FAILS, REPLICA_FLUSH, REPLICA_CRASH, REPLICA_RESTART, CONTROLLER_NOTICE_FAILURE,
  CONTROLLER_ELECT_LEADER, ZK_DISCONNECT, ZK_RECONNECT, PEER_DISCONNECT, PEER_RECONNECT,
  FOLLOWER_TRUNCATE_BY_LEADER_EPOCH) = range(len(ACTION_NAMES))
+ANY_EPOCH = int(np.iinfo(np.int16).max) + 1  # above every epoch a cell holds: `keep_cache_entries_below` by start only
 
 
 def slot_codes(action_names: tuple[str, ...], replicas: int) -> np.ndarray:
@@ -234,14 +235,22 @@ def truncate(t, i, offset, at_end):
     t[i * REPLICA_WIDTH + UNFLUSHED] = max(0, t[i * REPLICA_WIDTH + UNFLUSHED] - (leo - offset))
     t[i * REPLICA_WIDTH + HW] = min(t[i * REPLICA_WIDTH + HW], offset)
     t[i * REPLICA_WIDTH + LEO] = offset
+    keep_cache_entries_below(t, i, ANY_EPOCH, offset)
+
+
+@njit(cache=True, inline="always")
+def keep_cache_entries_below(t, i, epoch, start):
+    """Keep replica i's cache entries whose epoch is below `epoch` and whose start is below `start`,
+    in order; zero the rest."""
     count, kept = t[i * REPLICA_WIDTH + CACHE_COUNT], 0
     for position in range(count):
-        epoch, start = t[i * REPLICA_WIDTH + CACHE_EPOCH + position], t[i * REPLICA_WIDTH + CACHE_START + position]
+        cached = t[i * REPLICA_WIDTH + CACHE_EPOCH + position]
+        cached_start = t[i * REPLICA_WIDTH + CACHE_START + position]
         t[i * REPLICA_WIDTH + CACHE_EPOCH + position] = 0
         t[i * REPLICA_WIDTH + CACHE_START + position] = 0
-        if start < offset:
-            t[i * REPLICA_WIDTH + CACHE_EPOCH + kept] = epoch
-            t[i * REPLICA_WIDTH + CACHE_START + kept] = start
+        if cached < epoch and cached_start < start:
+            t[i * REPLICA_WIDTH + CACHE_EPOCH + kept] = cached
+            t[i * REPLICA_WIDTH + CACHE_START + kept] = cached_start
             kept += 1
     t[i * REPLICA_WIDTH + CACHE_COUNT] = kept
 
@@ -265,17 +274,7 @@ def assign_epoch(cfg, t, i, epoch, start):
     if count and t[i * REPLICA_WIDTH + CACHE_EPOCH + count - 1] == epoch \
             and start >= t[i * REPLICA_WIDTH + CACHE_START + count - 1]:
         return
-    kept = 0
-    for position in range(count):
-        cached = t[i * REPLICA_WIDTH + CACHE_EPOCH + position]
-        cached_start = t[i * REPLICA_WIDTH + CACHE_START + position]
-        t[i * REPLICA_WIDTH + CACHE_EPOCH + position] = 0
-        t[i * REPLICA_WIDTH + CACHE_START + position] = 0
-        if cached < epoch and cached_start < start:
-            t[i * REPLICA_WIDTH + CACHE_EPOCH + kept] = cached
-            t[i * REPLICA_WIDTH + CACHE_START + kept] = cached_start
-            kept += 1
-    t[i * REPLICA_WIDTH + CACHE_COUNT] = kept
+    keep_cache_entries_below(t, i, epoch, start)
     push_cache_entry(t, i, epoch, start)
 
 

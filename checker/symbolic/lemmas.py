@@ -112,10 +112,11 @@ def agree(a: SymReplica, b: SymReplica) -> z3.BoolRef:
                    for o in range(len(a.log_msg))])
 
 
-def holds_epoch(s: SymState, epoch) -> z3.BoolRef:
-    """Some log, response or epoch cache holds `epoch`."""
+def holds_epoch(s: SymState, epoch, but: int | None = None) -> z3.BoolRef:
+    """Some log, response or epoch cache (but replica `but`'s cache) holds `epoch`."""
     terms = [z3.And(present, e == epoch) for _, present, _, e in records(s)]
-    terms += [z3.And(present, e == epoch) for r in s.replicas for present, e, _ in cache_entries(r)]
+    terms += [z3.And(present, e == epoch) for i, r in enumerate(s.replicas) if i != but
+              for present, e, _ in cache_entries(r)]
     return z3.Or(terms)
 
 
@@ -358,16 +359,8 @@ def EmptyLatestUnshared(s: SymState):
     or response, and no other replica's cache, holds it. Such an entry is a leader's own, cached
     at its election (KAFKA-7415) before it appended anything, so loading the log after a crash,
     which drops it, leaves the epoch held nowhere. Vacuous before KAFKA-7415."""
-    terms = []
-    for i, r in enumerate(s.replicas):
-        if not r.cache_epoch:
-            continue
-        epoch = latest_epoch(r)
-        held = [z3.And(present, e == epoch) for _, present, _, e in records(s)]
-        held += [z3.And(present, e == epoch) for j, other in enumerate(s.replicas) if j != i
-                 for present, e, _ in cache_entries(other)]
-        terms.append(z3.Implies(latest_is_empty(r), z3.Not(z3.Or(held))))
-    return z3.And(terms)
+    return z3.And([z3.Implies(latest_is_empty(r), z3.Not(holds_epoch(s, latest_epoch(r), but=i)))
+                   for i, r in enumerate(s.replicas) if r.cache_epoch])
 
 
 def IsrRespectsCaches(s: SymState):

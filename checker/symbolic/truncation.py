@@ -15,7 +15,7 @@ from kafka_mc.model.protocols import (
 )
 from kafka_mc.model.state import FOLLOWER, TRUNCATING, UNKNOWN
 
-from .layout import SymReplica, replace
+from .layout import SymReplica, merge, replace
 from .terms import count, latest_epoch, numeral, pick, smin
 
 
@@ -61,35 +61,20 @@ class SymbolicProtocol:
     def assign(self, model, replica: SymReplica, epoch, start, when=True) -> SymReplica:
         """`Protocol.assign_epoch` where `when` holds (`epoch_assign`). Under `truncate-conflicting`
         the entries kept are a prefix, as starts and epochs rise along every reachable cache."""
-        length, cached, starts = replica.cache_len, list(replica.cache_epoch), list(replica.cache_start)
+        length = replica.cache_len
         if self.declaration.epoch_assign == NEWER_EPOCH_ONLY:
-            add = z3.And(when, z3.Or(length == 0, epoch > pick(cached, length - 1)))
-            model.overflow(z3.And(add, length >= len(cached)))
-            cached = [z3.If(z3.And(add, length == j), epoch, e) for j, e in enumerate(cached)]
-            starts = [z3.If(z3.And(add, length == j), start, s) for j, s in enumerate(starts)]
-            return replace(replica, cache_len=z3.If(add, length + 1, length), cache_epoch=cached, cache_start=starts)
-        add = z3.And(when, z3.Or(length == 0, epoch != pick(cached, length - 1), start < pick(starts, length - 1)))
-        keep, flags = z3.BoolVal(True), []
-        for j in range(len(cached)):
-            keep = z3.And(keep, j < length, cached[j] < epoch, starts[j] < start)
-            flags.append(keep)
-        kept = count(flags, length)
-        model.overflow(z3.And(add, kept >= len(cached)))
-        cached = [z3.If(add, z3.If(kept == j, epoch, z3.If(j < kept, e, 0)), e) for j, e in enumerate(cached)]
-        starts = [z3.If(add, z3.If(kept == j, start, z3.If(j < kept, s, 0)), s) for j, s in enumerate(starts)]
-        return replace(replica, cache_len=z3.If(add, kept + 1, length), cache_epoch=cached, cache_start=starts)
+            return pushed(model, replica, epoch, start,
+                          z3.And(when, z3.Or(length == 0, epoch > pick(replica.cache_epoch, length - 1))))
+        add = z3.And(when, z3.Or(length == 0, epoch != pick(replica.cache_epoch, length - 1),
+                                 start < pick(replica.cache_start, length - 1)))
+        kept = kept_prefix(replica, lambda cached, cached_start: z3.And(cached < epoch, cached_start < start))
+        return merge(add, pushed(model, kept, epoch, start, add), replica)
 
     def after_truncate(self, replica: SymReplica, offset) -> SymReplica:
         """Keep the entries that start below `offset` (a prefix: starts rise along the cache)."""
         if not self.declaration.epoch_cache:
             return replica
-        kept, keep = [], z3.BoolVal(True)
-        for j, start in enumerate(replica.cache_start):
-            keep = z3.And(keep, j < replica.cache_len, start < offset)
-            kept.append(keep)
-        return replace(replica, cache_len=count(kept, replica.cache_len) if kept else replica.cache_len,
-                       cache_epoch=[z3.If(k, e, 0) for k, e in zip(kept, replica.cache_epoch)],
-                       cache_start=[z3.If(k, s, 0) for k, s in zip(kept, replica.cache_start)])
+        return kept_prefix(replica, lambda _, start: start < offset)
 
     def on_become_leader(self, model, replica: SymReplica, epoch) -> SymReplica:
         """`Protocol.epochs_on_become_leader` (`epoch_on_election`, `epoch_assign`)."""
@@ -97,11 +82,7 @@ class SymbolicProtocol:
             return replica
         if self.declaration.epoch_assign == TRUNCATE_CONFLICTING:
             return self.assign(model, replica, epoch, replica.log_len)
-        length = replica.cache_len
-        model.overflow(length >= len(replica.cache_epoch))
-        return replace(replica, cache_len=length + 1,
-                       cache_epoch=[z3.If(length == j, epoch, e) for j, e in enumerate(replica.cache_epoch)],
-                       cache_start=[z3.If(length == j, replica.log_len, s) for j, s in enumerate(replica.cache_start)])
+        return pushed(model, replica, epoch, replica.log_len, z3.BoolVal(True))
 
     def truncation_point(self, leader: SymReplica, follower: SymReplica):
         """(offset, complete), as `Protocol.truncation_point` (`epoch_lookup`)."""
@@ -135,6 +116,28 @@ class SymbolicProtocol:
         if self.declaration.truncate_on_fetch:
             follower = replace(follower, hw=smin(follower.log_len, hw))
         return model.truncate(follower, offset)
+
+
+def pushed(model, replica: SymReplica, epoch, start, when) -> SymReplica:
+    """The replica with (epoch, start) after its cache's entries where `when` holds; an overflow
+    (the transition disabled) where it would not fit."""
+    length = replica.cache_len
+    model.overflow(z3.And(when, length >= len(replica.cache_epoch)))
+    return replace(replica, cache_len=z3.If(when, length + 1, length),
+                   cache_epoch=[z3.If(z3.And(when, length == j), epoch, e) for j, e in enumerate(replica.cache_epoch)],
+                   cache_start=[z3.If(z3.And(when, length == j), start, s) for j, s in enumerate(replica.cache_start)])
+
+
+def kept_prefix(replica: SymReplica, keeps) -> SymReplica:
+    """The replica with the longest prefix of its cache whose entries satisfy `keeps(epoch, start)`,
+    the rest zero."""
+    kept, keep = [], z3.BoolVal(True)
+    for j, (epoch, start) in enumerate(zip(replica.cache_epoch, replica.cache_start)):
+        keep = z3.And(keep, j < replica.cache_len, keeps(epoch, start))
+        kept.append(keep)
+    return replace(replica, cache_len=count(kept, replica.cache_len) if kept else replica.cache_len,
+                   cache_epoch=[z3.If(k, e, 0) for k, e in zip(kept, replica.cache_epoch)],
+                   cache_start=[z3.If(k, s, 0) for k, s in zip(kept, replica.cache_start)])
 
 
 def kip_101_truncation_point(leader: SymReplica, follower: SymReplica, epoch_on_election: bool):
