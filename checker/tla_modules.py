@@ -56,11 +56,20 @@ OPERATORS: dict[str, dict[object, dict[str, str]]] = {
         False: {"TruncateAtEnd": "FALSE"},
         True: {"TruncateAtEnd": "TRUE"},
     },
+    "diverging_response_hw": {
+        True: {"DivergingResponseHw": "TRUE"},
+        False: {"DivergingResponseHw": "FALSE"},
+    },
+    "bounce_noticed": {
+        False: {"BounceNoticed": "FALSE"},
+        True: {"BounceNoticed": "TRUE"},
+    },
 }
 TLA_DIR = Path(protocols.__file__).resolve().parent / "tla"
 PARAMETERS = ("BecomeFollowerReplica", "EpochCache", "AssignEpoch", "AssignOnElection", "EpochsAfterTruncate",
               "TruncationPoint", "MayJoinIsr", "FetchDivergence", "TruncateOnFetch", "RecordsDivergingFetch",
-              "EpochOnElection", "TruncateAtEnd")
+              "EpochOnElection", "TruncateAtEnd", "DivergingResponseHw",
+              "BounceNoticed")
 WIDTH = 77
 
 
@@ -95,7 +104,8 @@ def variant_module(protocol: Protocol) -> str:
                + ".\n\nGenerated from model/protocols.py by checker/tla_modules.py: do not edit.")
     lines += _comment(summary)
     lines += ["EXTENDS Integers, Sequences, KafkaProtocols", "",
-              "CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean", "",
+              "CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean, EpochBump,",
+              "          SkipsSameLeader", "",
               "VARIABLES replicas, controller, written, crashes, committed, acked", ""]
     if protocol.new_follower == protocols.TRUNCATE_TO_HW:
         lines += [f"TruncateToHw(rep) == HwBecomeFollower(rep, {chosen['EpochsAfterTruncate']})", ""]

@@ -18,7 +18,9 @@ range reads 0, as `properties.expressions.evaluate` does. The fields of network 
 unflushed writes (`zk_cut`, `peer_cut`, `cuts`, `stale_isr`, `unflushed`) read 0 and `consumed` reads
 `committed`: the twin covers only configurations without network failures and with every write
 flushed (`tla_twins.tlc_config_text` refuses the others), in which they hold those values in every
-reachable state (`tests/test_tla_properties.py` checks it on the model).
+reachable state (`tests/test_tla_properties.py` checks it on the model, `tests/test_tla_twin.py` on the
+model with the controller's epoch bumps, whose twin lowers a property within the bounds its epochs
+keep, `model.epoch_bumps.bounding_config`).
 
 Refused by name (`NotLowered`): a step property that reads the action (the twin's states do not
 record which action made a step) and a value that may leave TLC's 32-bit integers.

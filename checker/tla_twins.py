@@ -6,6 +6,13 @@ kafka-mc's names, and the TLC configuration (.cfg) of a run checking some of the
   for value, `KafkaProtocols.tla` holds the operators the protocols are made of, and each
   variant's module is generated from its declaration in `model/protocols.py`
   (`checker/tla_modules.py`). It states the state invariants of `properties.INVARIANTS`.
+- The replication model with the controller's epoch bumps (`control.epoch_bumps.EpochBumpSystem`):
+  the same modules, the .cfg setting the constant `EpochBump` (the controller bumps the epoch when it
+  removes a dead follower from the ISR) and, for the variants up to 2.0, `SkipsSameLeader`
+  (`model.epoch_bumps.SKIPS`: a follower skips a bump of the leader it follows, and its requests
+  carry no epoch); both are FALSE for the replication model. Like the replication model's twin it
+  leaves out network failures (`partitions`), and with them the bump a leader cut off from ZooKeeper
+  takes when it reconnects.
 - The controller model: `model/tla/KafkaController.tla`, with `OneControllerPerEpoch` as an
   invariant and `StaleControllerIgnored` as an action property.
 
@@ -19,8 +26,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from kafka_mc.control.controller import ControllerConfig
+from kafka_mc.control.epoch_bumps import EpochBumpSystem
 from kafka_mc.control.replication import model_of
 from kafka_mc.model import PROTOCOLS, Config
+from kafka_mc.model.epoch_bumps import SAME_LEADER, SKIPS, bounding_config
 from kafka_mc.model.interface import Model
 from kafka_mc.model.state import replica_name
 from kafka_mc.properties import ALWAYS, INVARIANTS, shipped
@@ -71,10 +80,11 @@ def tla_module_for(protocol: str) -> str:
 
 
 def tlc_config_text(config: Config, invariants: tuple[str, ...] = INVARIANT_NAMES,
-                    users: tuple[tuple[str, bool], ...] = ()) -> str:
+                    users: tuple[tuple[str, bool], ...] = (), bumps: bool = False) -> str:
     """The TLC configuration (.cfg) of `config` for the twin module, checking `invariants` (of
     kafka-mc's own, and of `users`: the users' properties the module states, each name with
-    whether it is a step property); ValueError for a setting the twin does not model."""
+    whether it is a step property); with `bumps`, of the replication model with the controller's
+    epoch bumps (`model/epoch_bumps.py`). ValueError for a setting the twin does not model."""
     module = tla_module_for(config.protocol) + (PROPERTIES_SUFFIX if users else "")
     for field in dataclasses.fields(config):
         if field.name not in _COVERED_FIELDS and getattr(config, field.name) != field.default:
@@ -87,10 +97,14 @@ def tlc_config_text(config: Config, invariants: tuple[str, ...] = INVARIANT_NAME
     unknown = [name for name in invariants if name not in known]
     if unknown:
         raise ValueError(f"the TLA+ twin has no invariant {', '.join(unknown)}; it has: {', '.join(known)}")
+    if bumps and config.protocol not in SKIPS:
+        raise ValueError(f"the TLA+ twin models the epoch bump for the shipped variants only "
+                         f"({', '.join(SKIPS)}), not {config.protocol!r}")
     names = [replica_name(index) for index in range(config.replicas)]
     settings = ", ".join(f"{key}={value!r}" for key, value in config.to_dict().items())
     lines = [
-        f"\\* TLC configuration of {module} for kafka-mc Config({settings})",
+        f"\\* TLC configuration of {module} for kafka-mc Config({settings})"
+        + (" with the controller's epoch bumps" if bumps else ""),
         "CONSTANTS",
         f"    Replicas = {{{', '.join(names)}}}",
         f"    MaxMessages = {config.messages}",
@@ -99,6 +113,8 @@ def tlc_config_text(config: Config, invariants: tuple[str, ...] = INVARIANT_NAME
         f"    AcksAll = {_ACKS_ALL[config.acks]}",
         f"    MinIsr = {config.min_isr}",
         f"    Unclean = {'TRUE' if config.unclean else 'FALSE'}",
+        f"    EpochBump = {'TRUE' if bumps else 'FALSE'}",
+        f"    SkipsSameLeader = {'TRUE' if bumps and SKIPS[config.protocol] == SAME_LEADER else 'FALSE'}",
     ]
     if users:
         lines += [f"    {constant} = {name}" for constant, name in zip(replica_constants(config), names)]
@@ -112,13 +128,14 @@ def tlc_config_text(config: Config, invariants: tuple[str, ...] = INVARIANT_NAME
     return "\n".join(lines) + "\n"
 
 
-def replication_twin(model: Model) -> TlaTwin:
-    """The twin of the replication model's configuration: the shared modules and the variant's,
-    generated from its declaration, stating kafka-mc's own invariants among the model's
-    properties; with users' own properties, a module extending the variant's states them too
-    (`tla_properties.properties_module`; NotLowered for one it cannot state)."""
+def replication_twin(model: Model, bumps: bool = False) -> TlaTwin:
+    """The twin of the replication model's configuration (with `bumps`, of the replication model
+    with the controller's epoch bumps): the shared modules and the variant's, generated from its
+    declaration, stating kafka-mc's own invariants among the model's properties; with users' own
+    properties, a module extending the variant's states them too (`tla_properties.properties_module`,
+    within the bounds the model's values keep; NotLowered for one it cannot state)."""
     config: Config = model.config
-    tlc_config_text(config)  # a ValueError for what the twin does not cover, before any run
+    tlc_config_text(config, bumps=bumps)  # a ValueError for what the twin does not cover, before any run
     protocol = PROTOCOLS[config.protocol]
     modules = {name: (TLA_DIR / f"{name}.tla").read_text(encoding="utf-8") for name in SHARED_MODULES}
     variant = module_name(protocol)
@@ -127,13 +144,21 @@ def replication_twin(model: Model) -> TlaTwin:
     own = tuple(name for name in INVARIANT_NAMES if name in chosen)
     users = tuple(p for p in model.properties if not shipped(p))
     if not users:
-        return TlaTwin(variant, modules, own, lambda pending: tlc_config_text(config, pending))
+        return TlaTwin(variant, modules, own, lambda pending: tlc_config_text(config, pending, bumps=bumps))
     module = variant + PROPERTIES_SUFFIX
-    modules[module] = properties_module(module, variant, users, config, modules.values())
+    # with the bumps, epochs run past the elections bound (`model.epoch_bumps.bounding_config`)
+    modules[module] = properties_module(module, variant, users, bounding_config(config) if bumps else config,
+                                        modules.values())
     kinds = tuple((p.name, p.on_step) for p in users)
     return TlaTwin(module, modules, own + tuple(p.name for p in users),
-                   lambda pending: tlc_config_text(config, pending, kinds),
+                   lambda pending: tlc_config_text(config, pending, kinds, bumps),
                    tuple(p.name for p in users if p.kind != ALWAYS))
+
+
+def epoch_bump_twin(model: Model) -> TlaTwin:
+    """The twin of the replication model with the controller's epoch bumps
+    (`control.epoch_bumps.EpochBumpSystem`): the replication model's, run with `EpochBump`."""
+    return replication_twin(model, bumps=True)
 
 
 # -------------------------------------------------------------------------- controller
@@ -165,7 +190,8 @@ def controller_twin(model: Model) -> TlaTwin:
 
 # ---------------------------------------------------------------------------- registry
 
-TWINS: dict[str, Callable[[Model], TlaTwin]] = {"replication": replication_twin, "controller": controller_twin}
+TWINS: dict[str, Callable[[Model], TlaTwin]] = {"replication": replication_twin, "controller": controller_twin,
+                                                 EpochBumpSystem.name: epoch_bump_twin}
 
 
 def register_twin(model_name: str, twin: Callable[[Model], TlaTwin]) -> None:

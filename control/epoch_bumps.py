@@ -1,9 +1,9 @@
 """The replication model with the controller's epoch bump on ISR removal
 (`model.epoch_bumps.EpochBumpModel`) as a `model.interface.Model`: the replication model's
-actions, properties and reports. Not a `ReplicationSystem`: the engines that run the replication
-model's own encodings (the compiled kernel, packed states, Z3, the TLA+ twin) do not know it, and
-the engines that take any model (the Python explorer, simulation) run its Python transitions,
-its states kept whole (the default capabilities)."""
+actions, properties and reports. Not a `ReplicationSystem`: the compiled kernel, the Z3 encoding and
+the TLA+ twin encode it in a mode of their own (found by this model's name), the engines that take
+any model (the Python explorer, simulation) run its Python transitions, its states kept whole (the
+default capabilities), and the others refuse it by name."""
 
 from __future__ import annotations
 

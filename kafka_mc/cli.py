@@ -72,7 +72,7 @@ from kafka_mc.model import PROTOCOLS, Config
 from kafka_mc.model.interface import Model
 from kafka_mc.model.values import plain_values
 from kafka_mc.progress import ProgressReporter
-from kafka_mc.properties import PROPERTIES
+from kafka_mc.properties import INVARIANTS, PROPERTIES
 from kafka_mc.properties.lowering import NotLowered
 from kafka_mc.properties.user import UserPropertyError
 from kafka_mc.reproduce import SUMMARY_HEADERS, reproduce, summary_rows
@@ -112,9 +112,10 @@ CHECK_ENGINE_FLAGS: dict[Engine, frozenset[str]] = {
 FAILOVER_FLAGS = frozenset({"--max-states", "--recoverability"})
 SPARK_SEARCH_FLAGS = frozenset({"--spark-master", "--spark-partitions"})  # with --engine spark too
 # with --epoch-bumps: the replication model with the controller's epoch bumps (`control.epoch_bumps`)
-EPOCH_BUMP_FLAGS = frozenset({"--max-states", "--property", "--coverage"})
+EPOCH_BUMP_FLAGS = frozenset({"--max-states", "--property", "--coverage", "--write-tla"})
 KERNEL_EPOCH_BUMP_FLAGS = frozenset({"--symmetry", "--workers"})  # the kernel's symmetry and threads
-NO_EPOCH_BUMPS = (Engine.z3, Engine.spark, Engine.gpu)
+Z3_EPOCH_BUMP_FLAGS = frozenset({"--depth"})
+NO_EPOCH_BUMPS = (Engine.spark, Engine.gpu)
 DEFAULT_DEPTH = 10
 
 
@@ -139,8 +140,8 @@ def check_command(
                                                  "over; the python and spark engines only)."),
     epoch_bumps: bool = typer.Option(False, "--epoch-bumps",
                                      help="The controller bumps the leader epoch when it removes a dead follower "
-                                          "from the ISR, as Kafka's ZooKeeper controller does (the kernel and "
-                                          "python engines)."),
+                                          "from the ISR, as Kafka's ZooKeeper controller does (the kernel, python "
+                                          "and z3 engines, and --write-tla)."),
     output_format: OutputFormat = typer.Option(OutputFormat.text, "--format",
                                                help="text, or json: one JSON object on stdout."),
     out: Optional[Path] = typer.Option(None, help="Write a report set for every violation into this directory."),
@@ -201,11 +202,11 @@ def check_command(
              **dict.fromkeys(cli_spark.SPARK_FLAGS, False),
              **dict.fromkeys(cli_spark.spark_options_given(spark_master, spark_partitions, checkpoint_dir, resume), True)}
     if epoch_bumps:
-        takes = EPOCH_BUMP_FLAGS | (KERNEL_EPOCH_BUMP_FLAGS if engine is Engine.kernel else set())
+        takes = EPOCH_BUMP_FLAGS | {Engine.kernel: KERNEL_EPOCH_BUMP_FLAGS, Engine.z3: Z3_EPOCH_BUMP_FLAGS}.get(engine, set())
         refuse_unusable("--epoch-bumps", takes, {**{f"--engine {e.value}": engine is e for e in NO_EPOCH_BUMPS},
                                                  "--controller-failures": bool(failures), **given},
-                        why=" (the Z3 encoding, the TLA+ twin, the GPU and Spark engines, the state graph and the "
-                            "python engine's workers and symmetry do not model the epoch bump)")
+                        why=" (the GPU and Spark engines, the state graph and the python engine's workers and "
+                            "symmetry do not model the epoch bump)")
     if failures:
         takes = FAILOVER_FLAGS | (SPARK_SEARCH_FLAGS if engine is Engine.spark else set())
         refuse_unusable("--controller-failures", takes, {"--engine z3": engine is Engine.z3, **given},
@@ -220,11 +221,14 @@ def check_command(
     takes = CHECK_ENGINE_FLAGS[Engine.python if engine is Engine.bfs else engine]
     refuse_unusable(f"--engine {engine.value}", takes, given, {e.value: flags for e, flags in CHECK_ENGINE_FLAGS.items()})
     chosen = load_properties(user_properties) or PROPERTIES
+    with config_errors(flags):
+        bumped = EpochBumpSystem(config, chosen) if epoch_bumps else None
     if write_tla is not None:
-        _write_tla(model_of(config, chosen), out_dir(write_tla, "--write-tla"))
+        _write_tla(bumped or model_of(config, chosen), out_dir(write_tla, "--write-tla"))
     if engine is Engine.z3:
-        result = _bounded_check(config, depth, keep_going, budget.max_seconds, quiet,
-                                chosen if user_properties else None)
+        searched = EpochBumpSystem(config, chosen if user_properties else INVARIANTS) if epoch_bumps else config
+        result = _bounded_check(searched, depth, keep_going, budget.max_seconds, quiet,
+                                chosen if user_properties and not epoch_bumps else None)
         written = write_violation_reports(result, out) if out else []
         print_result(result, None, output_format, written)
         raise typer.Exit(verdict_code(result))
@@ -245,8 +249,7 @@ def check_command(
         except GpuUnavailable as error:
             raise Exit(exitcodes.BAD_INPUT, str(error)) from None
         explore = gpu_check
-    with config_errors(flags):
-        subject = (EpochBumpSystem(config, chosen), None) if epoch_bumps else (config, chosen)
+    subject = (bumped, None) if epoch_bumps else (config, chosen)
     reporter = ProgressReporter(enabled=not quiet)
     try:
         result = explore(*subject, keep_going=keep_going, symmetry=symmetry, workers=worker_count,
@@ -290,7 +293,7 @@ def _explore(result: CheckResult) -> None:
     serve(Explorer(name, settings, trace_path(shortest.trace), f"{shortest.invariant} violated"))
 
 
-def _bounded_check(config: Config, depth: Optional[str], keep_going: bool, max_seconds: Optional[float],
+def _bounded_check(config: Config | Model, depth: Optional[str], keep_going: bool, max_seconds: Optional[float],
                    quiet: bool, properties: Optional[tuple] = None) -> CheckResult:
     """Bounded model checking with Z3 to `--depth` (of the invariants, or of `properties`), progress per
     depth on stderr."""

@@ -39,7 +39,7 @@ CONFORMANCE_CONFIGS: tuple[Config, ...] = (
     Config("kip-320", replicas=3, messages=1, crashes=1, elections=1),
     Config("diverging-epoch", messages=2, crashes=1, elections=2),
     Config("diverging-epoch", messages=1, crashes=0, elections=1, partitions=1, flush=False),
-    Config("kafka-13141", messages=2, crashes=1, elections=2, unclean=True),
+    Config("kafka-14704", messages=2, crashes=1, elections=2, unclean=True),
     Config("kafka-13141", messages=1, crashes=0, elections=1, partitions=2, acks="1"),
 )
 

@@ -51,6 +51,7 @@ SKIPS = {
     "kip-320": SAME_EPOCH,  # 2.1.0
     "diverging-epoch": SAME_EPOCH,  # 2.8.0
     "kafka-13141": SAME_EPOCH,  # 3.0.0
+    "kafka-14704": SAME_EPOCH,  # 3.4.1, 3.5.0
 }
 
 

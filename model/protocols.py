@@ -16,6 +16,7 @@ The history, one variant per fix (`HISTORY`; `register_protocol` adds a user's o
                                  past the leader's epoch start); KIP-320 (2.1)
   diverging-epoch  2.8.0         truncation moves into the fetch response (KAFKA-10554)
   kafka-13141      2.8.1, 3.0    a diverging fetch no longer updates the leader's view
+  kafka-14704      3.4.1, 3.5    a diverging fetch response truncates before the follower takes the HW
 
 This layer imports the state encoding only, never the replication model.
 """
@@ -109,6 +110,21 @@ CHOICES: tuple[Choice, ...] = (
               "that start there (`leaderEpochCache.truncateFromEnd(logEndOffset)`): a replica elected without "
               "writing that follows again loses its empty epoch's entry",
     }, ("FollowerTruncateByLeaderEpoch", "FollowerHandleFetchResponse")),
+    Choice("diverging_response_hw", {
+        True: "the follower takes the leader's HW from a diverging fetch response before it truncates "
+              "(`AbstractFetcherThread.processFetchRequest`: `processPartitionData`, which sets the HW, then "
+              "`truncateOnFetchResponse`; 2.8.0 to 3.4.0): its HW may cover records the leader does not have",
+        False: "KAFKA-14704 (3.4.1, 3.5.0): a response with a diverging epoch is not processed; the follower "
+               "truncates, and its HW rises with the next fetch",
+    }, ("FollowerHandleFetchResponse",)),
+    Choice("bounce_noticed", {
+        False: "a crashed follower may start again before the controller has seen its ZooKeeper session expire, "
+               "and keeps its place in the ISR: the controller can miss a quick bounce (KAFKA-1120; before 2.2)",
+        True: "KIP-380 (2.2.0): the controller tells a bounce by the broker epoch (`KafkaController."
+              "processBrokerChange`, `bouncedBrokerIds` -> `onBrokerFailure`, then `onBrokerStartup`): the "
+              "restarted broker leaves the ISR before its LeaderAndIsr reaches it; modelled as a crashed replica "
+              "starting again only once the controller has noticed the crash",
+    }, ("ReplicaRestart",)),
 )
 CHOICE_NAMES = tuple(choice.name for choice in CHOICES)
 
@@ -155,6 +171,8 @@ class Protocol:
     diverging_fetch_updates_leader: bool = True
     epoch_assign: str = NEWER_EPOCH_ONLY
     truncate_at_end: bool = False
+    diverging_response_hw: bool = True
+    bounce_noticed: bool = False
     doc: str = ""
 
     def __post_init__(self) -> None:
@@ -180,6 +198,8 @@ class Protocol:
              "offset from its cache, where Kafka 2.0.1 writes it at election)"),
             (not self.diverging_fetch_updates_leader, self.truncate_on_fetch,
              "diverging_fetch_updates_leader = False needs truncate_on_fetch"),
+            (not self.diverging_response_hw, self.truncate_on_fetch,
+             "diverging_response_hw = False needs truncate_on_fetch"),
             (self.epoch_assign != NEWER_EPOCH_ONLY, self.epoch_cache,
              f"epoch_assign = {self.epoch_assign!r} needs epoch_cache"),
             (self.truncate_at_end, self.epoch_lookup != NO_LOOKUP,
@@ -278,7 +298,7 @@ class Protocol:
     def handle_out_of_range(self, follower: Replica, response: FetchResponse) -> Replica:
         """The follower handles an out-of-range response: it truncates to the response's offset (the
         leader's LEO), first taking the response's HW where out-of-range means a diverging epoch."""
-        if self.truncate_on_fetch:
+        if self.truncate_on_fetch and self.diverging_response_hw:
             follower = follower._replace(hw=min(follower.leo, response.hw))
         return truncate(follower, response.offset, self)
 
@@ -408,23 +428,38 @@ HISTORY: tuple[Protocol, ...] = (
         epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
         isr_join=JOIN_PAST_EPOCH_START,
         truncate_on_fetch=True, diverging_fetch_updates_leader=True, epoch_assign=TRUNCATE_CONFLICTING,
-        truncate_at_end=True,
+        truncate_at_end=True, bounce_noticed=True,
         doc="Kafka 2.7 leader side, KAFKA-10554 follower side in 2.8.0: each fetch carries `lastFetchedEpoch`; "
             "`Partition.readRecords` answers a diverging one with `divergingEpoch` and no records; the follower "
             "sets its HW from the response (`updateHighWatermark`) and truncates "
             "(`truncateOnFetchResponse`). `ReplicaManager.updateFollowerFetchState` still records the diverging "
             "fetch's offset (fixed by KAFKA-13141). Modelled: the response's offset is where the follower "
             "truncates, computed when the leader answers, and carries the HW after the leader's update; the "
-            "follower takes the HW and truncates in one event, so KAFKA-14704's window is not modelled."),
+            "follower takes the HW and truncates in one event. Where that truncation stops short of the "
+            "divergence (the follower lacks the leader's epoch and truncates to its own epoch's end first, "
+            "`AbstractFetcherThread.getOffsetTruncationState`), the HW it took covers records the leader does "
+            "not have until the next fetch truncates them: KAFKA-14704. Kafka 2.2's KIP-380: the controller "
+            "sees every bounce by the broker epoch (`KafkaController.processBrokerChange`)."),
     Protocol(
         "kafka-13141", "3.0", "a diverging fetch leaves the leader's view of the follower alone (Kafka 2.8.1, 3.0 on)",
         epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
         isr_join=JOIN_PAST_EPOCH_START,
         truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
-        truncate_at_end=True,
+        truncate_at_end=True, bounce_noticed=True,
         doc="KAFKA-13141 (Kafka 2.7.2, 2.8.1, 3.0.0): `ReplicaManager.updateFollowerFetchState` (and "
             "`Partition.fetchRecords` since 3.3) updates a follower's fetch state only from a fetch that does "
             "not diverge."),
+    Protocol(
+        "kafka-14704", "3.4.1", "a follower truncates on a diverging fetch response before it takes the HW "
+                               "(Kafka 3.4.1, 3.5 on)",
+        epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
+        isr_join=JOIN_PAST_EPOCH_START,
+        truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
+        truncate_at_end=True, diverging_response_hw=False, bounce_noticed=True,
+        doc="KAFKA-14704 (Kafka 3.4.1, 3.5.0; commit d038cf79191): `AbstractFetcherThread.processFetchRequest` "
+            "collects a response's diverging epoch for `truncateOnFetchResponse` and skips "
+            "`processPartitionData`, so the follower's HW and log start offset wait for the next fetch. The "
+            "rest as `kafka-13141`, read at 3.4.1 and 3.5.0 (ZooKeeper mode; the controller is the model's)."),
 )
 
 PROTOCOLS: dict[str, Protocol] = {protocol.name: protocol for protocol in HISTORY}

@@ -457,9 +457,12 @@ class ReplicationModel:
         return self.with_replica(state, index, replica)._replace(crashes=state.crashes + 1)
 
     def replica_restart(self, state: State, index: int) -> State | None:
-        """The broker starts again and registers; it waits for a LeaderAndIsr."""
+        """The broker starts again and registers; it waits for a LeaderAndIsr. A crashed leader
+        starts only once the controller has noticed the crash, and so does any crashed replica where
+        the controller sees every bounce (`bounce_noticed`, KIP-380)."""
         replica = state.replicas[index]
-        if replica.alive or (replica.status == CRASHED and state.controller.leader == index):
+        if replica.alive or (replica.status == CRASHED and (state.controller.leader == index
+                                                            or self.protocol.bounce_noticed)):
             return None
         if state.zk_cut >> index & 1:
             return None

@@ -39,6 +39,7 @@ VARIANT_AT = {
     "2.0.1": "kip-320", "2.1.0": "kip-320",
     "2.8.0": "diverging-epoch",
     "2.8.1": "kafka-13141", "3.0.0": "kafka-13141",
+    "3.5.0": "kafka-14704",
 }
 
 KAFKA_TESTS = documented_scenarios("kafka-tests")
@@ -616,6 +617,34 @@ def test_abstract_fetcher_diverging_epochs(tag, lines):
     assert latest_epoch(state.replicas[1]) == 2, lines
     follower = reconcile(model, state).replicas[1]
     assert follower.log == leader_log and latest_epoch(follower) == 5, lines
+
+
+@pytest.mark.parametrize("tag, first_hw", [
+    pytest.param("3.5.0", 1, id="AbstractFetcherThreadTest.testTruncateOnFetchDoesNotProcessPartitionData@3.5.0"),
+    # the test's steps under 3.0.0's processFetchRequest, which takes the response's HW 4 before it truncates
+    # to 3 (AbstractFetcherThread.scala:351-377 at 3.0.0): what KAFKA-14704 fixed
+    pytest.param("3.0.0", 3, id="AbstractFetcherThreadTest.testTruncateOnFetchDoesNotProcessPartitionData@3.5.0 "
+                                "steps under 3.0.0 code"),
+])
+def test_abstract_fetcher_truncate_on_fetch_does_not_process_partition_data(tag, first_hw):
+    """KAFKA-14704 (AbstractFetcherThreadTest.scala:1150-1220 at 3.5.0): replica a@0 (0), b@1 (0), c@2 (2),
+    d@3 (4), e@4 (4), f@5 (4), HW 1, last fetched epoch 4; leader a@0 (0), b@1 (0), c@2 (2), g@3 (5), h@4 (5),
+    HW 4, epoch 5. The first fetch diverges: the follower truncates to 3 and keeps its HW 1 (lines 1204-1205);
+    the logs then reconcile, LEO 5 (line 1218) and last fetched epoch 5 (line 1214). Line 1219's HW 4 is
+    Kafka's mock leader's fixed HW: the model's leader computes its own, and the follower's equals it.
+    Not restated: the counts of truncate and processPartitionData calls (lines 1202, 1216)."""
+    follower_log = (Record(1, 0), Record(2, 0), Record(3, 2), Record(4, 4), Record(5, 4), Record(6, 4))
+    leader_log = (Record(1, 0), Record(2, 0), Record(3, 2), Record(7, 5), Record(8, 5))
+    leader = make_replica(cache_of(leader_log), log=leader_log, hw=4, role=LEADER, epoch=5,
+                          remote_leos=(UNKNOWN, UNKNOWN))
+    model, state = told_to_follow(tag, leader, make_replica(cache_of(follower_log), log=follower_log, hw=1), 5)
+    follower = state.replicas[1]
+    assert (follower.role, follower.leo, latest_epoch(follower)) == (FOLLOWER, 6, 4)  # line 1146: epoch 4
+    state = step(model, step(model, state, "LeaderHandleFetchRequest(B)"), "FollowerHandleFetchResponse(B)")
+    assert (state.replicas[1].leo, state.replicas[1].hw) == (3, first_hw)
+    leader, follower = reconcile(model, state).replicas
+    assert follower.log == leader_log and follower.leo == 5 and latest_epoch(follower) == 5
+    assert follower.hw == leader.hw
 
 
 # ReplicaManagerTest.testFollowerStateNotUpdatedIfLogReadFails (KAFKA-13141): leader in epoch 5 with five

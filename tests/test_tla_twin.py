@@ -1,4 +1,5 @@
-"""The TLA+ twin (model/tla) and the BFS engine agree, state for state, under TLC.
+"""The TLA+ twin (model/tla) and the BFS engine agree, state for state, under TLC: on the
+replication model, and on it with the controller's epoch bumps (`model/epoch_bumps.py`).
 
 Counting convention: a TLC error trace lists states, the initial one included; a
 kafka-mc trace lists actions, so a shortest violation of `len(trace)` actions is a
@@ -14,7 +15,12 @@ from kafka_mc.checker import check
 from kafka_mc.checker.tla_twins import INVARIANT_NAMES, TLA_DIR, tla_module_for, tlc_config_text, twin_of
 from kafka_mc.checker.tlc import TlcError, parse_statistics, parse_violation, run_tlc
 from kafka_mc.checker.tla_modules import variant_module
+from kafka_mc.control.epoch_bumps import EpochBumpSystem
 from kafka_mc.model import PROTOCOLS, Config
+from kafka_mc.model.epoch_bumps import SAME_LEADER, EpochBumpModel
+from kafka_mc.model.state import FOLLOWER, NO_LEADER, TRUNCATING, replica_name
+from kafka_mc.properties import PROPERTIES
+from kafka_mc.properties.user import user_property
 
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="TLC needs java on PATH")
 
@@ -131,3 +137,117 @@ def test_one_runner_for_every_twin_and_a_model_without_one_is_refused_by_name():
         run_tlc(PartitionFsmModel(PartitionFsmConfig()))
     with pytest.raises(ValueError, match="does not model the setting flush"):
         run_tlc(Config(flush=False))
+
+
+# ---------------------------------------------------------------- the controller's epoch bumps
+
+# the kernel's bump conformance configurations without network failures (tests/test_epoch_bumps.py),
+# and one with two crashes and no message, where a follower truncating by OffsetsForLeaderEpoch hears
+# of a bump: each with the rules of the bump its steps use (`bump_rules_fired`)
+BUMP_CONFIGS = [
+    pytest.param(Config("leader-epoch", 3, 1, 1, 1),
+                 {"taken", "skipped by a follower", "fetch reaches", "acked across"}, id="le-3r"),
+    pytest.param(Config("kip-320", 3, 1, 1, 1), {"taken", "fetch fenced", "acked across"}, id="kip320-3r"),
+    pytest.param(Config("hw", 2, 2, 2, 1), {"taken", "lost", "election after", "acked across"}, id="hw-2r"),
+    pytest.param(Config("diverging-epoch", 2, 2, 2, 1), {"taken", "lost", "election after", "acked across"},
+                 id="diverging-2r"),
+    pytest.param(Config("kip-279", 3, 0, 2, 0),
+                 {"taken", "lost", "skipped by a follower", "skipped while truncating", "fetch reaches",
+                  "truncation reaches"}, id="kip279-3r-no-message"),
+]
+
+
+def bump_rules_fired(config: Config) -> set[str]:
+    """The rules of `model.epoch_bumps` that the reachable steps of `config` use: the bump taken by the
+    leader or lost with it (crashed); a follower of the leader skipping it (up to 2.0: `SkipsSameLeader`
+    in the twin); a request from an epoch the bump passed over reaching the leader (up to 2.0) or fenced
+    (from 2.1); a write acknowledged by a leader in an epoch bumped after it took the write; an election
+    after a bump (the elections bound counts elections, not epochs). On the way it checks what
+    `checker/tla_properties.py` assumes of the states of the configurations the twin covers: no
+    consumed record but the committed ones, and no step that leaves a state unchanged."""
+    model = EpochBumpModel(config)
+    fired: set[str] = set()
+    seen = set(model.initial_states())
+    frontier = list(seen)
+    while frontier:
+        following = []
+        for state in frontier:
+            assert state.consumed == state.committed
+            controller = state.controller
+            steps = list(model.successors(state))
+            enabled = {str(action) for action, _ in steps}
+            current, start = model._current_leader(state), model._leadership_start(state, controller.epoch)
+            for index, replica in enumerate(state.replicas):
+                if current in (NO_LEADER, index) or not replica.alive or not start <= replica.epoch < controller.epoch:
+                    continue
+                if replica.role == FOLLOWER and not replica.response:
+                    reaches = f"LeaderHandleFetchRequest({replica_name(index)})" in enabled
+                    fired.add("fetch reaches" if reaches else "fetch fenced")
+                if replica.role == TRUNCATING:
+                    reaches = f"FollowerTruncateByLeaderEpoch({replica_name(index)})" in enabled
+                    fired.add("truncation reaches" if reaches else "truncation fenced")
+            for action, after in steps:
+                assert after != state, action
+                before = state.replicas[action.replica]
+                if action.name == "ControllerNoticeFailure" and after.controller.bumped != controller.bumped:
+                    fired.add("taken" if after.replicas[after.controller.leader].epoch == after.controller.epoch
+                              else "lost")
+                if action.name == "BecomeFollower" and model.skips == SAME_LEADER \
+                        and before.role in (FOLLOWER, TRUNCATING) and start <= before.epoch:
+                    fired.add("skipped by a follower" if before.role == FOLLOWER else "skipped while truncating")
+                if action.name == "ControllerElectLeader" and controller.bumped:
+                    fired.add("election after")
+                new = after.acked & ~state.acked
+                if new and after.controller.leader != NO_LEADER:
+                    leader = after.replicas[after.controller.leader]
+                    if any(record.epoch < leader.epoch for record in leader.log if new >> record.msg & 1):
+                        fired.add("acked across")
+                if after not in seen:
+                    seen.add(after)
+                    following.append(after)
+        frontier = following
+    return fired
+
+
+@pytest.mark.parametrize("config, rules", BUMP_CONFIGS)
+def test_the_bump_configurations_use_each_rule_of_the_bump(config, rules):
+    assert bump_rules_fired(config) == rules
+
+
+@needs_java
+@pytest.mark.parametrize("config", [pytest.param(param.values[0], id=param.id) for param in BUMP_CONFIGS])
+def test_tlc_and_kafka_mc_agree_with_the_epoch_bump(config):
+    """The twin with `EpochBump` and the explicit engine on `EpochBumpSystem`: the same states, depth,
+    violated invariants and shortest lengths."""
+    model = EpochBumpSystem(config)
+    expected = check(model, keep_going=True)
+    assert expected.complete
+    tlc = run_tlc(model, timeout=120)
+
+    assert tlc.distinct_states == expected.stats.distinct_states
+    assert tlc.states_generated == expected.stats.states_generated
+    assert tlc.depth == expected.stats.depth + 1
+    assert tlc.violations == {violation.invariant: len(violation.trace) + 1 for violation in expected.violations}
+
+
+def test_the_bump_twin_is_the_replication_twin_run_with_the_bump_and_refuses_network_failures_by_name():
+    for protocol, skips in (("kip-279", "TRUE"), ("kip-320", "FALSE")):
+        config = Config(protocol, 3, 1, 1, 1)
+        bump, plain = twin_of(EpochBumpSystem(config)), twin_of(config)
+        assert bump.module == plain.module and bump.modules == plain.modules
+        assert bump.properties == plain.properties == INVARIANT_NAMES
+        cfg = bump.spec_files()[f"{bump.module}.cfg"]
+        assert "EpochBump = TRUE" in cfg and f"SkipsSameLeader = {skips}" in cfg
+        assert "EpochBump = FALSE" in tlc_config_text(config) and "SkipsSameLeader = FALSE" in tlc_config_text(config)
+    # a user's property is stated in a module extending the variant's, run with the bump too
+    users = twin_of(EpochBumpSystem(Config("kip-320", 3, 1, 1, 1),
+                                    (*PROPERTIES, user_property(leader_is_in_its_isr, "leader_is_in_its_isr"))))
+    assert users.module == "KafkaKip320Properties" and users.properties[-1] == "leader_is_in_its_isr"
+    assert "EpochBump = TRUE" in users.spec_files()["KafkaKip320Properties.cfg"]
+    with pytest.raises(ValueError, match="the TLA\\+ twin does not model the setting partitions=1"):
+        twin_of(EpochBumpSystem(Config("kip-320", 2, 1, 1, 0, partitions=1)))
+
+
+def leader_is_in_its_isr(state) -> bool:
+    leader = state.controller.leader
+    return leader < 0 or state.controller.isr >> leader & 1 == 1

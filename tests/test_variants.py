@@ -31,6 +31,7 @@ FIXES = [
     ("back-to-back-elections-kip-279", "back-to-back-elections-kip-320", None),  # KAFKA-7415, 2.0.1
     ("isr-join-lagging-hw-kip-279", "isr-join-lagging-hw-kip-320", 17),  # KAFKA-7128, 2.0.1
     ("diverging-fetch-joins-isr-diverging-epoch", "diverging-fetch-joins-isr-kafka-13141", 11),
+    ("kafka-14704-kafka-13141", "kafka-14704-kafka-14704", None),  # KAFKA-14704, 3.4.1
 ]
 
 
@@ -63,7 +64,8 @@ def test_truncation_on_fetch_loses_an_acks_all_write_with_min_isr_2_and_kafka_13
 
 
 def test_the_history_is_oldest_first_and_every_variant_is_a_distinct_declaration():
-    assert [p.name for p in HISTORY] == ["hw", "leader-epoch", "kip-279", "kip-320", "diverging-epoch", "kafka-13141"]
+    assert [p.name for p in HISTORY] == ["hw", "leader-epoch", "kip-279", "kip-320", "diverging-epoch", "kafka-13141",
+                                            "kafka-14704"]
     assert [p.name for p in HISTORY] == [name for name in PROTOCOLS if PROTOCOLS[name] in HISTORY]
     assert len({tuple(p.choices().items()) for p in HISTORY}) == len(HISTORY)
 
@@ -168,6 +170,31 @@ def test_kafka_13141_leaves_the_leaders_view_of_a_diverging_follower_alone():
     assert after["kafka-13141"].controller.isr == 0b10 and after["kafka-13141"].replicas[1].remote_leos[0] == -1
     assert after["diverging-epoch"].replicas[0].response == after["kafka-13141"].replicas[0].response == \
         FetchResponse(0, 1, (), True)
+
+
+def test_from_kip_380_a_crashed_follower_starts_again_only_once_the_controller_has_noticed():
+    steps = ["ReplicaCrash(B)"]
+    for name, restarts in [("kip-320", True), ("diverging-epoch", False), ("kafka-13141", False),
+                           ("kafka-14704", False)]:
+        model = ReplicationModel(Config(name, replicas=2, messages=1, crashes=1, elections=1))
+        state = model.initial_states()[0]
+        for step in steps:
+            state = model.next_state(state, parse_action(step, model.action_names, 2))
+        assert (model.next_state(state, parse_action("ReplicaRestart(B)", model.action_names, 2)) is not None) \
+            == restarts, name
+        noticed = model.next_state(state, parse_action("ControllerNoticeFailure(B)", model.action_names, 2))
+        assert model.next_state(noticed, parse_action("ReplicaRestart(B)", model.action_names, 2)) is not None
+
+
+def test_until_kafka_14704_a_diverging_response_raises_the_hw_of_a_follower_that_truncates_short_of_it():
+    # B holds m1 in LE0 and an empty LE2; the leader answers LE2 with LE1 ending at 1 and its HW 1. B lacks
+    # LE1 and truncates to its own LE0's end, 1 (getOffsetTruncationState): nothing is cut
+    follower = replica([(1, 0)], hw=0, epochs=[(0, 0), (2, 1)])
+    response = FetchResponse(1, 1, (), True)
+    before = PROTOCOLS["kafka-13141"].handle_out_of_range(follower, response)
+    after = PROTOCOLS["kafka-14704"].handle_out_of_range(follower, response)
+    assert before.log == after.log == (Record(1, 0),) and before.epochs == after.epochs == ((0, 0),)
+    assert (before.hw, after.hw) == (1, 0)
 
 
 def imports_of(path: Path) -> set[str]:

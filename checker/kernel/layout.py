@@ -78,7 +78,8 @@ WIDTH = CONSUMED + MAX_MESSAGES
 # (`model/epoch_bumps.py`)
 (C_REPLICAS, C_MESSAGES, C_CRASHES, C_ELECTIONS, C_ACKS, C_MIN_ISR, C_UNCLEAN, C_FLUSH, C_PARTITIONS,
  C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_NEW_FOLLOWER, C_EPOCH_LOOKUP, C_ISR_JOIN, C_TRUNCATE_ON_FETCH,
- C_DIVERGING_FETCH_UPDATES_LEADER, C_EPOCH_ASSIGN, C_TRUNCATE_AT_END, C_ISR_BUMPS, C_SKIPS_SAME_LEADER) = range(20)
+ C_DIVERGING_FETCH_UPDATES_LEADER, C_EPOCH_ASSIGN, C_TRUNCATE_AT_END, C_DIVERGING_RESPONSE_HW, C_BOUNCE_NOTICED,
+ C_ISR_BUMPS, C_SKIPS_SAME_LEADER) = range(22)
 SETTING_COUNT = C_SKIPS_SAME_LEADER + 1
 ACKS_CODES = {"all": 0, "1": 1, "0": 2}
 ACKS_ALL, ACKS_ONE, ACKS_ZERO = 0, 1, 2
@@ -101,11 +102,14 @@ CHOICE_CODES: dict[str, dict[object, int]] = {
     "epoch_assign": {protocols.NEWER_EPOCH_ONLY: ASSIGN_NEWER_EPOCH_ONLY,
                      protocols.TRUNCATE_CONFLICTING: ASSIGN_TRUNCATE_CONFLICTING},
     "truncate_at_end": {False: 0, True: 1},
+    "diverging_response_hw": {False: 0, True: 1},
+    "bounce_noticed": {False: 0, True: 1},
 }
 assert tuple(CHOICE_CODES) == protocols.CHOICE_NAMES == ("epoch_cache", "epoch_on_election", "new_follower",
                                                            "epoch_lookup", "isr_join", "truncate_on_fetch",
                                                            "diverging_fetch_updates_leader", "epoch_assign",
-                                                           "truncate_at_end")
+                                                           "truncate_at_end", "diverging_response_hw",
+                                                           "bounce_noticed")
 
 
 def settings(config: Config, bumps: bool = False) -> np.ndarray:

@@ -13,7 +13,7 @@ from numba import njit
 
 from .layout import (
     ACKED, ACKS_ALL, ACKS_ZERO, BUMPED, C_ACKS, C_CRASHES, C_DIVERGING_FETCH_UPDATES_LEADER, C_ELECTIONS,
-    C_EPOCH_ASSIGN, C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_EPOCH_LOOKUP, C_FLUSH, C_ISR_BUMPS, C_ISR_JOIN,
+    C_BOUNCE_NOTICED, C_DIVERGING_RESPONSE_HW, C_EPOCH_ASSIGN, C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_EPOCH_LOOKUP, C_FLUSH, C_ISR_BUMPS, C_ISR_JOIN,
     C_SKIPS_SAME_LEADER, C_MESSAGES, C_TRUNCATE_AT_END, C_MIN_ISR, C_NEW_FOLLOWER, C_PARTITIONS,
     C_REPLICAS, C_TRUNCATE_ON_FETCH, C_UNCLEAN, CACHE_COUNT, CACHE_EPOCH, CACHE_START, COMMITTED, CONSUMED,
     CONTROLLER_EPOCH, CRASHES, CUTS, EPOCH, HAS_REMOTE, HW, ISR, JOIN_AT_HW, LEADER, LEO, LOOKUP_KIP_101,
@@ -420,7 +420,7 @@ def follower_handle_fetch_response(cfg, s, t, i):
     clear_response(t, i)
     response_offset, response_hw = s[i * REPLICA_WIDTH + RESPONSE_OFFSET], s[i * REPLICA_WIDTH + RESPONSE_HW]
     if s[i * REPLICA_WIDTH + RESPONSE_OUT_OF_RANGE]:
-        if cfg[C_TRUNCATE_ON_FETCH]:
+        if cfg[C_TRUNCATE_ON_FETCH] and cfg[C_DIVERGING_RESPONSE_HW]:  # `Protocol.handle_out_of_range`
             t[i * REPLICA_WIDTH + HW] = min(t[i * REPLICA_WIDTH + LEO], response_hw)
         truncate(t, i, response_offset, cfg[C_TRUNCATE_AT_END])
     else:
@@ -511,7 +511,8 @@ def replica_crash(cfg, s, t, i):
 
 @njit(cache=True, inline="always")
 def replica_restart(cfg, s, t, i):
-    if alive(s, i) or (s[i * REPLICA_WIDTH + STATUS] == CRASHED and s[LEADER] == i):
+    # `ReplicationModel.replica_restart`: a crashed leader, or any crashed replica with KIP-380, waits for the notice
+    if alive(s, i) or (s[i * REPLICA_WIDTH + STATUS] == CRASHED and (s[LEADER] == i or cfg[C_BOUNCE_NOTICED])):
         return False
     if s[ZK_CUT] >> i & 1:
         return False

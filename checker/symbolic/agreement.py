@@ -1,7 +1,9 @@
 """Holding the Z3 encoding equal to the explicit model, as TLC holds the TLA+ twin.
 
 `Z3Encoding` is the encoding as `kafka_mc.testing.check_conformance` takes it, which holds it to
-the explicit model on every reachable state of a list of configurations. `shortest_lengths`
+the explicit model on every reachable state of a list of configurations; `Z3Encoding(bumps=True)`
+the bump model's encoding, held to `model.epoch_bumps.EpochBumpModel`
+(`check_conformance(..., transitions=EpochBumpModel)`). `shortest_lengths`
 compares the shortest violation of each invariant found by bounded model checking with the
 breadth-first engine's.
 """
@@ -27,13 +29,17 @@ from .transitions import SymbolicModel
 class Z3Encoding:
     """The Z3 encoding as an `Encoding` for `kafka_mc.testing.check_conformance`: with its state
     variables fixed to each state, every (action, next state) the solver admits, one blocking
-    clause per answer, and every invariant's formula evaluated on the state."""
+    clause per answer, and every invariant's formula evaluated on the state. `bumps`: the encoding
+    of the bump model (`model/epoch_bumps.py`), to hold to `EpochBumpModel`."""
 
-    name = "Z3 encoding"
     ordered = False
 
+    def __init__(self, bumps: bool = False):
+        self.bumps = bumps
+        self.name = "Z3 encoding with the epoch bumps" if bumps else "Z3 encoding"
+
     def expand(self, config: Config, states: Sequence[State]) -> Iterator[Expansion]:
-        symbolic = SymbolicModel(config)
+        symbolic = SymbolicModel(config, bumps=self.bumps)
         before, after, action = symbolic.fresh("s"), symbolic.fresh("t"), symbolic.action_variable("a")
         solver = z3.SolverFor("QF_BV")
         solver.add(symbolic.step(before, after, action))

@@ -12,6 +12,12 @@ Sizes: a log holds at most `messages` records (every record sits at the offset i
 at, so a log never holds one twice), a response at most as many, and an epoch cache at most
 `elections + 1` entries (its epochs rise strictly); `prove`, where elections are unbounded,
 takes the cache's capacity as a bound of its own.
+
+The controller's `bumped` (the epochs its epoch bumps made, `model/epoch_bumps.py`) is one Bool
+per epoch, 0 to `greatest_epoch`, where the encoding runs the bump model (`Shape.epochs`; the
+epochs, and so the cache, then run to elections + crashes + network failures,
+`epoch_bumps.bounding_config`); the replication model's states have none (it is 0 there), so its
+layout, and the proofs over it, are unchanged.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import Any
 import z3
 
 from kafka_mc.model import PROTOCOLS, Config, State
+from kafka_mc.model.epoch_bumps import bounding_config
 from kafka_mc.model.state import Controller, FetchResponse, Record, Replica
 
 __all__ = ["Shape", "SymReplica", "SymState", "replace"]
@@ -30,21 +37,30 @@ __all__ = ["Shape", "SymReplica", "SymState", "replace"]
 @dataclass(frozen=True)
 class Shape:
     """The array sizes of one configuration: replicas, log capacity and epoch-cache capacity;
-    and the numbers' sort: signed bit-vectors of `bits` bits (bounded runs: the solver
-    bit-blasts them), or unbounded integers when `bits` is None (proofs over any epoch)."""
+    the numbers' sort: signed bit-vectors of `bits` bits (bounded runs: the solver
+    bit-blasts them), or unbounded integers when `bits` is None (proofs over any epoch); and
+    `epochs`, the epochs the controller's `bumped` flags cover (0: no epoch bumps, the
+    replication model; `greatest_epoch + 1` for the bump model)."""
 
     replicas: int
     log: int
     cache: int
     bits: int | None = None
+    epochs: int = 0
 
     @staticmethod
-    def of(config: Config, cache: int | None = None, integers: bool = False) -> "Shape":
+    def of(config: Config, cache: int | None = None, integers: bool = False, bumps: bool = False) -> "Shape":
+        """`bumps`: the shape of the bump model (`model/epoch_bumps.py`), whose epochs, and epoch
+        caches, run to elections + crashes + network failures (`bounding_config`)."""
+        epochs = 0
+        if bumps:
+            config = bounding_config(config)
+            epochs = config.elections + 1
         if cache is None:
             cache = config.elections + 1 if PROTOCOLS[config.protocol].epoch_cache else 0
         largest = max(config.messages + 1, config.elections + 1, config.crashes + 1, config.partitions + 1, cache + 1,
                       config.replicas)
-        return Shape(config.replicas, config.messages, cache, None if integers else largest.bit_length() + 2)
+        return Shape(config.replicas, config.messages, cache, None if integers else largest.bit_length() + 2, epochs)
 
     def num(self, value: int) -> z3.ExprRef:
         return z3.IntVal(value) if self.bits is None else z3.BitVecVal(value, self.bits)
@@ -54,7 +70,7 @@ class Shape:
 
 
 # Fields whose leaves are Bools; every other leaf is an Int.
-BOOLS = {"has_response", "resp_oor", "stale_isr", "leading", "isr", "committed", "consumed", "acked",
+BOOLS = {"has_response", "resp_oor", "stale_isr", "leading", "isr", "bumped", "committed", "consumed", "acked",
          "zk_cut", "peer_cut"}
 
 
@@ -89,6 +105,7 @@ class SymState:
     leader: Any
     epoch: Any
     isr: list  # one per replica
+    bumped: list  # one per epoch, `Shape.epochs` of them: the controller's epoch bumps made it (none: no bumps)
     written: Any
     crashes: Any
     committed: list  # offset * log + (msg - 1)
@@ -103,7 +120,7 @@ def _sizes(shape: Shape) -> dict[str, int]:
     n, m = shape.replicas, shape.log
     return {"log_msg": m, "log_epoch": m, "cache_epoch": shape.cache, "cache_start": shape.cache, "resp_msg": m,
             "resp_epoch": m, "stale_isr": n, "remote_leo": n, "isr": n, "committed": m * m, "consumed": m * m,
-            "acked": m, "zk_cut": n, "peer_cut": n}
+            "acked": m, "zk_cut": n, "peer_cut": n, "bumped": shape.epochs}
 
 
 def _build(cls, shape: Shape, leaf, path: str):
@@ -161,11 +178,11 @@ def _same(x, y) -> bool:
 
 
 def shape_of(s) -> Shape:
-    """The Shape of a SymState or SymReplica of Z3 terms."""
+    """The Shape of a SymState or SymReplica of Z3 terms (a SymReplica's with no `bumped` flags)."""
     replica = s.replicas[0] if isinstance(s, SymState) else s
     sort = replica.hw.sort()
     return Shape(len(replica.stale_isr), len(replica.log_msg), len(replica.cache_epoch),
-                 sort.size() if z3.is_bv_sort(sort) else None)
+                 sort.size() if z3.is_bv_sort(sort) else None, len(s.bumped) if isinstance(s, SymState) else 0)
 
 
 # ------------------------------------------------------------------ concrete states
@@ -192,6 +209,11 @@ def values_of(shape: Shape, state: State) -> SymState:
         for offset, msg in entries:
             flags[offset * m + msg - 1] = True
         return flags
+
+    bumped = state.controller.bumped
+    if bumped >> shape.epochs:
+        raise CapacityError(f"the controller's bumped epochs {bumped:#b} reach past the encoding's {shape.epochs} "
+                            "epochs" if shape.epochs else "the controller bumped an epoch; the encoding has no bumps")
 
     replicas = []
     for replica in state.replicas:
@@ -224,6 +246,7 @@ def values_of(shape: Shape, state: State) -> SymState:
         leader=state.controller.leader,
         epoch=state.controller.epoch,
         isr=bits(state.controller.isr),
+        bumped=[bool(bumped >> epoch & 1) for epoch in range(shape.epochs)],
         written=state.written,
         crashes=state.crashes,
         committed=history(state.committed),
@@ -271,7 +294,7 @@ def to_state(shape: Shape, values: SymState) -> State:
         ))
     return State(
         replicas=tuple(replicas),
-        controller=Controller(values.leader, values.epoch, mask(values.isr)),
+        controller=Controller(values.leader, values.epoch, mask(values.isr), mask(values.bumped)),
         written=values.written,
         crashes=values.crashes,
         committed=history(values.committed),

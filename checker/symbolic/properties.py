@@ -142,6 +142,8 @@ def well_formed(s: SymState) -> z3.BoolRef:
     n, m, k = len(s.replicas), len(s.replicas[0].log_msg), len(s.replicas[0].cache_epoch)
     terms = [s.leader >= NO_LEADER, s.leader < n, s.epoch >= 0, s.written >= 0, s.written <= m, s.crashes >= 0,
              s.cuts >= 0]
+    # the epochs the controller's bumps made (`model/epoch_bumps.py`): never the first, none past its epoch
+    terms += [z3.Not(flag) if epoch == 0 else z3.Implies(flag, s.epoch >= epoch) for epoch, flag in enumerate(s.bumped)]
     for r in s.replicas:
         terms += [r.log_len >= 0, r.log_len <= m, r.unflushed >= 0, r.unflushed <= r.log_len, r.hw >= 0,
                   r.cache_len >= 0, r.cache_len <= k, r.status >= 0, r.status <= 3, r.role >= 0, r.role <= 4,

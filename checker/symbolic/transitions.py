@@ -17,16 +17,31 @@ with an empty ISR keeps its HW (the explicit model never meets one).
 `SymbolicModel` is the replication model's `encoding.SymbolicEncoding`: with the invariants'
 formulas and well-formedness of `properties.py` and the layout's decoding, bounded model
 checking (`bmc.py`) runs it as it runs every model's encoding.
+
+With `bumps` it is the encoding of the bump model instead (`model/epoch_bumps.py`
+`EpochBumpModel`, the model `control.epoch_bumps.EpochBumpSystem`, whose docstrings cite the Kafka
+code of each rule): the ZooKeeper controller bumps the leader epoch when it removes a dead
+follower from the ISR (`controller_notice_failure`), and the leader takes the bump at once
+(`take_bump`) or, cut off from ZooKeeper, when it reconnects (`zk_reconnect`); up to 2.0 a
+follower of the same leader takes the bumped epoch only (`become_follower`) and a request reaches
+the leader whose leadership includes its epoch (`acting_leaders`). The controller's `bumped`
+flags mark the epochs bumps made: a leadership starts at the last epoch no bump made
+(`leadership_start`), and the elections bound counts elections, not epochs (`elections`). The
+replication model's states have no flags (`Shape.epochs` 0), and every formula is then the one
+it was before the bump was encoded.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 import z3
 
+from kafka_mc.control.epoch_bumps import EpochBumpSystem
 from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.model import PROTOCOLS, Action, Config, State
+from kafka_mc.model.epoch_bumps import SAME_LEADER, SKIPS, bounding_config, greatest_epoch
 from kafka_mc.model.interface import ALWAYS, Property
 from kafka_mc.model.protocols import UnencodedChoice
 from kafka_mc.properties.lowering import NotLowered, lower
@@ -60,13 +75,27 @@ class EncodingError(ValueError):
 
 class SymbolicModel:
     """The transition relation of one configuration. `unbounded` names the counters (`crashes`,
-    `elections`) whose bound is lifted, as `prove` does; `shape` sets the array sizes."""
+    `elections`) whose bound is lifted, as `prove` does; `shape` sets the array sizes; `bumps`:
+    the bump model's relation (`model/epoch_bumps.py`, the module docstring), which `prove` does
+    not take (with `unbounded`: EncodingError naming the model)."""
 
-    def __init__(self, config: Config, shape: Shape | None = None, unbounded: frozenset[str] = frozenset()):
+    def __init__(self, config: Config, shape: Shape | None = None, unbounded: frozenset[str] = frozenset(),
+                 bumps: bool = False):
+        if bumps and unbounded:
+            raise EncodingError(f"the {EpochBumpSystem.name} model has no inductive proof: prove runs the "
+                                f"{ReplicationSystem.name} model's encoding only")
         self.config = config
-        self.shape = shape or Shape.of(config, integers=bool(unbounded))
+        self.bumps = bumps
+        # the explicit model, whose traces the decoded paths are (EpochBumpModel refuses a variant it lacks)
+        self.model: ReplicationSystem | EpochBumpSystem = \
+            EpochBumpSystem(config) if bumps else ReplicationSystem(config)
+        self.shape = shape or Shape.of(config, integers=bool(unbounded), bumps=bumps)
+        if bumps and self.shape.epochs <= greatest_epoch(config):
+            raise EncodingError(f"the {EpochBumpSystem.name} model needs a flag for each epoch up to "
+                                f"{greatest_epoch(config)}; the shape has {self.shape.epochs}")
+        # `EpochBumpModel.skips`: up to 2.0 a follower skips a bump of its leader, and requests carry no epoch
+        self.same_leader = bumps and SKIPS[config.protocol] == SAME_LEADER
         self.unbounded = unbounded
-        self.model = ReplicationSystem(config)  # the explicit model, whose traces the decoded paths are
         self.explicit = self.model.transitions
         try:
             self.protocol = SymbolicProtocol(PROTOCOLS[config.protocol])
@@ -141,8 +170,10 @@ class SymbolicModel:
         """A state invariant's formula, `SYMBOLIC_INVARIANTS`; a user's property (`Property.predicate`)
         lowered (`properties.lowering`) and encoded (`user_properties.user_formula`)."""
         if prop.predicate is not None:
+            # with the bumps, within the bounds of the epochs they reach (`model.epoch_bumps.bounding_config`)
+            config = bounding_config(self.config) if self.bumps else self.config
             try:
-                return user_formula(lower(prop.predicate, self.explicit.config, prop.name), self.shape, self.slots)
+                return user_formula(lower(prop.predicate, config, prop.name), self.shape, self.slots)
             except NotLowered as error:
                 raise NotLowered(f"property {prop.name}: {error}") from None
         if prop.kind != ALWAYS or prop.on_step:
@@ -162,19 +193,57 @@ class SymbolicModel:
         """Record a condition under which the transition being built would overflow an array."""
         self._overflows.append(condition)
 
+    def _only_when(self, condition, build: Callable[[], SymState]) -> SymState:
+        """`build()`, a state the transition takes only where `condition` holds: the overflows it
+        records count there only."""
+        mark = len(self._overflows)
+        built = build()
+        self._overflows[mark:] = [z3.And(condition, overflow) for overflow in self._overflows[mark:]]
+        return built
+
     def _bounded(self, counter: str, value, bound: int) -> z3.BoolRef:
         return z3.BoolVal(True) if counter in self.unbounded else value < bound
 
     # ------------------------------------------------------------------ helpers
 
+    def leadership_start(self, s: SymState, epoch):
+        """`ReplicationModel._leadership_start`: the first epoch of the leadership whose epoch is
+        `epoch`, going down past the epochs the controller's bumps made; `epoch` itself without
+        bump flags (the replication model) and outside the epochs the flags cover."""
+        if not s.bumped:
+            return epoch
+        starts = [self.num(0)]  # of each epoch the flags cover: epoch 0 starts the first leadership
+        for value, bumped in enumerate(s.bumped[1:], start=1):
+            starts.append(z3.If(bumped, starts[-1], self.num(value)))
+        start = epoch
+        for value in reversed(range(len(starts))):
+            start = z3.If(epoch == value, starts[value], start)
+        return start
+
+    def elections(self, s: SymState):
+        """`ReplicationModel._elections`: the controller's epoch less the epochs its bumps made."""
+        return s.epoch - count(s.bumped, s.epoch) if s.bumped else s.epoch
+
     def current_leader(self, s: SymState, index: int) -> z3.BoolRef:
-        """Replica `index` is the live replica leading in the controller's epoch."""
+        """Replica `index` is the live replica leading in the controller's epoch (in its
+        leadership: with the bump, one that has not yet taken a bump still leads)."""
         replica = s.replicas[index]
-        return z3.And(s.leader == index, acts_as_leader(replica), replica.epoch == s.epoch)
+        if not s.bumped:
+            return z3.And(s.leader == index, acts_as_leader(replica), replica.epoch == s.epoch)
+        return z3.And(s.leader == index, acts_as_leader(replica), self.leadership_start(s, s.epoch) <= replica.epoch,
+                      replica.epoch <= s.epoch)
 
     def acting_leaders(self, s: SymState, epoch) -> list[z3.BoolRef]:
         """Per replica: it is the live replica acting as leader in `epoch` (the controller's
-        leader first, else the first such replica), as `ReplicationModel._acting_leader`."""
+        leader first, else the first such replica), as `ReplicationModel._acting_leader`. Up to
+        2.0 with the bump (`EpochBumpModel._acting_leader`): the first replica acting as leader
+        whose leadership includes `epoch`, the controller's leader leading up to the controller's
+        epoch (bumps it has not yet taken included)."""
+        if self.same_leader:
+            reaches = [z3.And(acts_as_leader(r), self.leadership_start(s, r.epoch) <= epoch,
+                              epoch <= z3.If(self.current_leader(s, j), s.epoch, r.epoch))
+                       for j, r in enumerate(s.replicas)]
+            return [z3.And(reaches[j], *[z3.Not(earlier) for earlier in reaches[:j]]) for j in range(len(reaches))]
         acting = [z3.And(r.epoch == epoch, acts_as_leader(r)) for r in s.replicas]
         by_controller = [z3.And(s.leader == j, acting[j]) for j in range(len(acting))]
         controller_acts = z3.Or(by_controller)
@@ -257,8 +326,11 @@ class SymbolicModel:
         acked = s.acked
         if self.config.acks == "all":
             completes = z3.And(hw > leader.hw, count(isr, hw) >= self.config.min_isr)
-            acked = [z3.Or(flag, *[z3.And(completes, o >= leader.hw, leader.log_epoch[o] == leader.epoch, holds(o, k + 1))
-                                   for o in range(m)])
+            # the records of the leader's leadership: its epoch's, and with the bump the epochs since its election
+            start = self.leadership_start(s, leader.epoch)
+            ours = [leader.log_epoch[o] == leader.epoch if not s.bumped
+                    else z3.And(start <= leader.log_epoch[o], leader.log_epoch[o] <= leader.epoch) for o in range(m)]
+            acked = [z3.Or(flag, *[z3.And(completes, o >= leader.hw, ours[o], holds(o, k + 1)) for o in range(m)])
                      for k, flag in enumerate(s.acked)]
         current = self.current_leader(s, index)
         consumed = [z3.Or(flag, holds(i // m, i % m + 1)) for i, flag in enumerate(s.consumed)]
@@ -350,8 +422,15 @@ class SymbolicModel:
         replica = s.replicas[i]
         guard = z3.And(alive(replica), s.leader != NO_LEADER, s.leader != i, replica.epoch < s.epoch,
                        z3.Not(s.zk_cut[i]))
-        replica = replace(self._forget_leadership(replica), epoch=s.epoch)
-        return guard, with_replica(s, i, self.protocol.become_follower(self, replica))
+        follower = replace(self._forget_leadership(replica), epoch=s.epoch)
+        after = with_replica(s, i, self.protocol.become_follower(self, follower))
+        if not self.same_leader:
+            return guard, after
+        # `EpochBumpModel.become_follower`: up to 2.0 a follower told of a bump of the leader it follows
+        # (its epoch is in the controller's leadership) takes the epoch only
+        skips = z3.And(z3.Or(replica.role == FOLLOWER, replica.role == TRUNCATING),
+                       self.leadership_start(s, s.epoch) <= replica.epoch)
+        return guard, merge(skips, with_replica(s, i, replace(replica, epoch=s.epoch)), after)
 
     def replica_flush(self, s: SymState, i: int):
         replica = s.replicas[i]
@@ -368,7 +447,8 @@ class SymbolicModel:
 
     def replica_restart(self, s: SymState, i: int):
         replica = s.replicas[i]
-        guard = z3.And(z3.Not(alive(replica)), z3.Not(z3.And(replica.status == CRASHED, s.leader == i)),
+        waits = s.leader == i if not self.protocol.declaration.bounce_noticed else z3.BoolVal(True)  # KIP-380
+        guard = z3.And(z3.Not(alive(replica)), z3.Not(z3.And(replica.status == CRASHED, waits)),
                        z3.Not(s.zk_cut[i]))
         return guard, with_replica(s, i, replace(replica, status=self.num(UP)))
 
@@ -383,14 +463,43 @@ class SymbolicModel:
         after = replace(with_replica(s, i, noticed), leader=z3.If(s.leader == i, NO_LEADER, s.leader))
         remaining = put(s.isr, i, z3.BoolVal(False))
         shrinks = z3.And(s.isr[i], z3.Or(remaining))
-        return z3.Or(crashed, expired), merge(shrinks, self.with_isr(after, remaining), after)
+        after = merge(shrinks, self.with_isr(after, remaining), after)
+        if not self.bumps:
+            return z3.Or(crashed, expired), after
+        # `EpochBumpModel.controller_notice_failure`: removing a follower from the ISR of a leader bumps
+        # the epoch; the leader takes it at once, or once reconnected when cut off from ZooKeeper
+        bump = z3.And(shrinks, s.leader != NO_LEADER, s.leader != i)
+        epoch = after.epoch + 1
+        self.overflow(z3.And(bump, epoch >= len(after.bumped)))  # past greatest_epoch: never reached
+        bumped = replace(after, epoch=epoch,
+                         bumped=[z3.Or(flag, epoch == value) for value, flag in enumerate(after.bumped)])
+        taken = bumped
+        for j in range(self.shape.replicas):
+            if j != i:
+                takes = z3.And(bump, s.leader == j, z3.Not(s.zk_cut[j]))
+                taken = merge(takes, self._only_when(takes, partial(self.take_bump, bumped, j)), taken)
+        return z3.Or(crashed, expired), merge(bump, taken, after)
+
+    def take_bump(self, s: SymState, j: int) -> SymState:
+        """`EpochBumpModel._take_bump`: the controller's leader `j` acts on the LeaderAndIsr of a
+        bump as a leader already (`Partition.makeLeader`): the controller's epoch for its next
+        appends, in its epoch cache at once from 2.0.1 (`epoch_on_election`), and its HW; unless
+        it crashed and the request is lost."""
+        leader = s.replicas[j]
+        acts = acts_as_leader(leader)
+
+        def taken() -> SymState:
+            replica = self.protocol.on_become_leader(self, replace(leader, epoch=s.epoch), s.epoch)
+            return self.advance_hw(with_replica(s, j, replica), j)
+
+        return merge(acts, self._only_when(acts, taken), s)
 
     def controller_elect_leader(self, s: SymState, i: int):
         n = self.shape.replicas
         candidate = s.replicas[i]
         live_isr = [z3.And(member, r.status == UP) for member, r in zip(s.isr, s.replicas)]
         unclean = z3.Not(z3.Or(live_isr)) if self.config.unclean else z3.BoolVal(False)
-        guard = z3.And(s.leader == NO_LEADER, self._bounded("elections", s.epoch, self.config.elections),
+        guard = z3.And(s.leader == NO_LEADER, self._bounded("elections", self.elections(s), self.config.elections),
                        candidate.status == UP, z3.Not(s.zk_cut[i]), z3.Or(live_isr[i], unclean))
         epoch = s.epoch + 1
         leader = replace(self._forget_leadership(candidate), role=self.num(LEADER), epoch=epoch,
@@ -408,7 +517,12 @@ class SymbolicModel:
         replica = s.replicas[i]
         replica = replace(replica, status=z3.If(replica.status == EXPIRED, UP, replica.status),
                           role=z3.If(z3.And(replica.role == FENCED, s.leader == i), LEADER, replica.role))
-        return s.zk_cut[i], with_replica(replace(s, zk_cut=put(s.zk_cut, i, z3.BoolVal(False))), i, replica)
+        after = with_replica(replace(s, zk_cut=put(s.zk_cut, i, z3.BoolVal(False))), i, replica)
+        if not self.bumps:
+            return s.zk_cut[i], after
+        # `EpochBumpModel.zk_reconnect`: the controller's leader takes the bump it missed while cut off
+        late = z3.And(s.leader == i, replica.epoch != s.epoch)
+        return s.zk_cut[i], merge(late, self._only_when(late, lambda: self.take_bump(after, i)), after)
 
     def peer_disconnect(self, s: SymState, i: int):
         guard = z3.And(s.cuts < self.config.partitions, alive(s.replicas[i]), z3.Not(s.peer_cut[i]))

@@ -34,6 +34,8 @@ class SymbolicProtocol:
         "diverging_fetch_updates_leader": (False, True),
         "epoch_assign": (NEWER_EPOCH_ONLY, TRUNCATE_CONFLICTING),
         "truncate_at_end": (False, True),
+        "diverging_response_hw": (False, True),
+        "bounce_noticed": (False, True),
     }
 
     def __init__(self, protocol: Protocol):
@@ -113,7 +115,7 @@ class SymbolicProtocol:
     def handle_out_of_range(self, model, follower: SymReplica, offset, hw) -> SymReplica:
         """The follower truncates to the response's offset, first taking the response's HW (at most
         its LEO) where out-of-range means a diverging epoch."""
-        if self.declaration.truncate_on_fetch:
+        if self.declaration.truncate_on_fetch and self.declaration.diverging_response_hw:
             follower = replace(follower, hw=smin(follower.log_len, hw))
         return model.truncate(follower, offset)
 

@@ -11,20 +11,27 @@
 (* still records the diverging fetch's offset (fixed by KAFKA-13141).      *)
 (* Modelled: the response's offset is where the follower truncates,        *)
 (* computed when the leader answers, and carries the HW after the leader's *)
-(* update; the follower takes the HW and truncates in one event, so        *)
-(* KAFKA-14704's window is not modelled.                                   *)
+(* update; the follower takes the HW and truncates in one event. Where     *)
+(* that truncation stops short of the divergence (the follower lacks the   *)
+(* leader's epoch and truncates to its own epoch's end first,              *)
+(* `AbstractFetcherThread.getOffsetTruncationState`), the HW it took       *)
+(* covers records the leader does not have until the next fetch truncates  *)
+(* them: KAFKA-14704. Kafka 2.2's KIP-380: the controller sees every       *)
+(* bounce by the broker epoch (`KafkaController.processBrokerChange`).     *)
 (*                                                                         *)
 (* epoch_cache = True; epoch_on_election = True; new_follower = 'fetch-if- *)
 (* epoch'; epoch_lookup = 'kip-279'; isr_join = 'leader-epoch-start';      *)
 (* truncate_on_fetch = True; diverging_fetch_updates_leader = True;        *)
-(* epoch_assign = 'truncate-conflicting'; truncate_at_end = True.          *)
+(* epoch_assign = 'truncate-conflicting'; truncate_at_end = True;          *)
+(* diverging_response_hw = True; bounce_noticed = True.                    *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, KafkaProtocols
 
-CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean
+CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean, EpochBump,
+          SkipsSameLeader
 
 VARIABLES replicas, controller, written, crashes, committed, acked
 
@@ -40,7 +47,9 @@ INSTANCE KafkaReplication WITH
     TruncateOnFetch       <- TRUE,
     RecordsDivergingFetch <- TRUE,
     EpochOnElection       <- TRUE,
-    TruncateAtEnd         <- TRUE
+    TruncateAtEnd         <- TRUE,
+    DivergingResponseHw   <- TRUE,
+    BounceNoticed         <- TRUE
 
 Next == BaseNext
 

@@ -11,14 +11,16 @@
 (* epoch_cache = False; epoch_on_election = False; new_follower =          *)
 (* 'truncate-to-hw'; epoch_lookup = 'none'; isr_join = 'leader-hw';        *)
 (* truncate_on_fetch = False; diverging_fetch_updates_leader = True;       *)
-(* epoch_assign = 'newer-epoch-only'; truncate_at_end = False.             *)
+(* epoch_assign = 'newer-epoch-only'; truncate_at_end = False;             *)
+(* diverging_response_hw = True; bounce_noticed = False.                   *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, KafkaProtocols
 
-CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean
+CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean, EpochBump,
+          SkipsSameLeader
 
 VARIABLES replicas, controller, written, crashes, committed, acked
 
@@ -36,7 +38,9 @@ INSTANCE KafkaReplication WITH
     TruncateOnFetch       <- FALSE,
     RecordsDivergingFetch <- TRUE,
     EpochOnElection       <- FALSE,
-    TruncateAtEnd         <- FALSE
+    TruncateAtEnd         <- FALSE,
+    DivergingResponseHw   <- TRUE,
+    BounceNoticed         <- FALSE
 
 Next == BaseNext
 

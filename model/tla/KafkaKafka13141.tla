@@ -11,14 +11,16 @@
 (* epoch_cache = True; epoch_on_election = True; new_follower = 'fetch-if- *)
 (* epoch'; epoch_lookup = 'kip-279'; isr_join = 'leader-epoch-start';      *)
 (* truncate_on_fetch = True; diverging_fetch_updates_leader = False;       *)
-(* epoch_assign = 'truncate-conflicting'; truncate_at_end = True.          *)
+(* epoch_assign = 'truncate-conflicting'; truncate_at_end = True;          *)
+(* diverging_response_hw = True; bounce_noticed = True.                    *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, KafkaProtocols
 
-CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean
+CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean, EpochBump,
+          SkipsSameLeader
 
 VARIABLES replicas, controller, written, crashes, committed, acked
 
@@ -34,7 +36,9 @@ INSTANCE KafkaReplication WITH
     TruncateOnFetch       <- TRUE,
     RecordsDivergingFetch <- FALSE,
     EpochOnElection       <- TRUE,
-    TruncateAtEnd         <- TRUE
+    TruncateAtEnd         <- TRUE,
+    DivergingResponseHw   <- TRUE,
+    BounceNoticed         <- TRUE
 
 Next == BaseNext
 

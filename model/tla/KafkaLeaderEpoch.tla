@@ -15,14 +15,16 @@
 (* epoch_cache = True; epoch_on_election = False; new_follower = 'ask-     *)
 (* leader'; epoch_lookup = 'kip-101'; isr_join = 'leader-hw';              *)
 (* truncate_on_fetch = False; diverging_fetch_updates_leader = True;       *)
-(* epoch_assign = 'newer-epoch-only'; truncate_at_end = False.             *)
+(* epoch_assign = 'newer-epoch-only'; truncate_at_end = False;             *)
+(* diverging_response_hw = True; bounce_noticed = False.                   *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, KafkaProtocols
 
-CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean
+CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean, EpochBump,
+          SkipsSameLeader
 
 VARIABLES replicas, controller, written, crashes, committed, acked
 
@@ -38,7 +40,9 @@ INSTANCE KafkaReplication WITH
     TruncateOnFetch       <- FALSE,
     RecordsDivergingFetch <- TRUE,
     EpochOnElection       <- FALSE,
-    TruncateAtEnd         <- FALSE
+    TruncateAtEnd         <- FALSE,
+    DivergingResponseHw   <- TRUE,
+    BounceNoticed         <- FALSE
 
 Next == BaseNext
 

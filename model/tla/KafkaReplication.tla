@@ -22,7 +22,11 @@
 (*                               only, its view of every replica's LEO     *)
 (*                               (Unknown = -1 until that replica fetches) *)
 (*   controller [leader, epoch, isr]: the partition state in ZooKeeper;    *)
-(*              leader is NoLeader when the partition is leaderless        *)
+(*              leader is NoLeader when the partition is leaderless; with  *)
+(*              EpochBump also bumped, the epochs the controller's bumps   *)
+(*              made (model/epoch_bumps.py; the field is absent otherwise, *)
+(*              so the states of the replication model, and the traces     *)
+(*              other tools write of them, are those without the bump)     *)
 (*   written    producer records written so far (record ids 1, 2, ...)     *)
 (*   crashes    crashes so far                                             *)
 (*   committed  history: every <<offset, msg>> once below the leader's HW  *)
@@ -37,6 +41,20 @@
 (* durable at once, time is abstract, the controller never fails and       *)
 (* elects only after noticing the leader's crash, and a crashed leader     *)
 (* restarts only once that crash has been noticed.                         *)
+(*                                                                         *)
+(* With EpochBump, the twin of model/epoch_bumps.py: when the controller   *)
+(* removes a dead follower from the ISR it writes a new leader epoch with  *)
+(* the same leader (0.11.0.0 KafkaController.removeReplicaFromIsr, 2.1.0   *)
+(* ReplicaStateMachine.doRemoveReplicasFromIsr ->                          *)
+(* LeaderAndIsr.newLeaderAndIsr, epoch + 1), which the leader takes at     *)
+(* once (Partition.makeLeader as a leader already); with SkipsSameLeader   *)
+(* (up to 2.0.0) a follower of that leader takes the epoch only            *)
+(* (Partition.makeFollower returns false for the leader it follows) and    *)
+(* its requests, which carry no epoch, reach the leader from any epoch of  *)
+(* its leadership; from 2.1 the leader fences an older epoch (KIP-320).    *)
+(* The elections bound counts elections, not epochs (Elections). The twin  *)
+(* has no network failures, and so no leader that takes a bump late, when  *)
+(* it reconnects to ZooKeeper (EpochBumpModel.zk_reconnect).               *)
 (*                                                                         *)
 (* Truncation is pluggable, as in model/protocols.py: a variant module     *)
 (* (KafkaHw, KafkaLeaderEpoch, KafkaKip279, KafkaKip320,                   *)
@@ -53,7 +71,9 @@ CONSTANTS
     MaxElections,   \* how many leader elections (the initial leader is not one)
     AcksAll,        \* TRUE for acks=all, FALSE for acks=1
     MinIsr,         \* min.insync.replicas, enforced with acks=all only
-    Unclean         \* unclean.leader.election.enable
+    Unclean,        \* unclean.leader.election.enable
+    EpochBump,      \* TRUE: the controller bumps the epoch on ISR removal
+    SkipsSameLeader \* TRUE: a follower skips a bump of its leader (to 2.0.0)
 
 (***************************************************************************)
 (* The truncation protocol: what the variants define.                      *)
@@ -88,12 +108,20 @@ CONSTANTS
     EpochOnElection,
     \* KAFKA-10706: a truncation at or past the LEO still drops the cache
     \* entries starting at the LEO.
-    TruncateAtEnd
+    TruncateAtEnd,
+    \* The follower takes the HW of a diverging response before it truncates
+    \* (until KAFKA-14704).
+    DivergingResponseHw,
+    \* KIP-380: the controller sees every bounce, so a crashed replica starts
+    \* again only once the controller has noticed the crash.
+    BounceNoticed
 
 ASSUME
     /\ Replicas # {}
     /\ MaxMessages \in Nat /\ MaxCrashes \in Nat /\ MaxElections \in Nat
     /\ AcksAll \in BOOLEAN /\ Unclean \in BOOLEAN
+    /\ EpochBump \in BOOLEAN /\ SkipsSameLeader \in BOOLEAN
+    /\ SkipsSameLeader => EpochBump
     /\ MinIsr \in 1 .. Cardinality(Replicas)
 
 VARIABLES replicas, controller, written, crashes, committed, acked
@@ -161,6 +189,38 @@ LeaderOf(rs, ctl) ==
 
 CurrentLeader == LeaderOf(replicas, controller)
 
+(* The epochs the controller's epoch bumps made (model/state.py            *)
+(* Controller.bumped): none without EpochBump, whose controller has no     *)
+(* such field.                                                             *)
+Bumped(ctl) == IF EpochBump THEN ctl.bumped ELSE {}
+
+(* The first epoch of the leadership whose epoch is the given one: every   *)
+(* epoch starts one (an election) but those the bumps made                 *)
+(* (ReplicationModel._leadership_start). The records a leader holds in its *)
+(* purgatory carry these epochs.                                           *)
+RECURSIVE StartBelow(_, _)
+StartBelow(bumped, epoch) == IF epoch > 0 /\ epoch \in bumped THEN StartBelow(bumped, epoch - 1) ELSE epoch
+
+LeadershipStart(ctl, epoch) == IF EpochBump THEN StartBelow(ctl.bumped, epoch) ELSE epoch
+
+(* How many elections the controller has held: every epoch after the       *)
+(* first, but bumps (ReplicationModel._elections). With the bump, epochs   *)
+(* run to MaxElections + MaxCrashes (model/epoch_bumps.py greatest_epoch). *)
+Elections(ctl) == ctl.epoch - Cardinality(Bumped(ctl))
+
+(* Whether a follower's fetch or OffsetsForLeaderEpoch request from an     *)
+(* epoch reaches the controller's leader (ReplicationModel._acting_leader, *)
+(* EpochBumpModel._acting_leader): without network failures that leader,   *)
+(* live, is the only replica acting as leader, and it leads in the         *)
+(* controller's epoch. It answers its own epoch only: from 2.1 it fences   *)
+(* an older one (KIP-320), and before a bump no older epoch is of its      *)
+(* leadership. Up to 2.0 (SkipsSameLeader) requests carry no epoch: any    *)
+(* epoch of its leadership reaches it.                                     *)
+AnswersFrom(epoch) ==
+    IF SkipsSameLeader
+    THEN LeadershipStart(controller, controller.epoch) <= epoch /\ epoch <= controller.epoch
+    ELSE epoch = controller.epoch
+
 (* The leader's HW rises to the least LEO over the ISR as it knows them;   *)
 (* it never falls.                                                         *)
 HwAdvanced(rs, ctl) ==
@@ -179,12 +239,15 @@ CommittedWith(rs, ctl) ==
 (* least MinIsr members are acknowledged (Partition.                       *)
 (* checkEnoughReplicasReachOffset); otherwise NotEnoughReplicasAfterAppend. *)
 (* Only the leader that took a write acknowledges it: its own records carry *)
-(* its epoch; a crash or a new epoch ends the wait with an error.          *)
+(* an epoch of its leadership (its epoch, or one an epoch bump continued); *)
+(* a crash or a new election ends the wait with an error.                  *)
 AckedWith(before, after, ctl) ==
     LET l == LeaderOf(after, ctl)
+        start == LeadershipStart(ctl, after[l].epoch)
+        own(record) == start <= record.epoch /\ record.epoch <= after[l].epoch
     IN  IF l = NoLeader \/ ~AcksAll \/ Cardinality(ctl.isr) < MinIsr THEN acked
         ELSE acked \cup {after[l].log[o + 1].msg : o \in {o \in before[l].hw .. after[l].hw - 1 :
-                                                          after[l].log[o + 1].epoch = after[l].epoch}}
+                                                          own(after[l].log[o + 1])}}
 
 (* The replicas and controller an event produced become the next state,    *)
 (* after the leader has advanced its HW; `sent` is acknowledged at once.    *)
@@ -196,6 +259,16 @@ CommitAcking(rs, ctl, sent) ==
         /\ acked' = AckedWith(rs, advanced, ctl) \cup sent
 
 Commit(rs, ctl) == CommitAcking(rs, ctl, {})
+
+(* The controller's leader l acts on the LeaderAndIsr of an epoch bump as  *)
+(* a leader already (Partition.makeLeader with isNewLeader false): it      *)
+(* keeps its view of the followers and its purgatory, takes the epoch for  *)
+(* its next appends, and from 2.0.1 on (KAFKA-7415) caches it at its LEO   *)
+(* at once. A crashed leader never gets it (EpochBumpModel._take_bump).    *)
+TakeBump(rs, l, epoch) ==
+    IF Alive(rs[l]) /\ rs[l].role = Leader
+    THEN [rs EXCEPT ![l].epoch = epoch, ![l].epochs = EpochsOnBecomeLeader(@, epoch, Leo(rs[l]))]
+    ELSE rs
 
 ----------------------------------------------------------------------------
 (***************************************************************************)
@@ -214,7 +287,8 @@ Init ==
                                          !.epochs = EpochsOnBecomeLeader(<<>>, 0, 0),
                                          !.remoteLeos = [m \in Replicas |-> Unknown]]
                 ELSE NewFollower]
-        /\ controller = [leader |-> first, epoch |-> 0, isr |-> Replicas]
+        /\ controller = IF EpochBump THEN [leader |-> first, epoch |-> 0, isr |-> Replicas, bumped |-> {}]
+                        ELSE [leader |-> first, epoch |-> 0, isr |-> Replicas]
         /\ written = 0
         /\ crashes = 0
         /\ committed = {}
@@ -266,7 +340,7 @@ LeaderHandleFetchRequest(r) ==
         /\ f.response = NoResponse
         /\ Alive(f)
         /\ f.role = Follower
-        /\ f.epoch = controller.epoch
+        /\ AnswersFrom(f.epoch)
         /\ IF diverging = Unknown /\ offset > Leo(replicas[l])
            THEN /\ replicas' = [replicas EXCEPT ![r].response =
                                   [offset |-> Leo(replicas[l]), hw |-> replicas[l].hw,
@@ -287,7 +361,8 @@ LeaderHandleFetchRequest(r) ==
 (* Fetch, second half: follower r handles the FetchResponse. It appends    *)
 (* the records and sets HW = min(its LEO, the response's HW); on           *)
 (* OffsetOutOfRange it truncates to the response's offset (the leader's    *)
-(* LEO; with TruncateOnFetch, where its log diverges, after taking the HW).*)
+(* LEO; with TruncateOnFetch, where its log diverges, after taking the HW *)
+(* unless DivergingResponseHw is off, KAFKA-14704).                        *)
 FollowerHandleFetchResponse(r) ==
     LET f == replicas[r]
         response == f.response
@@ -296,7 +371,7 @@ FollowerHandleFetchResponse(r) ==
         /\ response # NoResponse
         /\ replicas' = [replicas EXCEPT ![r] =
               IF response.outOfRange
-              THEN Truncate(IF TruncateOnFetch
+              THEN Truncate(IF TruncateOnFetch /\ DivergingResponseHw
                             THEN [handled EXCEPT !.hw = Lesser(Leo(f), response.hw)]
                             ELSE handled,
                             response.offset)
@@ -320,17 +395,26 @@ LeaderShrinkIsr(r) ==
 
 (* LeaderAndIsr: replica r acts on the controller's partition state        *)
 (* naming another leader in a newer epoch. The truncation protocol decides *)
-(* what it does to its log (BecomeFollowerReplica).                        *)
+(* what it does to its log (BecomeFollowerReplica). Up to 2.0.0            *)
+(* (SkipsSameLeader), Partition.makeFollower returns false for a           *)
+(* LeaderAndIsr naming the leader the replica follows                      *)
+(* (leaderReplicaIdOpt.get == newLeaderBrokerId): a follower told of a     *)
+(* bump of its leader's epoch takes the epoch only, keeps its response in  *)
+(* flight and goes on fetching (EpochBumpModel.become_follower).           *)
 BecomeFollower(r) ==
     LET rep == replicas[r]
+        skips == /\ SkipsSameLeader
+                 /\ rep.role \in {Follower, Truncating}
+                 /\ LeadershipStart(controller, controller.epoch) <= rep.epoch
     IN  /\ Alive(rep)
         /\ controller.leader # NoLeader
         /\ controller.leader # r
         /\ rep.epoch < controller.epoch
         /\ replicas' = [replicas EXCEPT ![r] =
-              BecomeFollowerReplica([rep EXCEPT !.epoch = controller.epoch,
-                                                !.response = NoResponse,
-                                                !.remoteLeos = NoRemoteLeos])]
+              IF skips THEN [rep EXCEPT !.epoch = controller.epoch]
+              ELSE BecomeFollowerReplica([rep EXCEPT !.epoch = controller.epoch,
+                                                     !.response = NoResponse,
+                                                     !.remoteLeos = NoRemoteLeos])]
         /\ UNCHANGED <<controller, written, crashes, history>>
 
 (* The broker dies: its log, HW checkpoint and epoch cache survive, but    *)
@@ -347,25 +431,43 @@ ReplicaCrash(r) ==
     /\ UNCHANGED <<controller, written, history>>
 
 (* The broker starts again and registers; it waits for a LeaderAndIsr. A   *)
-(* crashed leader restarts only once the controller has noticed its crash. *)
+(* crashed leader restarts only once the controller has noticed its crash, *)
+(* and so does any crashed replica where the controller sees every bounce  *)
+(* (BounceNoticed, KIP-380).                                               *)
 ReplicaRestart(r) ==
     /\ ~ Alive(replicas[r])
-    /\ ~ (replicas[r].status = Crashed /\ controller.leader = r)
+    /\ ~ (replicas[r].status = Crashed /\ (controller.leader = r \/ BounceNoticed))
     /\ replicas' = [replicas EXCEPT ![r].status = Up]
     /\ UNCHANGED <<controller, written, crashes, history>>
 
 (* The controller sees r's ZooKeeper session expire: a dead leader leaves  *)
 (* the partition leaderless; a dead member leaves the ISR unless it is the *)
 (* last one.                                                               *)
+(*                                                                         *)
+(* With EpochBump, removing r from the ISR of a leader also writes a new   *)
+(* leader epoch with the same leader ("increment the leader epoch even if  *)
+(* the ISR changes", 0.11.0.0 KafkaController.removeReplicaFromIsr; 2.1.0  *)
+(* ReplicaStateMachine.doRemoveReplicasFromIsr ->                          *)
+(* LeaderAndIsr.newLeaderAndIsr), and the leader, unless it crashed and    *)
+(* the request is lost, takes it in the same event (TakeBump;              *)
+(* EpochBumpModel.controller_notice_failure and _take_bump). The model     *)
+(* advances the HW before the bump and again after it, which changes       *)
+(* nothing; one Commit after the bump is the same step: the same ISR and   *)
+(* LEOs give the same HW, and the bumped epoch continues the leadership    *)
+(* (LeadershipStart), so the same writes are acknowledged.                 *)
 ControllerNoticeFailure(r) ==
     LET rs == [replicas EXCEPT ![r].status = Offline]
         ctl == IF controller.leader = r
                THEN [controller EXCEPT !.leader = NoLeader]
                ELSE controller
         remaining == controller.isr \ {r}
+        shrunk == [ctl EXCEPT !.isr = remaining]
+        bumped == [shrunk EXCEPT !.epoch = @ + 1, !.bumped = @ \cup {controller.epoch + 1}]
     IN  /\ replicas[r].status = Crashed
         /\ IF r \in controller.isr /\ remaining # {}
-           THEN Commit(rs, [ctl EXCEPT !.isr = remaining])
+           THEN IF EpochBump /\ ctl.leader # NoLeader
+                THEN Commit(TakeBump(rs, ctl.leader, bumped.epoch), bumped)
+                ELSE Commit(rs, shrunk)
            ELSE /\ replicas' = rs
                 /\ controller' = ctl
                 /\ UNCHANGED history
@@ -381,7 +483,7 @@ ControllerElectLeader(r) ==
         epoch == controller.epoch + 1
         isr == IF r \in liveIsr THEN controller.isr ELSE {r}
     IN  /\ controller.leader = NoLeader
-        /\ controller.epoch < MaxElections
+        /\ Elections(controller) < MaxElections
         /\ Alive(candidate)
         /\ r \in liveIsr \/ (Unclean /\ liveIsr = {})
         /\ Commit([replicas EXCEPT ![r] =
@@ -391,7 +493,7 @@ ControllerElectLeader(r) ==
                           !.response = NoResponse,
                           !.remoteLeos = [m \in Replicas |-> Unknown],
                           !.epochs = EpochsOnBecomeLeader(@, epoch, Leo(candidate))]],
-                  [leader |-> r, epoch |-> epoch, isr |-> isr])
+                  [controller EXCEPT !.leader = r, !.epoch = epoch, !.isr = isr])
         /\ UNCHANGED <<written, crashes>>
 
 (* OffsetsForLeaderEpoch, request and response in one event: follower r    *)
@@ -405,7 +507,7 @@ FollowerTruncateByLeaderEpoch(r) ==
         truncated == Truncate(f, point[1])
     IN  /\ Alive(f)
         /\ f.role = Truncating
-        /\ f.epoch = controller.epoch
+        /\ AnswersFrom(f.epoch)
         /\ l # NoLeader
         /\ Alive(replicas[l])
         /\ replicas[l].role = Leader

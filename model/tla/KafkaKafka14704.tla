@@ -1,0 +1,49 @@
+-------------------------- MODULE KafkaKafka14704 ---------------------------
+(***************************************************************************)
+(* Variant `kafka-14704` (Kafka 3.4.1): a follower truncates on a          *)
+(* diverging fetch response before it takes the HW (Kafka 3.4.1, 3.5 on).  *)
+(*                                                                         *)
+(* KAFKA-14704 (Kafka 3.4.1, 3.5.0; commit d038cf79191):                   *)
+(* `AbstractFetcherThread.processFetchRequest` collects a response's       *)
+(* diverging epoch for `truncateOnFetchResponse` and skips                 *)
+(* `processPartitionData`, so the follower's HW and log start offset wait  *)
+(* for the next fetch. The rest as `kafka-13141`, read at 3.4.1 and 3.5.0  *)
+(* (ZooKeeper mode; the controller is the model's).                        *)
+(*                                                                         *)
+(* epoch_cache = True; epoch_on_election = True; new_follower = 'fetch-if- *)
+(* epoch'; epoch_lookup = 'kip-279'; isr_join = 'leader-epoch-start';      *)
+(* truncate_on_fetch = True; diverging_fetch_updates_leader = False;       *)
+(* epoch_assign = 'truncate-conflicting'; truncate_at_end = True;          *)
+(* diverging_response_hw = False; bounce_noticed = True.                   *)
+(*                                                                         *)
+(* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
+(* edit.                                                                   *)
+(***************************************************************************)
+EXTENDS Integers, Sequences, KafkaProtocols
+
+CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean, EpochBump,
+          SkipsSameLeader
+
+VARIABLES replicas, controller, written, crashes, committed, acked
+
+INSTANCE KafkaReplication WITH
+    BecomeFollowerReplica <- FetchAtOnce,
+    EpochCache            <- TRUE,
+    AssignEpoch           <- TruncateConflicting,
+    AssignOnElection      <- TruncateConflicting,
+    EpochsAfterTruncate   <- CacheAfterTruncate,
+    TruncationPoint       <- Kip279TruncationPoint,
+    MayJoinIsr            <- JoinPastEpochStart,
+    FetchDivergence       <- FetchDivergenceOffset,
+    TruncateOnFetch       <- TRUE,
+    RecordsDivergingFetch <- FALSE,
+    EpochOnElection       <- TRUE,
+    TruncateAtEnd         <- TRUE,
+    DivergingResponseHw   <- FALSE,
+    BounceNoticed         <- TRUE
+
+Next == BaseNext
+
+Spec == Init /\ [][Next]_vars
+
+=============================================================================
