@@ -45,7 +45,8 @@ SHARED_MODULES = (BASE_MODULE, "KafkaProtocols")
 INVARIANT_NAMES: tuple[str, ...] = tuple(p.name for p in INVARIANTS if not p.on_step)
 
 # The Config fields the twin maps to TLA+ constants; any other field must keep its default.
-_COVERED_FIELDS = frozenset({"protocol", "replicas", "messages", "crashes", "elections", "acks", "min_isr", "unclean"})
+_COVERED_FIELDS = frozenset({"protocol", "replicas", "messages", "crashes", "elections", "acks", "min_isr", "unclean",
+                             "replaced_disks"})
 _ACKS_ALL = {"all": "TRUE", "1": "FALSE"}
 
 
@@ -115,6 +116,7 @@ def tlc_config_text(config: Config, invariants: tuple[str, ...] = INVARIANT_NAME
         f"    Unclean = {'TRUE' if config.unclean else 'FALSE'}",
         f"    EpochBump = {'TRUE' if bumps else 'FALSE'}",
         f"    SkipsSameLeader = {'TRUE' if bumps and SKIPS[config.protocol] == SAME_LEADER else 'FALSE'}",
+        f"    ReplacedDisks = {'TRUE' if config.replaced_disks else 'FALSE'}",
     ]
     if users:
         lines += [f"    {constant} = {name}" for constant, name in zip(replica_constants(config), names)]

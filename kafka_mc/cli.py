@@ -31,6 +31,7 @@ from kafka_mc.cli_common import (
     MinIsrOption,
     NetworkFailuresOption,
     NoFlushOption,
+    ReplacedDisksOption,
     OutputFormat,
     PluginOption,
     PropertyOption,
@@ -133,6 +134,7 @@ def check_command(
     min_isr: MinIsrOption = "1",
     unclean: UncleanOption = False,
     no_flush: NoFlushOption = False,
+    replaced_disks: ReplacedDisksOption = False,
     network_failures: NetworkFailuresOption = "0",
     partitions: DeprecatedNetworkFailuresOption = None,
     controller_failures: str = typer.Option("0", "--controller-failures", metavar="N",
@@ -187,7 +189,8 @@ def check_command(
     load_plugins(plugin)
     config, flags = replication_config(ctx, protocol=protocol, replicas=replicas, messages=messages, crashes=crashes,
                                        elections=elections, acks=acks, min_isr=min_isr, unclean=unclean,
-                                       no_flush=no_flush, network_failures=network_failures, partitions=partitions)
+                                       no_flush=no_flush, network_failures=network_failures, partitions=partitions,
+                                       replaced_disks=replaced_disks)
     budget = Budget(number("--max-states", max_states, positive=True),
                     number("--max-seconds", max_seconds, float, positive=True))
     worker_count = number("--workers", workers, positive=True)

@@ -234,6 +234,10 @@ UncleanOption = Annotated[bool, typer.Option("--unclean", help="Enable unclean l
 NoFlushOption = Annotated[bool, typer.Option("--no-flush",
                                              help="Acknowledge from the page cache: a crash loses what was not "
                                                   "flushed.")]
+ReplacedDisksOption = Annotated[bool, typer.Option("--replaced-disks",
+                                                  help="A crash may also lose the broker's disk: it starts again "
+                                                       "with no log, HW checkpoint or epoch cache (counts against "
+                                                       "--crashes).")]
 NETWORK_FAILURES = "--network-failures"
 DEPRECATED_NETWORK_FAILURES = "--partitions"  # the flag's name before it became --network-failures
 NetworkFailuresOption = Annotated[str, typer.Option(NETWORK_FAILURES, metavar="N",
@@ -336,7 +340,8 @@ def load_properties(specs: Optional[list[str]]) -> tuple[Property, ...]:
 
 def replication_config(ctx: typer.Context, *, protocol: str, replicas: str, messages: str, crashes: str,
                        elections: str, acks: str, min_isr: str, unclean: bool, no_flush: bool, network_failures: str,
-                       partitions: Optional[str], simulation: bool = False) -> tuple[Config, dict[str, str]]:
+                       partitions: Optional[str], simulation: bool = False,
+                       replaced_disks: bool = False) -> tuple[Config, dict[str, str]]:
     """The replication model's configuration from its options as every command declares them (the
     `*Option` types above; `simulation`: `Config.for_simulation`'s wider bounds), a bad value
     refused naming its flag; and the flags whose name is not `--field-name`, for later messages."""
@@ -346,7 +351,8 @@ def replication_config(ctx: typer.Context, *, protocol: str, replicas: str, mess
                     min_isr=min_isr, partitions=failures_text)
     with config_errors(flags):
         make = Config.for_simulation if simulation else Config
-        return make(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **bounds), flags
+        return make(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, replaced_disks=replaced_disks,
+                    **bounds), flags
 
 
 def network_failure_bound(ctx: typer.Context, value: str, deprecated: Optional[str]) -> tuple[str, str]:

@@ -28,6 +28,7 @@ from kafka_mc.cli_common import (
     MinIsrOption,
     NetworkFailuresOption,
     NoFlushOption,
+    ReplacedDisksOption,
     OutputFormat,
     PluginOption,
     ProtocolOption,
@@ -126,6 +127,7 @@ def simulate_command(
     min_isr: MinIsrOption = "1",
     unclean: UncleanOption = False,
     no_flush: NoFlushOption = False,
+    replaced_disks: ReplacedDisksOption = False,
     network_failures: NetworkFailuresOption = "0",
     partitions: DeprecatedNetworkFailuresOption = None,
     runs: str = typer.Option(str(DEFAULT_RUNS), metavar="N", help="Random runs to make."),
@@ -155,6 +157,7 @@ def simulate_command(
     config, _ = replication_config(ctx, protocol=protocol, replicas=replicas, messages=messages, crashes=crashes,
                                    elections=elections, acks=acks, min_isr=min_isr, unclean=unclean,
                                    no_flush=no_flush, network_failures=network_failures, partitions=partitions,
+                                   replaced_disks=replaced_disks,
                                    simulation=True)
     result = with_progress(lambda reporter: simulate(config, runs=run_count, depth=depth_bound, seed=seed_value,
                                                      keep_going=keep_going, max_seconds=budget, progress=reporter),

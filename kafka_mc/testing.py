@@ -25,7 +25,7 @@ from kafka_mc.model.replication import ACTION_NAMES
 from kafka_mc.properties import ALWAYS, PROPERTIES
 
 # Every protocol choice value and every action, replicas 2 to 5, acks all/1/0, min.insync.replicas
-# above 1, unclean election, unflushed writes and network failures, each in a configuration small
+# above 1, unclean election, unflushed writes, network failures and replaced disks, each in a configuration small
 # enough to compare on every reachable state (`check_conformance` checks that they are covered).
 CONFORMANCE_CONFIGS: tuple[Config, ...] = (
     Config("hw", messages=2, crashes=2, elections=1),
@@ -41,6 +41,7 @@ CONFORMANCE_CONFIGS: tuple[Config, ...] = (
     Config("diverging-epoch", messages=1, crashes=0, elections=1, partitions=1, flush=False),
     Config("kafka-14704", messages=2, crashes=1, elections=2, unclean=True),
     Config("kafka-13141", messages=1, crashes=0, elections=1, partitions=2, acks="1"),
+    Config("kip-320", replicas=3, messages=1, crashes=1, elections=1, replaced_disks=True),
 )
 
 

@@ -29,7 +29,9 @@ class Config:
     replica crashes, controller leader elections and network failures (a broker cut off
     from ZooKeeper, or from the other brokers) a behaviour may contain. The initial
     leader is chosen by the initial state and does not count as an election. With
-    `flush` false, appends stay in the page cache until a flush and a crash loses them.
+    `flush` false, appends stay in the page cache until a flush and a crash loses them. With
+    `replaced_disks`, a crash may also lose the broker's disk (`ReplicaDiskFailure`: it starts again
+    with no log, HW checkpoint or epoch cache); it counts as one of the crashes.
     """
 
     protocol: str = "hw"
@@ -42,6 +44,7 @@ class Config:
     unclean: bool = False
     flush: bool = True
     partitions: int = 0
+    replaced_disks: bool = False
 
     count_limit = CHECK_COUNT_LIMIT  # the most of each of BOUNDED_COUNTS (a class constant, not a field)
 
@@ -72,6 +75,7 @@ class Config:
         check_bool("unclean", self.unclean)
         check_bool("flush", self.flush)
         check_int("partitions", self.partitions, 0, self.count_limit)
+        check_bool("replaced_disks", self.replaced_disks)
 
     def to_dict(self) -> dict:
         return asdict(self)

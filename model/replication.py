@@ -100,7 +100,7 @@ ACTION_NAMES = (
     "ProducerWrite", "LeaderHandleFetchRequest", "FollowerHandleFetchResponse", "LeaderShrinkIsr", "BecomeFollower",
     "LeaderShrinkIsrFails", "ReplicaFlush", "FollowerTruncateByLeaderEpoch", "ReplicaCrash", "ReplicaRestart",
     "ControllerNoticeFailure", "ControllerElectLeader", "ZkDisconnect", "ZkReconnect", "PeerDisconnect",
-    "PeerReconnect",
+    "PeerReconnect", "ReplicaDiskFailure",
 )
 
 
@@ -127,6 +127,7 @@ class ReplicationModel:
             base["ReplicaFlush"] = ReplicationModel.replica_flush
         tail: dict[str, Transition] = {
             "ReplicaCrash": ReplicationModel.replica_crash,
+            **({"ReplicaDiskFailure": ReplicationModel.replica_disk_failure} if config.replaced_disks else {}),
             "ReplicaRestart": ReplicationModel.replica_restart,
             "ControllerNoticeFailure": ReplicationModel.controller_notice_failure,
             "ControllerElectLeader": ReplicationModel.controller_elect_leader,
@@ -455,6 +456,18 @@ class ReplicationModel:
         replica = replica._replace(status=OFFLINE if replica.status == EXPIRED else CRASHED, role=NO_ROLE,
                                    epoch=UNKNOWN, response=(), stale_isr=0, remote_leos=())
         return self.with_replica(state, index, replica)._replace(crashes=state.crashes + 1)
+
+    def replica_disk_failure(self, state: State, index: int) -> State | None:
+        """The broker dies and its disk with it: replaced, it holds no log, HW checkpoint
+        (replication-offset-checkpoint) or epoch cache (leader-epoch-checkpoint) when it starts
+        again, as a broker does on a new, empty log directory (`LogManager.loadLogs` finds no log;
+        the partition's log is created empty when its LeaderAndIsr arrives,
+        `Partition.createLogIfNotExists`). One of the crashes; what the controller does with it is
+        what it does after any crash (`replaced_disks`)."""
+        crashed = self.replica_crash(state, index)
+        if crashed is None:
+            return None
+        return self.with_replica(crashed, index, truncate(crashed.replicas[index], 0, self.protocol, log_load=True))
 
     def replica_restart(self, state: State, index: int) -> State | None:
         """The broker starts again and registers; it waits for a LeaderAndIsr. A crashed leader

@@ -268,3 +268,27 @@ def test_successor_order_is_deterministic():
 def test_config_rejects_bad_values(options, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         Config(**options)
+
+
+def test_a_replaced_disk_comes_back_empty_and_counts_as_a_crash():
+    m = model(protocol="kafka-14704", messages=1, crashes=1, elections=1, replaced_disks=True)
+    state = run(m, A, "ProducerWrite(A)", "LeaderHandleFetchRequest(B)", "FollowerHandleFetchResponse(B)",
+                "ReplicaDiskFailure(B)")
+    replica = state.replicas[B]
+    assert (replica.log, replica.hw, replica.epochs, replica.status, state.crashes) == ((), 0, (), CRASHED, 1)
+    assert not enabled(m, state, "ReplicaCrash(A)")  # the crash bound is shared
+    assert "ReplicaDiskFailure" not in model(protocol="kafka-14704").action_names  # only with replaced_disks
+
+
+def test_the_last_isr_member_elected_again_on_a_replaced_disk_loses_the_committed_record():
+    """A leader alone in its ISR commits m1, loses its disk and, the last member of the ISR, is
+    elected again: a clean election (KIP-966's eligible leader replicas address it)."""
+    from kafka_mc.checker import check
+
+    config = Config("kafka-14704", messages=1, crashes=1, elections=1, replaced_disks=True)
+    state = run(ReplicationModel(config), A, "ProducerWrite(A)", "LeaderShrinkIsr(B)", "ReplicaDiskFailure(A)",
+                "ControllerNoticeFailure(A)", "ReplicaRestart(A)", "ControllerElectLeader(A)")
+    assert state.committed == ((0, 1),) and state.replicas[A].log == () and state.controller.leader == A
+    found = {v.invariant: len(v.trace) for v in check(config, keep_going=True).violations}
+    assert found["NoCommittedDataLoss"] == 6
+    assert not check(Config("kafka-14704", messages=1, crashes=1, elections=1), keep_going=True).violations

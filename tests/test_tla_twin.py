@@ -46,6 +46,9 @@ TWIN_CONFIGS = [
     pytest.param(Config(protocol="diverging-epoch", replicas=2, messages=2, crashes=2, elections=2),
                  id="diverging-2r"),
     pytest.param(Config(protocol="kafka-13141", replicas=2, messages=2, crashes=1, elections=2), id="kafka13141-2r"),
+    # a crash that loses the disk: the last ISR member, elected again, holds nothing
+    pytest.param(Config(protocol="kafka-14704", replicas=2, messages=2, crashes=2, elections=1, replaced_disks=True),
+                 id="kafka14704-2r-replaced-disks"),
 ]
 
 

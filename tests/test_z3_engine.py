@@ -47,6 +47,7 @@ AGREEMENT_CONFIGS = [
     Config("kip-320", messages=1, crashes=1, elections=1, unclean=True),
     Config("diverging-epoch", messages=1, crashes=1, elections=1),
     Config("kafka-14704", messages=1, crashes=1, elections=1, acks="1"),
+    Config("hw", messages=1, crashes=1, elections=1, replaced_disks=True),
 ]
 
 

@@ -29,12 +29,12 @@ ACTION_NAMES = (
     "ProducerWrite", "LeaderHandleFetchRequest", "FollowerHandleFetchResponse", "LeaderShrinkIsr",
     "BecomeFollower", "LeaderShrinkIsrFails", "ReplicaFlush", "ReplicaCrash", "ReplicaRestart",
     "ControllerNoticeFailure", "ControllerElectLeader", "ZkDisconnect", "ZkReconnect", "PeerDisconnect",
-    "PeerReconnect", "FollowerTruncateByLeaderEpoch",
+    "PeerReconnect", "FollowerTruncateByLeaderEpoch", "ReplicaDiskFailure",
 )
 (PRODUCER_WRITE, LEADER_HANDLE_FETCH_REQUEST, FOLLOWER_HANDLE_FETCH_RESPONSE, LEADER_SHRINK_ISR, BECOME_FOLLOWER,
  LEADER_SHRINK_ISR_FAILS, REPLICA_FLUSH, REPLICA_CRASH, REPLICA_RESTART, CONTROLLER_NOTICE_FAILURE,
  CONTROLLER_ELECT_LEADER, ZK_DISCONNECT, ZK_RECONNECT, PEER_DISCONNECT, PEER_RECONNECT,
- FOLLOWER_TRUNCATE_BY_LEADER_EPOCH) = range(len(ACTION_NAMES))
+ FOLLOWER_TRUNCATE_BY_LEADER_EPOCH, REPLICA_DISK_FAILURE) = range(len(ACTION_NAMES))
 ANY_EPOCH = int(np.iinfo(np.int16).max) + 1  # above every epoch a cell holds: `keep_cache_entries_below` by start only
 
 
@@ -510,6 +510,16 @@ def replica_crash(cfg, s, t, i):
 
 
 @njit(cache=True, inline="always")
+def replica_disk_failure(cfg, s, t, i):
+    """`ReplicationModel.replica_disk_failure`: a crash that loses the disk (the model's slots list it
+    only with `replaced_disks`)."""
+    if not replica_crash(cfg, s, t, i):
+        return False
+    truncate(t, i, 0, 1)
+    return True
+
+
+@njit(cache=True, inline="always")
 def replica_restart(cfg, s, t, i):
     # `ReplicationModel.replica_restart`: a crashed leader, or any crashed replica with KIP-380, waits for the notice
     if alive(s, i) or (s[i * REPLICA_WIDTH + STATUS] == CRASHED and (s[LEADER] == i or cfg[C_BOUNCE_NOTICED])):
@@ -690,5 +700,7 @@ def apply(cfg, action, s, t, i):
         return peer_disconnect(cfg, s, t, i)
     if action == PEER_RECONNECT:
         return peer_reconnect(cfg, s, t, i)
+    if action == REPLICA_DISK_FAILURE:
+        return replica_disk_failure(cfg, s, t, i)
     return follower_truncate_by_leader_epoch(cfg, s, t, i)
 

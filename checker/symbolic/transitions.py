@@ -445,6 +445,11 @@ class SymbolicModel:
                           role=self.num(NO_ROLE), epoch=self.num(UNKNOWN))
         return guard, replace(with_replica(s, i, crashed), crashes=s.crashes + 1)
 
+    def replica_disk_failure(self, s: SymState, i: int):
+        """`ReplicationModel.replica_disk_failure`: a crash that leaves an empty log, HW 0 and no cache."""
+        guard, crashed = self.replica_crash(s, i)
+        return guard, with_replica(crashed, i, self.truncate(crashed.replicas[i], 0, log_load=True))
+
     def replica_restart(self, s: SymState, i: int):
         replica = s.replicas[i]
         waits = s.leader == i if not self.protocol.declaration.bounce_noticed else z3.BoolVal(True)  # KIP-380

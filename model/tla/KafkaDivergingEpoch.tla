@@ -31,7 +31,7 @@
 EXTENDS Integers, Sequences, KafkaProtocols
 
 CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean, EpochBump,
-          SkipsSameLeader
+          SkipsSameLeader, ReplacedDisks
 
 VARIABLES replicas, controller, written, crashes, committed, acked
 

@@ -73,7 +73,8 @@ CONSTANTS
     MinIsr,         \* min.insync.replicas, enforced with acks=all only
     Unclean,        \* unclean.leader.election.enable
     EpochBump,      \* TRUE: the controller bumps the epoch on ISR removal
-    SkipsSameLeader \* TRUE: a follower skips a bump of its leader (to 2.0.0)
+    SkipsSameLeader,\* TRUE: a follower skips a bump of its leader (to 2.0.0)
+    ReplacedDisks   \* TRUE: a crash may lose the broker's disk
 
 (***************************************************************************)
 (* The truncation protocol: what the variants define.                      *)
@@ -120,7 +121,7 @@ ASSUME
     /\ Replicas # {}
     /\ MaxMessages \in Nat /\ MaxCrashes \in Nat /\ MaxElections \in Nat
     /\ AcksAll \in BOOLEAN /\ Unclean \in BOOLEAN
-    /\ EpochBump \in BOOLEAN /\ SkipsSameLeader \in BOOLEAN
+    /\ EpochBump \in BOOLEAN /\ SkipsSameLeader \in BOOLEAN /\ ReplacedDisks \in BOOLEAN
     /\ SkipsSameLeader => EpochBump
     /\ MinIsr \in 1 .. Cardinality(Replicas)
 
@@ -430,6 +431,18 @@ ReplicaCrash(r) ==
     /\ crashes' = crashes + 1
     /\ UNCHANGED <<controller, written, history>>
 
+(* The broker dies and its disk with it (ReplacedDisks): it starts again   *)
+(* with an empty log, HW 0 and no epoch cache. One of the crashes.         *)
+ReplicaDiskFailure(r) ==
+    /\ ReplacedDisks
+    /\ Alive(replicas[r])
+    /\ crashes < MaxCrashes
+    /\ replicas' = [replicas EXCEPT ![r] =
+          [TruncateLog(@, 0, TRUE) EXCEPT !.status = Crashed, !.role = NoRole, !.epoch = Unknown,
+                                         !.response = NoResponse, !.remoteLeos = NoRemoteLeos]]
+    /\ crashes' = crashes + 1
+    /\ UNCHANGED <<controller, written, history>>
+
 (* The broker starts again and registers; it waits for a LeaderAndIsr. A   *)
 (* crashed leader restarts only once the controller has noticed its crash, *)
 (* and so does any crashed replica where the controller sees every bounce  *)
@@ -524,6 +537,7 @@ BaseNext ==
     \/ \E r \in Replicas : BecomeFollower(r)
     \/ \E r \in Replicas : FollowerTruncateByLeaderEpoch(r)
     \/ \E r \in Replicas : ReplicaCrash(r)
+    \/ \E r \in Replicas : ReplicaDiskFailure(r)
     \/ \E r \in Replicas : ReplicaRestart(r)
     \/ \E r \in Replicas : ControllerNoticeFailure(r)
     \/ \E r \in Replicas : ControllerElectLeader(r)
