@@ -30,8 +30,9 @@ FUZZ = settings(max_examples=int(LONG) if LONG else 40, deadline=None, derandomi
 DOCUMENTED = {exitcodes.OK, exitcodes.FAILED, exitcodes.USAGE, exitcodes.VIOLATION, exitcodes.WITNESS_UNREACHED,
               exitcodes.INCOMPLETE, exitcodes.BAD_SPEC, exitcodes.BAD_INPUT}
 REFUSALS = {exitcodes.USAGE, exitcodes.BAD_SPEC, exitcodes.BAD_INPUT}
-# Options left to their own tests: Spark (a JVM per run), and options that run a user's code.
-LEFT_OUT = {"--plugin", "--lemmas", "--spark-master", "--spark-partitions", "--checkpoint-dir", "--resume"}
+# Options left to their own tests: Spark (a JVM per run), options that run a user's code, and
+# --explore, which serves the explorer until Ctrl-C (tests/test_explorer.py).
+LEFT_OUT = {"--plugin", "--lemmas", "--spark-master", "--spark-partitions", "--checkpoint-dir", "--resume", "--explore"}
 PATH_OPTIONS = {"--out", "--dump-dot", "--write-tla"}
 # The model's counts: valid values stay small, so that every run is short.
 COUNTS = {"--replicas", "--messages", "--crashes", "--elections", "--min-isr", "--network-failures", "--partitions",
