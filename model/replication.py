@@ -461,9 +461,9 @@ class ReplicationModel:
         """The broker dies and its disk with it: replaced, it holds no log, HW checkpoint
         (replication-offset-checkpoint) or epoch cache (leader-epoch-checkpoint) when it starts
         again, as a broker does on a new, empty log directory (`LogManager.loadLogs` finds no log;
-        the partition's log is created empty when its LeaderAndIsr arrives,
-        `Partition.createLogIfNotExists`). One of the crashes; what the controller does with it is
-        what it does after any crash (`replaced_disks`)."""
+        the partition's log is created empty when its LeaderAndIsr arrives:
+        `Partition.getOrCreateReplica` to 2.3, `Partition.createLogIfNotExists` from 2.4.0). One of
+        the crashes; the controller does with it what it does after any crash (`replaced_disks`)."""
         crashed = self.replica_crash(state, index)
         if crashed is None:
             return None
