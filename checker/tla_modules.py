@@ -64,12 +64,20 @@ OPERATORS: dict[str, dict[object, dict[str, str]]] = {
         False: {"BounceNoticed": "FALSE"},
         True: {"BounceNoticed": "TRUE"},
     },
+    "hw_needs_min_isr": {
+        False: {"HwNeedsMinIsr": "FALSE"},
+        True: {"HwNeedsMinIsr": "TRUE"},
+    },
+    "eligible_leaders": {
+        False: {"EligibleLeaders": "FALSE"},
+        True: {"EligibleLeaders": "TRUE"},
+    },
 }
 TLA_DIR = Path(protocols.__file__).resolve().parent / "tla"
 PARAMETERS = ("BecomeFollowerReplica", "EpochCache", "AssignEpoch", "AssignOnElection", "EpochsAfterTruncate",
               "TruncationPoint", "MayJoinIsr", "FetchDivergence", "TruncateOnFetch", "RecordsDivergingFetch",
               "EpochOnElection", "TruncateAtEnd", "DivergingResponseHw",
-              "BounceNoticed")
+              "BounceNoticed", "HwNeedsMinIsr", "EligibleLeaders")
 WIDTH = 77
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator
 
-from kafka_mc.model import Action, Config, ReplicationModel, State, parse_action
+from kafka_mc.model import PROTOCOLS, Action, Config, ReplicationModel, State, parse_action
 from kafka_mc.model.interface import Model, Property
 from kafka_mc.model.state import owner_hash, pack_state, unpack_state
 from kafka_mc.model.values import state_values
@@ -65,7 +65,7 @@ class ReplicationBehaviour:
         return parse_action(text, self.action_names, self.config.replicas)
 
     def state_values(self, state: State) -> dict[str, Any]:
-        return state_values(state)
+        return state_values(state, PROTOCOLS[self.config.protocol].eligible_leaders)
 
 
 class ReplicationSystem(ReplicationBehaviour):

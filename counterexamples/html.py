@@ -21,7 +21,7 @@ from .steps import (
     step_removals,
     trace_steps,
 )
-from .views import epochs_text, status_text
+from .views import epochs_text, isr_membership, status_text
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
@@ -266,7 +266,7 @@ def _replica_info(state: State, index: int, protocol: str) -> str:
         status_text(state, index),
         f"role {ROLE_NAMES[replica.role]}",
         f"leader epoch {epoch_text(replica.epoch)}",
-        "in ISR" if state.controller.isr >> index & 1 else "not in ISR",
+        {"yes": "in ISR", "no": "not in ISR", "ELR": "eligible leader (ELR)"}[isr_membership(state, index)],
         f"epoch cache {epochs_text(replica)}",
     ]
     if replica.unflushed:

@@ -158,6 +158,8 @@ _REACHED = {"messages": "written", "crashes": "crashes", "elections": "controlle
 _REPLICA_FIELDS = ("log", "hw", "epochs", "status", "role", "epoch", "response", "remoteLeos")
 _RESPONSE_FIELDS = ("offset", "hw", "records", "outOfRange")
 _CONTROLLER_FIELDS = ("leader", "epoch", "isr")
+# the eligible leader replicas: a field of the twin's controller with EligibleLeaders only (KIP-966)
+_ELR_FIELD = "elr"
 _NO_LEADER = "none"  # the twin's NoLeader
 _STATUSES = STATUS_NAMES[:3]  # up, crashed, offline: the twin has no network failures (no expired session)
 _ROLES = {NO_ROLE: "none", LEADER: "leader", TRUNCATING: "truncating", FOLLOWER: "follower"}
@@ -192,7 +194,8 @@ def twin_view(state: State) -> dict[str, Any]:
     """A replication-model state as the TLA+ twin shows it, by path (`replicas[A].hw`,
     `controller.isr`, `acked`): what `decode_twin_state` reads from a trace of the twin. The twin
     has no page cache, network failures or `consumed` history, so this leaves out fields that keep
-    their initial values in every configuration it models."""
+    their initial values in every configuration it models. `controller.elr` is the eligible leader
+    replicas (KIP-966), empty where the protocol keeps none (the twin's controller then has no `elr`)."""
     names = [replica_name(index) for index in range(len(state.replicas))]
     view: dict[str, Any] = {}
     for name, replica in zip(names, state.replicas):
@@ -212,6 +215,7 @@ def twin_view(state: State) -> dict[str, Any]:
     view["controller.leader"] = _NO_LEADER if controller.leader == NO_LEADER else names[controller.leader]
     view["controller.epoch"] = controller.epoch
     view["controller.isr"] = frozenset(names[member] for member in isr_members(controller.isr))
+    view["controller.elr"] = frozenset(names[member] for member in isr_members(controller.elr))
     view["written"] = state.written
     view["crashes"] = state.crashes
     view["committed"] = frozenset(state.committed)
@@ -252,13 +256,20 @@ def decode_twin_state(raw: dict, names: tuple[str, ...], where: str) -> dict[str
         else:
             known = _function(leos, f"{here}.remoteLeos", names)
             view[f"{at}.remoteLeos"] = tuple(_int(known[m], f"{here}.remoteLeos[{m}]") for m in names)
-    controller = _record(values["controller"], f"{where}.controller", _CONTROLLER_FIELDS)
+    raw_controller = values["controller"]
+    with_elr = _is_record(raw_controller) and _ELR_FIELD in raw_controller._fields
+    controller = _record(raw_controller, f"{where}.controller",
+                         (*_CONTROLLER_FIELDS, _ELR_FIELD) if with_elr else _CONTROLLER_FIELDS)
     leader = controller["leader"]
     view["controller.leader"] = (_NO_LEADER if leader == _NO_LEADER
                                  else _replica(leader, f"{where}.controller.leader", names, f"or {_NO_LEADER!r}"))
     view["controller.epoch"] = _int(controller["epoch"], f"{where}.controller.epoch")
     view["controller.isr"] = frozenset(_replica(member, f"{where}.controller.isr", names)
                                        for member in _set(controller["isr"], f"{where}.controller.isr"))
+    # a twin without eligible leader replicas has no `elr`: none, as the model's Controller.elr = 0
+    view["controller.elr"] = frozenset(_replica(member, f"{where}.controller.elr", names)
+                                       for member in (_set(controller[_ELR_FIELD], f"{where}.controller.elr")
+                                                      if with_elr else ()))
     view["written"] = _int(values["written"], f"{where}.written")
     view["crashes"] = _int(values["crashes"], f"{where}.crashes")
     view["committed"] = frozenset(_pair(entry, f"{where}.committed")

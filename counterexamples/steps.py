@@ -18,7 +18,7 @@ from kafka_mc.model.state import (
 )
 from kafka_mc.model.values import leader_name
 
-from .views import epochs_text, isr_text, status_text
+from .views import elr_text, epochs_text, isr_text, status_text
 
 CONTROLLER = "Controller"
 
@@ -69,7 +69,7 @@ def newly_failing(steps: list[Step], step: Step) -> tuple[str, ...]:
 
 def state_changes(before: State, after: State) -> list[Change]:
     """What a reader sees change: per replica its log, LEO, HW, epoch cache, status, role and
-    leader epoch, then the controller's leader, epoch and ISR."""
+    leader epoch, then the controller's leader, epoch, ISR and ELR."""
     changes = [
         Change(replica_name(index), text)
         for index in range(len(before.replicas))
@@ -79,6 +79,7 @@ def state_changes(before: State, after: State) -> list[Change]:
         ("leader", leader_name(before), leader_name(after)),
         ("epoch", before.controller.epoch, after.controller.epoch),
         ("ISR", isr_text(before), isr_text(after)),
+        ("ELR", elr_text(before), elr_text(after)),
     )
     changes += [Change(CONTROLLER, _moved(label, old, new)) for label, old, new in controller_values if old != new]
     return changes
@@ -130,7 +131,8 @@ def _moved(label: str, old: object, new: object) -> str:
 
 def controller_text(state: State) -> str:
     """The controller's partition state in one line."""
-    return f"Controller: leader {leader_name(state)}, epoch {state.controller.epoch}, ISR {isr_text(state)}"
+    elr = f", ELR {elr_text(state)}" if state.controller.elr else ""
+    return f"Controller: leader {leader_name(state)}, epoch {state.controller.epoch}, ISR {isr_text(state)}{elr}"
 
 
 def epoch_text(value: int) -> str:

@@ -41,9 +41,20 @@ def isr_text(state: State) -> str:
     return "{" + ", ".join(replica_name(m) for m in isr_members(state.controller.isr)) + "}"
 
 
+def elr_text(state: State) -> str:
+    """The eligible leader replicas (KIP-966; empty in every variant without them)."""
+    return "{" + ", ".join(replica_name(m) for m in isr_members(state.controller.elr)) + "}"
+
+
+def isr_membership(state: State, index: int) -> str:
+    """"yes", "no", or "ELR" for an eligible leader replica outside the ISR (KIP-966)."""
+    if state.controller.isr >> index & 1:
+        return "yes"
+    return "ELR" if state.controller.elr >> index & 1 else "no"
+
+
 def replica_rows(state: State) -> list[tuple]:
     """One row per replica for a step table (see TABLE_HEADERS)."""
-    isr = state.controller.isr
     return [
         (
             replica_name(index),
@@ -53,7 +64,7 @@ def replica_rows(state: State) -> list[tuple]:
             replica.leo,
             replica.hw,
             epochs_text(replica),
-            "yes" if isr >> index & 1 else "no",
+            isr_membership(state, index),
             replica.epoch,
         )
         for index, replica in enumerate(state.replicas)
@@ -89,6 +100,7 @@ def state_view(state: State) -> dict:
             "leader": leader_name(state),
             "leader_epoch": state.controller.epoch,
             "isr": [replica_name(m) for m in isr_members(state.controller.isr)],
+            "elr": [replica_name(m) for m in isr_members(state.controller.elr)],
         },
         "written": state.written,
         "crashes": state.crashes,

@@ -17,6 +17,9 @@ The history, one variant per fix (`HISTORY`; `register_protocol` adds a user's o
   diverging-epoch  2.8.0         truncation moves into the fetch response (KAFKA-10554)
   kafka-13141      2.8.1, 3.0    a diverging fetch no longer updates the leader's view
   kafka-14704      3.4.1, 3.5    a diverging fetch response truncates before the follower takes the HW
+  kafka-15583      3.7           the HW stays put while the ISR is below min.insync.replicas
+  kip-966          4.1           eligible leader replicas (ELR): below min.insync.replicas the ISR's
+                                 leavers stay electable; a broker back from an unclean shutdown does not
 
 This layer imports the state encoding only, never the replication model.
 """
@@ -125,6 +128,26 @@ CHOICES: tuple[Choice, ...] = (
               "restarted broker leaves the ISR before its LeaderAndIsr reaches it; modelled as a crashed replica "
               "starting again only once the controller has noticed the crash",
     }, ("ReplicaRestart",)),
+    Choice("hw_needs_min_isr", {
+        False: "the leader's HW rises with its ISR's LEOs whatever the ISR's size (to 3.6)",
+        True: "KAFKA-15583 (3.7.0): `Partition.maybeIncrementLeaderHW` returns at once while `isUnderMinIsr` "
+              "(the leader's ISR has fewer than min.insync.replicas members): the HW stays where it is",
+    }, ("ProducerWrite", "LeaderHandleFetchRequest", "LeaderShrinkIsr", "ControllerNoticeFailure",
+        "ControllerElectLeader")),
+    Choice("eligible_leaders", {
+        False: "no eligible leader replicas: the controller keeps the last ISR member in the ISR and elects from "
+               "the ISR (or, uncleanly, any live replica)",
+        True: "KIP-966 (code in 3.7 to 3.9 behind `eligible.leader.replicas.version`, on for new clusters from "
+              "4.1): every ISR change goes through `PartitionChangeBuilder.maybePopulateTargetElr`: with the new "
+              "ISR at min.insync.replicas or more the ELR is empty, otherwise it is the old ELR and old ISR less "
+              "the new ISR and a broker restarting after an unclean shutdown; the ISR may become empty "
+              "(`build`); a clean election takes an ISR member, or an ELR member while the ISR is empty "
+              "(`isValidNewLeader`), which becomes the only ISR member and leaves the ELR (`tryElection`); an "
+              "unclean election clears the ELR (`maybeUpdateRecordElr`); a broker's new incarnation removes it "
+              "from the ISR and the ELR (`ClusterControlManager.registerBroker` -> `ReplicationControlManager."
+              "handleBrokerUncleanShutdown`)",
+    }, ("LeaderHandleFetchRequest", "LeaderShrinkIsr", "ControllerNoticeFailure", "ControllerElectLeader",
+        "ReplicaRestart")),
 )
 CHOICE_NAMES = tuple(choice.name for choice in CHOICES)
 
@@ -173,6 +196,8 @@ class Protocol:
     truncate_at_end: bool = False
     diverging_response_hw: bool = True
     bounce_noticed: bool = False
+    hw_needs_min_isr: bool = False
+    eligible_leaders: bool = False
     doc: str = ""
 
     def __post_init__(self) -> None:
@@ -205,6 +230,11 @@ class Protocol:
             (self.truncate_at_end, self.epoch_lookup != NO_LOOKUP,
              "truncate_at_end needs an epoch_lookup (the model's truncation to the HW, Kafka < 0.11, is kept "
              "as it was)"),
+            (self.eligible_leaders, self.hw_needs_min_isr,
+             "eligible_leaders needs hw_needs_min_isr (an ELR member holds the log up to the HW only while the "
+             "HW stays put below min.insync.replicas, KIP-966)"),
+            (self.eligible_leaders, self.bounce_noticed,
+             "eligible_leaders needs bounce_noticed (the controller sees each broker's new incarnation)"),
         ]
         for applies, holds, message in needs:
             if applies and not holds:
@@ -460,6 +490,30 @@ HISTORY: tuple[Protocol, ...] = (
             "collects a response's diverging epoch for `truncateOnFetchResponse` and skips "
             "`processPartitionData`, so the follower's HW and log start offset wait for the next fetch. The "
             "rest as `kafka-13141`, read at 3.4.1 and 3.5.0 (ZooKeeper mode; the controller is the model's)."),
+    Protocol(
+        "kafka-15583", "3.7.0", "the HW stays put while the ISR is below min.insync.replicas (Kafka 3.7 on)",
+        epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
+        isr_join=JOIN_PAST_EPOCH_START,
+        truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
+        truncate_at_end=True, diverging_response_hw=False, bounce_noticed=True, hw_needs_min_isr=True,
+        doc="KAFKA-15583 (Kafka 3.7.0): `Partition.maybeIncrementLeaderHW` starts with `if (isUnderMinIsr) "
+            "return false`, in ZooKeeper and KRaft mode alike. The rest as `kafka-14704`, read at 3.7.0."),
+    Protocol(
+        "kip-966", "4.1", "eligible leader replicas: below min.insync.replicas the ISR's leavers stay electable "
+                          "(KIP-966; Kafka 4.1 for new clusters)",
+        epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
+        isr_join=JOIN_PAST_EPOCH_START,
+        truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
+        truncate_at_end=True, diverging_response_hw=False, bounce_noticed=True, hw_needs_min_isr=True,
+        eligible_leaders=True,
+        doc="KIP-966, read on the 3.9 branch and trunk of October 2024 (the code 4.0 ships off and 4.1 turns on "
+            "for new clusters): `PartitionChangeBuilder.maybePopulateTargetElr`, `isValidNewLeader`, "
+            "`tryElection`, `maybeUpdateRecordElr` and `build`; `ReplicationControlManager."
+            "generateLeaderAndIsrUpdates` (a fenced broker leaves the ISR, the last one too) and "
+            "`handleBrokerUncleanShutdown`, called by `ClusterControlManager.registerBroker` for every new "
+            "incarnation. Every crash of the model is an unclean shutdown (controlled shutdown is not modelled). "
+            "The last known ELR serves only the unclean recovery manager (`canElectLastKnownLeader`), off by "
+            "default: not modelled. The rest as `kafka-15583`."),
 )
 
 PROTOCOLS: dict[str, Protocol] = {protocol.name: protocol for protocol in HISTORY}

@@ -35,7 +35,7 @@ What is simplified, and why:
   the leader epoch (the ZooKeeper controller's `ReplicaStateMachine` does, through
   `LeaderAndIsr.newLeaderAndIsr`: `model/epoch_bumps.py` models it, and shortens one
   shortest counterexample, docs/model.md); the last ISR member
-  is never removed. The controller's own
+  is never removed but with eligible leader replicas (KIP-966). The controller's own
   failure is `control/failover.py`, a wrapper of this model (`check --controller-failures N`).
 - A replica told of a new epoch always acts on it as a new follower (`BecomeFollower`), as
   Kafka does from 2.1 on. Before that, `Partition.makeFollower` skipped a LeaderAndIsr naming
@@ -63,6 +63,10 @@ What is simplified, and why:
 - Clean election picks any live ISR member (Kafka takes the first in assignment
   order; any order is explored). Unclean election, when enabled and no ISR member
   is live, picks any live replica and makes it the only ISR member.
+- The controller is ZooKeeper's or KRaft's alike: noticing a failure is a session expiry or
+  missed heartbeats (fencing), a restart a new registration. With eligible leader replicas
+  (`kip-966`) every restart after a crash is an unclean shutdown (no controlled shutdown is
+  modelled), and the last known ELR, which only the unclean recovery manager reads, is left out.
 """
 
 from __future__ import annotations
@@ -263,6 +267,8 @@ class ReplicationModel:
         remote_leos = leader.remote_leos
         isr_leos = [leader.leo if member == index else remote_leos[member] for member in isr_members(isr)]
         old_hw, hw = leader.hw, max(leader.hw, min(isr_leos))
+        if self.protocol.hw_needs_min_isr and bin(isr).count("1") < self.config.min_isr:
+            hw = old_hw  # KAFKA-15583: `maybeIncrementLeaderHW` returns while `isUnderMinIsr`
         if hw != old_hw:
             leader = leader._replace(hw=hw)
             state = self.with_replica(state, index, leader)
@@ -310,9 +316,23 @@ class ReplicationModel:
             result = self._histories[key] = _union(history, [(offset, log[offset].msg) for offset in range(hw)])
         return result
 
-    def _with_isr(self, state: State, isr: int) -> State:
-        state = state._replace(controller=state.controller._replace(isr=isr))
+    def _with_isr(self, state: State, isr: int, unclean: int = 0) -> State:
+        """The controller's ISR changed to `isr` (`unclean`: a broker back from an unclean shutdown), and the
+        leader's HW advanced to it."""
+        state = state._replace(controller=self._isr_change(state.controller, isr, unclean))
         return self._advance_hw(state, self._current_leader(state))
+
+    def _isr_change(self, controller: Controller, isr: int, unclean: int = 0) -> Controller:
+        """The controller's partition state with the ISR `isr`. With eligible leader replicas (KIP-966,
+        `PartitionChangeBuilder.maybePopulateTargetElr`): an ISR of min.insync.replicas members or more
+        empties the ELR; a smaller one adds the old ISR's members to it, less the new ISR's and `unclean`."""
+        elr = controller.elr
+        if self.protocol.eligible_leaders:
+            if bin(isr).count("1") >= self.config.min_isr:
+                elr = 0
+            else:
+                elr = (elr | controller.isr) & ~isr & ~unclean
+        return controller._replace(isr=isr, elr=elr)
 
     def _appended(self, replica: Replica, records: tuple[Record, ...]) -> Replica:
         """The replica with `records` at the end of its log, in the page cache unless flushed."""
@@ -380,7 +400,7 @@ class ReplicationModel:
         isr = state.controller.isr
         if not isr >> index & 1 and self.protocol.may_join_isr(leader, offset) \
                 and self._can_write_isr(state, leader_index):
-            state = state._replace(controller=state.controller._replace(isr=isr | 1 << index))
+            state = state._replace(controller=self._isr_change(state.controller, isr | 1 << index))
         leader = leader._replace(remote_leos=_put(leader.remote_leos, index, offset))
         return self._advance_hw(self.with_replica(state, leader_index, leader), leader_index)
 
@@ -472,14 +492,21 @@ class ReplicationModel:
     def replica_restart(self, state: State, index: int) -> State | None:
         """The broker starts again and registers; it waits for a LeaderAndIsr. A crashed leader
         starts only once the controller has noticed the crash, and so does any crashed replica where
-        the controller sees every bounce (`bounce_noticed`, KIP-380)."""
+        the controller sees every bounce (`bounce_noticed`, KIP-380). With eligible leader replicas the
+        controller takes the new incarnation as an unclean shutdown and removes the broker from the ISR and
+        the ELR (KIP-966)."""
         replica = state.replicas[index]
         if replica.alive or (replica.status == CRASHED and (state.controller.leader == index
                                                             or self.protocol.bounce_noticed)):
             return None
         if state.zk_cut >> index & 1:
             return None
-        return self.with_replica(state, index, replica._replace(status=UP))
+        state = self.with_replica(state, index, replica._replace(status=UP))
+        controller = state.controller
+        if self.protocol.eligible_leaders and (controller.isr | controller.elr) >> index & 1:
+            # a new incarnation: `ReplicationControlManager.handleBrokerUncleanShutdown`
+            state = self._with_isr(state, controller.isr & ~(1 << index), unclean=1 << index)
+        return state
 
     def controller_notice_failure(self, state: State, index: int) -> State | None:
         """The controller sees the broker's ZooKeeper session expire, after a crash or a cut: a lost
@@ -499,25 +526,31 @@ class ReplicationModel:
         if controller.leader == index:
             state = state._replace(controller=controller._replace(leader=NO_LEADER))
         remaining = controller.isr & ~(1 << index)
-        if controller.isr >> index & 1 and remaining:
+        if controller.isr >> index & 1 and (remaining or self.protocol.eligible_leaders):
+            # with eligible leader replicas the ISR may become empty (`PartitionChangeBuilder.build`)
             state = self._with_isr(state, remaining)
         return state
 
     def controller_elect_leader(self, state: State, index: int) -> State | None:
-        """The controller elects a live ISR member (any live replica, as the only ISR member,
-        when unclean election is enabled and no ISR member is live) in a new epoch. It cannot
-        make a broker it cannot reach the leader."""
+        """The controller elects a live ISR member (with eligible leader replicas, a live ELR member
+        while the ISR is empty; any live replica, as the only ISR member, when unclean election is
+        enabled and no such member is live) in a new epoch. It cannot make a broker it cannot reach
+        the leader."""
         controller = state.controller
         candidate = state.replicas[index]
         if controller.leader != NO_LEADER or self._elections(controller) >= self.config.elections:
             return None
         if candidate.status != UP or state.zk_cut >> index & 1:
             return None
-        live_isr = [m for m in isr_members(controller.isr) if state.replicas[m].status == UP]
-        if index in live_isr:
-            isr = controller.isr
-        elif self.config.unclean and not live_isr:
-            isr = 1 << index
+        # KIP-966: while the ISR is empty an ELR member is as good (`PartitionChangeBuilder.isValidNewLeader`)
+        eligible = controller.isr or controller.elr
+        live_eligible = [m for m in isr_members(eligible) if state.replicas[m].status == UP]
+        elr = controller.elr
+        if index in live_eligible:
+            isr = controller.isr or 1 << index  # an ELR member becomes the only ISR member (`tryElection`)
+            elr &= ~(1 << index)
+        elif self.config.unclean and not live_eligible:
+            isr, elr = 1 << index, 0  # an unclean election clears the ELR (`maybeUpdateRecordElr`)
         else:
             return None
         epoch = controller.epoch + 1
@@ -529,7 +562,7 @@ class ReplicationModel:
             remote_leos=(UNKNOWN,) * self.config.replicas,
             epochs=self.protocol.epochs_on_become_leader(candidate.epochs, epoch, candidate.leo),
         )
-        controller = controller._replace(leader=index, epoch=epoch, isr=isr)
+        controller = controller._replace(leader=index, epoch=epoch, isr=isr, elr=elr)
         state = self.with_replica(state, index, leader)._replace(controller=controller)
         return self._advance_hw(state, index)
 

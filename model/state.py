@@ -108,6 +108,7 @@ class Controller(NamedTuple):
     epoch: int
     isr: int  # bitmask of replica indices
     bumped: int = 0  # bitmask over epochs: those the controller's epoch bumps made (`model/epoch_bumps.py`)
+    elr: int = 0  # bitmask of replica indices: the eligible leader replicas (KIP-966, `eligible_leaders`)
 
 
 @_fast_replace

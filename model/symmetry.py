@@ -30,7 +30,8 @@ def permute(state: State, order: tuple[int, ...]) -> State:
     leader = NO_LEADER if controller.leader == NO_LEADER else order.index(controller.leader)
     return state._replace(
         replicas=replicas,
-        controller=controller._replace(leader=leader, isr=_permute_mask(controller.isr, order)),
+        controller=controller._replace(leader=leader, isr=_permute_mask(controller.isr, order),
+                                       elr=_permute_mask(controller.elr, order)),
         zk_cut=_permute_mask(state.zk_cut, order),
         peer_cut=_permute_mask(state.peer_cut, order),
     )

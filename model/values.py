@@ -52,16 +52,28 @@ class ControllerVar(NamedTuple):
     isr: SortedSet
 
 
-def state_values(state: State) -> dict[str, Any]:
+class ControllerElrVar(NamedTuple):
+    """The controller of a variant with eligible leader replicas (KIP-966), as the TLA+ twin's."""
+
+    leader: str
+    epoch: int
+    isr: SortedSet
+    elr: SortedSet
+
+
+def state_values(state: State, elr: bool = False) -> dict[str, Any]:
     """The ITF variables of a state as Python values: records are named tuples, sequences
-    lists, sets SortedSets, functions dicts keyed in sorted order, tuples plain tuples."""
+    lists, sets SortedSets, functions dicts keyed in sorted order, tuples plain tuples. `elr`: the
+    controller has eligible leader replicas (the variant's `eligible_leaders`), as in the twin."""
+    leader, epoch = leader_name(state), state.controller.epoch
+    isr = SortedSet(replica_name(m) for m in isr_members(state.controller.isr))
+    controller: ControllerVar | ControllerElrVar = ControllerVar(leader, epoch, isr)
+    if elr:
+        controller = ControllerElrVar(leader, epoch, isr,
+                                      SortedSet(replica_name(m) for m in isr_members(state.controller.elr)))
     return {
         "replicas": {replica_name(i): _replica_var(state, i) for i in range(len(state.replicas))},
-        "controller": ControllerVar(
-            leader_name(state),
-            state.controller.epoch,
-            SortedSet(replica_name(m) for m in isr_members(state.controller.isr)),
-        ),
+        "controller": controller,
         "written": state.written,
         "crashes": state.crashes,
         "committed": SortedSet((offset, f"m{msg}") for offset, msg in state.committed),

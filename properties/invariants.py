@@ -87,10 +87,9 @@ def leader_epoch_monotonic(state: State) -> bool:
 
 
 def leader_in_isr(state: State) -> bool:
-    """The controller's leader, when there is one, is a member of the ISR; the ISR is never empty."""
+    """The controller's leader, when there is one, is a member of the ISR. (Before KIP-966 the ISR
+    is never empty; with eligible leader replicas it is empty while the partition has no leader.)"""
     controller = state.controller
-    if controller.isr == 0:
-        return False
     return controller.leader == NO_LEADER or bool(controller.isr >> controller.leader & 1)
 
 

@@ -313,6 +313,9 @@ TLC_CASES = [
                  {}, id="diverging-epoch"),
     pytest.param(Config(protocol="hw", replicas=3, messages=1, crashes=1, elections=1, acks="1", unclean=True),
                  "NoAckedDataLoss", {"acks": "1", "unclean": True}, id="hw-3r-acks-1-unclean"),
+    # the twin's controller.elr (KIP-966): the crashed leader joins the ELR as the ISR empties
+    pytest.param(Config(protocol="kip-966", replicas=2, messages=1, crashes=2, elections=2, unclean=True),
+                 "NoCommittedDataLoss", {"unclean": True}, id="kip-966-unclean"),
 ]
 
 
@@ -329,6 +332,9 @@ def test_tlcs_error_traces_of_the_twin_replay_as_kafka_mcs_shortest(config, inva
     assert invariant in broken[-1] and not any(invariant in names for names in broken[:-1])
     shortest = next(v.trace for v in check(config, keep_going=True).violations if v.invariant == invariant)
     assert len(trace) == len(shortest)
+    if config.protocol == "kip-966":  # the replay matched the twin's controller.elr, not empty on the way
+        assert any(state.controller.elr for state in trace.states())
+        assert all("elr" in state["controller"] for state in data["states"])
 
 
 # ------------------------------------------------------------------------------------------- errors

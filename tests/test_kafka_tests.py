@@ -40,6 +40,8 @@ VARIANT_AT = {
     "2.8.0": "diverging-epoch",
     "2.8.1": "kafka-13141", "3.0.0": "kafka-13141",
     "3.5.0": "kafka-14704",
+    "3.7.0": "kafka-15583",
+    "3.9": "kip-966",  # the 3.9 branch's tests with eligible leader replicas enabled (off by default until 4.1)
 }
 
 KAFKA_TESTS = documented_scenarios("kafka-tests")
@@ -74,9 +76,10 @@ def test_kafka_test_scenario_replays_with_kafkas_assertions_holding(path):
     scenario = load_scenario(path)
     tag = tag_of(path)
     assert scenario.config.protocol == VARIANT_AT[tag], "a scenario runs under the variant of its tag"
-    assert scenario.source.startswith(f"Apache Kafka {tag}, core/src/test/scala/") and "line" in scenario.source
+    assert scenario.source.startswith((f"Apache Kafka {tag}, core/src/test/scala/",
+                                       f"Apache Kafka {tag}, metadata/src/test/java/")) and "line" in scenario.source
     assert scenario.description and scenario.checkpoints
-    assert all(".scala:" in checkpoint.figure for checkpoint in scenario.checkpoints), \
+    assert all(".scala:" in checkpoint.figure or ".java:" in checkpoint.figure for checkpoint in scenario.checkpoints), \
         "each checkpoint names the Kafka file:line it restates"
     replayed = replay(scenario)
     assert replayed.mismatches == []
@@ -103,6 +106,8 @@ CONTROLLER = {
     ("unclean-election-disabled-", 2): (None, 0),  # UncleanLeaderElectionTest.scala:236, leader -1
     ("epoch-acceptance-divergent-logs-0.11.0.0", 1): (None, 1),  # no leader while 101 is down (lines 163-173)
     ("epoch-acceptance-divergent-logs-2.0.1", 1): (None, 1),
+    ("elr-clean-election-", 1): ("C", 1),  # ReplicationControlManagerTest.java:1128, leader 2
+    ("elr-unclean-shutdown-", 2): (None, 0),  # no leader: the ELR's C is fenced
 }
 # actions that must not be enabled there: the election or the write Kafka's test expects to fail
 NOT_ENABLED = {
@@ -113,8 +118,21 @@ NOT_ENABLED = {
     ("epoch-acceptance-divergent-logs-0.11.0.0", 1): ("ControllerElectLeader(A)", "ProducerWrite(A)"),
     ("epoch-acceptance-divergent-logs-2.0.1", 1): ("ControllerElectLeader(A)", "ProducerWrite(A)"),
 }
-EXTRA_CHECKS = sorted({key[0] for table in (LATEST_RECORD_EPOCH, RECORD_EPOCHS_FROM, CONTROLLER, NOT_ENABLED)
-                       for key in table})
+# partition.isr and partition.elr (KIP-966), as replica names
+ISR_AND_ELR = {
+    # ReplicationControlManagerTest.java:1150, 1156, 1162 (testEligibleLeaderReplicas_UncleanShutdown)
+    ("elr-unclean-shutdown-", 0): ("A", "CD"),
+    ("elr-unclean-shutdown-", 1): ("A", "C"),
+    ("elr-unclean-shutdown-", 2): ("", "C"),
+    # ReplicationControlManagerTest.java:1120 and 1126-1128 (testEligibleLeaderReplicas_CleanElection)
+    ("elr-clean-election-", 0): ("A", "CD"),
+    ("elr-clean-election-", 1): ("C", "AD"),
+    # PartitionTest.scala:2217 (isUnderMinIsr) and 2231 (not), testHighWatermarkAdvanceShouldNotAdvanceWhenUnderMinISR
+    ("partition-hw-under-min-isr-", 0): ("AB", ""),
+    ("partition-hw-under-min-isr-", 2): ("ABC", ""),
+}
+EXTRA_CHECKS = sorted({key[0] for table in (LATEST_RECORD_EPOCH, RECORD_EPOCHS_FROM, CONTROLLER, NOT_ENABLED,
+                                            ISR_AND_ELR) for key in table})
 
 
 def _states_at_checkpoints(path: Path):
@@ -150,6 +168,10 @@ def test_kafka_assertions_beyond_checkpoints(prefix):
             controller = states[index].controller
             assert controller.leader == (NO_LEADER if leader is None else names.index(leader)), where(index)
             assert controller.epoch == epoch, where(index)
+        for index, (isr, elr) in _matching(ISR_AND_ELR, path.stem):
+            controller = states[index].controller
+            assert controller.isr == sum(1 << names.index(name) for name in isr), where(index)
+            assert controller.elr == sum(1 << names.index(name) for name in elr), where(index)
         for index, texts in _matching(NOT_ENABLED, path.stem):
             for text in texts:
                 action = parse_action(text, model.action_names, scenario.config.replicas)
@@ -793,3 +815,39 @@ def test_make_follower_with_no_leader_id_change(tag, lines, follower_epoch, lead
     state = make_state(leader, follower, leader_epoch)
     acted = model.next_state(state, Action("BecomeFollower", 1)) is not None
     assert acted is becomes_follower, lines
+
+
+# PartitionChangeBuilderTest on the 3.9 branch (the 3.9.0-rc3 tag), ELR enabled, min ISR 3: brokers 1 to 4
+# are replicas A to D. Each case: the partition's ISR and ELR, the builder's target ISR (None: unchanged),
+# the unclean-shutdown replicas, and the ELR Kafka asserts.
+PCB = "PartitionChangeBuilderTest.java:"
+
+
+@pytest.mark.parametrize("lines, isr, elr, target, unclean, expected", [
+    pytest.param(PCB + "887", "ABCD", "", "AB", "", "CD", id="testEligibleLeaderReplicas_IsrShrinkBelowMinISR@3.9"),
+    pytest.param(PCB + "937", "AB", "C", "ABC", "", "", id="testEligibleLeaderReplicas_IsrExpandAboveMinISR@3.9"),
+    pytest.param(PCB + "985", "A", "C", "AD", "", "C", id="testEligibleLeaderReplicas_IsrAddNewMemberNotInELR@3.9"),
+    pytest.param(PCB + "1038", "A", "BC", None, "C", "B",
+                 id="testEligibleLeaderReplicas_RemoveUncleanShutdownReplicasFromElr@3.9"),
+    pytest.param(PCB + "1210", "ABCD", "", "", "", "ABCD", id="testEligibleLeaderReplicas_IsrCanShrinkToZero@3.9"),
+])
+def test_eligible_leader_replicas_follow_the_isr(lines, isr, elr, target, unclean, expected):
+    mask = lambda names: sum(1 << "ABCD".index(name) for name in names)  # noqa: E731
+    model = ReplicationModel(Config("kip-966", replicas=4, min_isr=3))
+    controller = Controller(0, 100, mask(isr), 0, mask(elr))
+    changed = model._isr_change(controller, mask(isr if target is None else target), mask(unclean))
+    assert changed.elr == mask(expected), lines
+
+
+def test_an_elr_member_is_elected_while_the_isr_is_empty():
+    """PartitionChangeBuilderTest.testEligibleLeaderReplicas_ElrCanBeElected@3.9 (lines 1121-1161): ISR {1},
+    ELR {3}, replica 1 offline, target ISR empty: 3 leads, ISR {3}, ELR {1}. The model fences 1 (a crash the
+    controller notices) and elects in a step of its own; replica 2, live but in neither, cannot be elected."""
+    model = ReplicationModel(Config("kip-966", replicas=4, messages=0, crashes=1, elections=1, min_isr=3))
+    state = model.initial_states()[0]
+    state = state._replace(controller=state.controller._replace(isr=0b0001, elr=0b0100))
+    state = model.controller_notice_failure(model.replica_crash(state, 0), 0)
+    assert (state.controller.leader, state.controller.isr, state.controller.elr) == (NO_LEADER, 0, 0b0101)
+    assert model.controller_elect_leader(state, 1) is None
+    elected = model.controller_elect_leader(state, 2).controller
+    assert (elected.leader, elected.isr, elected.elr) == (2, 0b0100, 0b0001)

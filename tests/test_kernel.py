@@ -54,6 +54,8 @@ def _outcome(result):
     (Config("kip-279", messages=2, crashes=2, elections=2, acks="1", flush=False), True),
     (Config("diverging-epoch", messages=1, crashes=1, elections=1, partitions=1, unclean=True), True),
     (Config("kafka-13141", replicas=3, messages=1, crashes=1, elections=1, partitions=1, acks="0"), False),
+    (Config("kafka-15583", replicas=3, messages=1, crashes=1, elections=1, min_isr=2), True),
+    (Config("kip-966", replicas=3, messages=1, crashes=1, elections=1, min_isr=2, unclean=True), True),
 ], ids=lambda value: _name(value) if isinstance(value, Config) else f"keep_going={value}")
 def test_kernel_check_equals_the_bfs_engine(config, keep_going):
     kernel, reference = kernel_check(config, keep_going=keep_going), check(config, keep_going=keep_going)
@@ -253,3 +255,17 @@ def test_the_kernel_takes_the_replication_model_and_refuses_another_by_name():
     assert (by_model.stats.distinct_states, by_model.violated) == (by_config.stats.distinct_states, by_config.violated)
     with pytest.raises(ValueError, match="the compiled kernel encodes the replication model only, not the controller"):
         kernel_check(ControllerModel(ControllerConfig()))
+
+
+def test_importing_the_kernel_does_not_wait_for_another_processs_compile():
+    """Importing prunes stale caches under the compile lock only when it is free: a process compiling
+    the kernel for minutes must not hold up every other import (a fresh interpreter here)."""
+    import subprocess
+    import sys
+
+    from kafka_mc.checker.kernel.cache import compile_lock
+
+    with compile_lock():
+        done = subprocess.run([sys.executable, "-c", "import kafka_mc.checker.kernel"], capture_output=True,
+                              text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

@@ -2,7 +2,8 @@
 epochs (0.11.0, 2.0.0 and 2.0.1: with and without KAFKA-7415's epoch at election) with any number
 of crashes and elections, and hold in every reachable state, also where the variants' steps mix;
 for the diverging-fetch variants and under hw they fail with a counterexample to induction, and
-bounded model checking shows hw's violation reachable; a counterexample replays and is reported;
+bounded model checking shows hw's violation reachable; a variant whose choices make shipped lemmas
+false in reachable states (KIP-966, KAFKA-15583 with min.insync.replicas 2) is refused by name; a counterexample replays and is reported;
 unknown is never proved; bad input is refused; users' own lemmas work."""
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from kafka_mc.checker.symbolic.induction import (
     replay_trace,
 )
 from kafka_mc.checker.symbolic.layout import Shape, constant
-from kafka_mc.checker.symbolic.lemmas import LEMMAS
+from kafka_mc.checker.symbolic.lemmas import LEMMAS, WrittenBound
+from kafka_mc.checker.symbolic.transitions import EncodingError
 from kafka_mc.cli_prove import prove_command
 from kafka_mc.model import Config, ReplicationModel
 from kafka_mc.model.protocols import latest_epoch
@@ -80,12 +82,32 @@ def test_one_lemma_set_serves_the_variants_with_and_without_an_epoch_at_election
     assert any(replica.epochs and replica.epochs[-1][1] == replica.leo for state in states for replica in state.replicas)
 
 
-@pytest.mark.parametrize("protocol", ["diverging-epoch", "kafka-13141"])
+# kafka-15583 with min.insync.replicas 1: its HW rule holds the HW of an empty ISR only, which it never
+# has (the lemmas prove kip-320 with that rule); it fails where kafka-14704 does
+@pytest.mark.parametrize("protocol", ["diverging-epoch", "kafka-13141", "kafka-15583"])
 def test_the_shipped_lemmas_do_not_cover_a_diverging_fetch(protocol):
     result = prove(Config(protocol, messages=2))
     cti = result.counterexample
     assert result.status == "failed" and cti.kind == "consecution"
     assert cti.lemma == "ResponseAtLeo" and cti.action.name == "LeaderHandleFetchRequest"
+
+
+@pytest.mark.parametrize("protocol, min_isr, choice, broken", [
+    ("kip-966", 1, "eligible_leaders", ["LeaderInIsr"]),
+    ("kafka-15583", 2, "hw_needs_min_isr", ["EmptyLatestAtHw", "LeaderHwCoversCommitted"]),
+])
+def test_a_variant_whose_choices_break_shipped_lemmas_is_refused_by_name(capsys, protocol, min_isr, choice, broken):
+    bounded = Config(protocol, messages=1, crashes=1, elections=1, min_isr=min_isr)
+    shipped = [item for item in LEMMAS if item.name in broken]
+    assert set(failing_in(shipped, Shape.of(bounded, integers=True), reachable_states(bounded))) == set(broken)
+    config = Config(protocol, messages=2, min_isr=min_isr)
+    with pytest.raises(EncodingError, match=f"^the shipped lemmas do not cover protocol '{protocol}': with {choice}"
+                                            f".*{', '.join(broken)} do(es)? not hold in its reachable states"):
+        prove(config)
+    code, out, err = run(capsys, "--protocol", protocol, "--min-isr", str(min_isr))
+    assert code == exitcodes.BAD_INPUT and not out and f"protocol '{protocol}'" in err and choice in err
+    # a user's own lemmas may cover it: not refused
+    assert prove(config, [WrittenBound], properties=()).status in ("proved", "failed")
 
 
 def test_same_lemmas_fail_for_hw_and_bounded_model_checking_shows_the_violation_reachable():

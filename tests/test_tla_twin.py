@@ -49,6 +49,15 @@ TWIN_CONFIGS = [
     # a crash that loses the disk: the last ISR member, elected again, holds nothing
     pytest.param(Config(protocol="kafka-14704", replicas=2, messages=2, crashes=2, elections=1, replaced_disks=True),
                  id="kafka14704-2r-replaced-disks"),
+    # KAFKA-15583: the HW stays put while the ISR is below min.insync.replicas
+    pytest.param(Config(protocol="kafka-15583", replicas=3, messages=1, crashes=1, elections=1, min_isr=2),
+                 id="kafka15583-3r-min-isr-2"),
+    # KIP-966: the ELR kept on every ISR change, an empty ISR, an election from the ELR, an unclean election
+    # clearing it, a restart leaving it; with min.insync.replicas 1 an unclean election loses committed data
+    pytest.param(Config(protocol="kip-966", replicas=2, messages=1, crashes=2, elections=2, min_isr=2, unclean=True),
+                 id="kip966-2r-min-isr-2-unclean"),
+    pytest.param(Config(protocol="kip-966", replicas=2, messages=1, crashes=2, elections=2, min_isr=1, unclean=True),
+                 id="kip966-2r-unclean"),
 ]
 
 

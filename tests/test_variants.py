@@ -32,6 +32,8 @@ FIXES = [
     ("isr-join-lagging-hw-kip-279", "isr-join-lagging-hw-kip-320", 17),  # KAFKA-7128, 2.0.1
     ("diverging-fetch-joins-isr-diverging-epoch", "diverging-fetch-joins-isr-kafka-13141", 11),
     ("kafka-14704-kafka-13141", "kafka-14704-kafka-14704", None),  # KAFKA-14704, 3.4.1
+    ("last-replica-standing-kafka-14704", "last-replica-standing-kafka-15583", None),  # KAFKA-15583, 3.7.0
+    ("acked-last-replica-standing-kafka-15583", "acked-last-replica-standing-kip-966", 10),  # KIP-966, 4.1
 ]
 
 
@@ -65,7 +67,7 @@ def test_truncation_on_fetch_loses_an_acks_all_write_with_min_isr_2_and_kafka_13
 
 def test_the_history_is_oldest_first_and_every_variant_is_a_distinct_declaration():
     assert [p.name for p in HISTORY] == ["hw", "leader-epoch", "kip-279", "kip-320", "diverging-epoch", "kafka-13141",
-                                            "kafka-14704"]
+                                            "kafka-14704", "kafka-15583", "kip-966"]
     assert [p.name for p in HISTORY] == [name for name in PROTOCOLS if PROTOCOLS[name] in HISTORY]
     assert len({tuple(p.choices().items()) for p in HISTORY}) == len(HISTORY)
 

@@ -25,9 +25,9 @@ from kafka_mc.control.epoch_bumps import EpochBumpSystem
 from kafka_mc.control.failover import FailoverConfig, FailoverModel
 from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.counterexamples.itf import itf_to_trace
-from kafka_mc.model import Config, parse_action
+from kafka_mc.model import PROTOCOLS, Config, ReplicationModel, parse_action
 from kafka_mc.model.epoch_bumps import EpochBumpModel
-from kafka_mc.model.state import FOLLOWER, TRUNCATING
+from kafka_mc.model.state import FOLLOWER, NO_LEADER, TRUNCATING
 from kafka_mc.properties import INVARIANTS, failing_invariants
 from kafka_mc.properties.user import user_property
 from kafka_mc.testing import check_conformance, coverage_gaps, reachable_states
@@ -48,6 +48,10 @@ AGREEMENT_CONFIGS = [
     Config("diverging-epoch", messages=1, crashes=1, elections=1),
     Config("kafka-14704", messages=1, crashes=1, elections=1, acks="1"),
     Config("hw", messages=1, crashes=1, elections=1, replaced_disks=True),
+    # KAFKA-15583's HW held below min.insync.replicas, and KIP-966's eligible leader replicas: every rule
+    # fires (`test_the_min_isr_and_elr_configurations_fire_every_new_rule`); three replicas are too many states
+    Config("kafka-15583", messages=1, crashes=1, elections=1, min_isr=2),
+    Config("kip-966", messages=1, crashes=2, elections=2, min_isr=2, unclean=True),
 ]
 
 
@@ -62,6 +66,38 @@ def test_z3_admits_exactly_the_explicit_successors_and_invariant_values(config):
 
 def test_the_z3_agreement_configurations_exercise_every_action_and_protocol_choice():
     assert coverage_gaps(AGREEMENT_CONFIGS) == []
+
+
+def test_the_min_isr_and_elr_configurations_fire_every_new_rule():
+    """On the model alone (a fraction of a second): the rules of `hw_needs_min_isr` and `eligible_leaders`
+    that the Z3 agreement above holds the encoding to."""
+    fired: set[str] = set()
+    for config in AGREEMENT_CONFIGS:
+        if not PROTOCOLS[config.protocol].hw_needs_min_isr:
+            continue
+        model = ReplicationModel(config)
+        for state in reachable_states(config):
+            before = state.controller
+            for slot, after in model.indexed_successors(state):
+                action, controller = model.action_at(slot), after.controller
+                leader = after.replicas[controller.leader] if controller.leader != NO_LEADER else None
+                if leader is not None and leader.remote_leos and bin(controller.isr).count("1") < config.min_isr \
+                        and min(leader.leo if q == controller.leader else leader.remote_leos[q]
+                                for q in range(config.replicas) if controller.isr >> q & 1) > leader.hw:
+                    fired.add("HW held below min.insync.replicas")
+                if controller.elr & ~before.elr:
+                    fired.add(f"ELR grows: {action.name}")
+                if before.elr and not controller.elr and action.name != "ControllerElectLeader":
+                    fired.add(f"ELR emptied: {action.name}")
+                if before.isr and not controller.isr:
+                    fired.add("ISR emptied")
+                if action.name == "ControllerElectLeader" and before.elr:
+                    fired.add("elected from the ELR" if not before.isr and before.elr >> action.replica & 1
+                              else "unclean election clears the ELR" if not controller.elr else "election keeps the ELR")
+    assert fired == {"HW held below min.insync.replicas", "ELR grows: LeaderShrinkIsr",
+                     "ELR grows: ControllerNoticeFailure", "ELR emptied: LeaderHandleFetchRequest",
+                     "ELR emptied: ReplicaRestart", "ISR emptied", "elected from the ELR",
+                     "unclean election clears the ELR", "election keeps the ELR"}
 
 
 def _scenario_config(name: str) -> Config:

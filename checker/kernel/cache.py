@@ -46,9 +46,13 @@ SOURCES_CACHE = CACHE_DIR / f"sources-{IMPORTED_DIGEST[:32]}"
 
 def prune_stale_caches() -> None:
     """Delete the cache folders of other kernel sources, and the files of the former shared layout
-    (a read-only install is left alone: numba then caches elsewhere, per user)."""
+    (a read-only install is left alone: numba then caches elsewhere, per user). Not while another
+    process compiles into the cache: then the pruning is left to a later import, since an import
+    must not wait minutes for someone else's compile."""
     try:
-        with compile_lock():  # not while another process compiles into the cache
+        with _lock("kafka-mc-kernel-compile.lock", wait=False) as locked:
+            if not locked:
+                return
             stale = [path for path in CACHE_DIR.glob("sources-*") if path != SOURCES_CACHE]
             for folder in stale:
                 shutil.rmtree(folder, ignore_errors=True)
@@ -59,11 +63,17 @@ def prune_stale_caches() -> None:
 
 
 @contextmanager
-def _lock(name: str):
+def _lock(name: str, wait: bool = True):
+    """An exclusive file lock shared by every process; with `wait=False` it yields False at once
+    when another process holds it (and True when this one took it)."""
     with open(Path(tempfile.gettempdir()) / name, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            yield
+            fcntl.flock(lock, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
 

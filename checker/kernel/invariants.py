@@ -94,7 +94,7 @@ def leader_epoch_monotonic(cfg, s):
 @njit(cache=True)
 def leader_in_isr(cfg, s):
     isr, leader = s[ISR], s[LEADER]
-    return isr != 0 and (leader == NO_LEADER or isr >> leader & 1 == 1)
+    return leader == NO_LEADER or isr >> leader & 1 == 1
 
 
 @njit(cache=True)

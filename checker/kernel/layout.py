@@ -12,8 +12,8 @@ LEO, unflushed count, HW, the epoch cache (count, epochs, start offsets), status
 epoch, the fetch response in flight (present, offset, HW, out of range, record count,
 records), the stale ISR and the view of the others' LEOs (present, one per replica).
 After the replicas: the controller (leader, epoch, ISR), records written, crashes, acked
-writes, the cut masks, cuts, the epochs the controller's bumps made (`model/epoch_bumps.py`), and
-the committed and consumed histories as one bitmask of message numbers per offset.
+writes, the cut masks, cuts, the epochs the controller's bumps made (`model/epoch_bumps.py`), the
+controller's eligible leader replicas (KIP-966), and the committed and consumed histories as one bitmask of message numbers per offset.
 """
 
 from __future__ import annotations
@@ -68,7 +68,8 @@ ZK_CUT = ACKED + 1
 PEER_CUT = ZK_CUT + 1
 CUTS = PEER_CUT + 1
 BUMPED = CUTS + 1  # with the controller's epoch bumps (`model/epoch_bumps.py`): the epochs bumps made
-COMMITTED = BUMPED + 1
+ELR = BUMPED + 1  # with eligible leader replicas (KIP-966, `eligible_leaders`): the controller's ELR mask
+COMMITTED = ELR + 1
 CONSUMED = COMMITTED + MAX_MESSAGES
 WIDTH = CONSUMED + MAX_MESSAGES
 
@@ -79,7 +80,7 @@ WIDTH = CONSUMED + MAX_MESSAGES
 (C_REPLICAS, C_MESSAGES, C_CRASHES, C_ELECTIONS, C_ACKS, C_MIN_ISR, C_UNCLEAN, C_FLUSH, C_PARTITIONS,
  C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_NEW_FOLLOWER, C_EPOCH_LOOKUP, C_ISR_JOIN, C_TRUNCATE_ON_FETCH,
  C_DIVERGING_FETCH_UPDATES_LEADER, C_EPOCH_ASSIGN, C_TRUNCATE_AT_END, C_DIVERGING_RESPONSE_HW, C_BOUNCE_NOTICED,
- C_ISR_BUMPS, C_SKIPS_SAME_LEADER) = range(22)
+ C_HW_NEEDS_MIN_ISR, C_ELIGIBLE_LEADERS, C_ISR_BUMPS, C_SKIPS_SAME_LEADER) = range(24)
 SETTING_COUNT = C_SKIPS_SAME_LEADER + 1
 ACKS_CODES = {"all": 0, "1": 1, "0": 2}
 ACKS_ALL, ACKS_ONE, ACKS_ZERO = 0, 1, 2
@@ -104,12 +105,15 @@ CHOICE_CODES: dict[str, dict[object, int]] = {
     "truncate_at_end": {False: 0, True: 1},
     "diverging_response_hw": {False: 0, True: 1},
     "bounce_noticed": {False: 0, True: 1},
+    "hw_needs_min_isr": {False: 0, True: 1},
+    "eligible_leaders": {False: 0, True: 1},
 }
 assert tuple(CHOICE_CODES) == protocols.CHOICE_NAMES == ("epoch_cache", "epoch_on_election", "new_follower",
                                                            "epoch_lookup", "isr_join", "truncate_on_fetch",
                                                            "diverging_fetch_updates_leader", "epoch_assign",
                                                            "truncate_at_end", "diverging_response_hw",
-                                                           "bounce_noticed")
+                                                           "bounce_noticed", "hw_needs_min_isr",
+                                                           "eligible_leaders")
 
 
 def settings(config: Config, bumps: bool = False) -> np.ndarray:
@@ -159,7 +163,7 @@ def encode(state: State) -> np.ndarray:
     wide[LEADER], wide[CONTROLLER_EPOCH], wide[ISR] = controller.leader, controller.epoch, controller.isr
     wide[WRITTEN], wide[CRASHES], wide[ACKED] = state.written, state.crashes, state.acked
     wide[ZK_CUT], wide[PEER_CUT], wide[CUTS] = state.zk_cut, state.peer_cut, state.cuts
-    wide[BUMPED] = controller.bumped
+    wide[BUMPED], wide[ELR] = controller.bumped, controller.elr
     for history, first in ((state.committed, COMMITTED), (state.consumed, CONSUMED)):
         for offset, msg in history:
             wide[first + offset] |= 1 << msg
@@ -190,7 +194,7 @@ def decode(wide: np.ndarray, replicas: int) -> State:
         return tuple((offset, msg) for offset in range(MAX_MESSAGES) for msg in range(MAX_MESSAGES + 1)
                      if cells[first + offset] >> msg & 1)
 
-    controller = Controller(cells[LEADER], cells[CONTROLLER_EPOCH], cells[ISR], cells[BUMPED])
+    controller = Controller(cells[LEADER], cells[CONTROLLER_EPOCH], cells[ISR], cells[BUMPED], cells[ELR])
     return State(tuple(decoded), controller, cells[WRITTEN],
                  cells[CRASHES], history(COMMITTED), history(CONSUMED), cells[ACKED], cells[ZK_CUT],
                  cells[PEER_CUT], cells[CUTS])
@@ -217,6 +221,7 @@ def _ranges(config: Config, bumps: bool = False) -> list[tuple[int, int, int]]:
         config = epoch_bumps.bounding_config(config)
     n, messages, elections = config.replicas, config.messages, config.elections
     keeps_cache = PROTOCOLS[config.protocol].epoch_cache
+    keeps_elr = PROTOCOLS[config.protocol].eligible_leaders
     masks = (1 << n) - 1
     ranges = []
     for index in range(n):
@@ -246,6 +251,8 @@ def _ranges(config: Config, bumps: bool = False) -> list[tuple[int, int, int]]:
         ranges += [(ZK_CUT, 0, masks), (PEER_CUT, 0, masks), (CUTS, 0, config.partitions)]
     if bumps:
         ranges.append((BUMPED, 0, (1 << (elections + 1)) - 1))
+    if keeps_elr:
+        ranges.append((ELR, 0, masks))
     for first in (COMMITTED, CONSUMED):
         ranges += [(first + offset, 0, (1 << (messages + 1)) - 1) for offset in range(messages)]
     return [(cell, low, high) for cell, low, high in ranges if high > low]

@@ -13,10 +13,10 @@ from numba import njit
 
 from .layout import (
     ACKED, ACKS_ALL, ACKS_ZERO, BUMPED, C_ACKS, C_CRASHES, C_DIVERGING_FETCH_UPDATES_LEADER, C_ELECTIONS,
-    C_BOUNCE_NOTICED, C_DIVERGING_RESPONSE_HW, C_EPOCH_ASSIGN, C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_EPOCH_LOOKUP, C_FLUSH, C_ISR_BUMPS, C_ISR_JOIN,
+    C_BOUNCE_NOTICED, C_DIVERGING_RESPONSE_HW, C_ELIGIBLE_LEADERS, C_HW_NEEDS_MIN_ISR, C_EPOCH_ASSIGN, C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_EPOCH_LOOKUP, C_FLUSH, C_ISR_BUMPS, C_ISR_JOIN,
     C_SKIPS_SAME_LEADER, C_MESSAGES, C_TRUNCATE_AT_END, C_MIN_ISR, C_NEW_FOLLOWER, C_PARTITIONS,
     C_REPLICAS, C_TRUNCATE_ON_FETCH, C_UNCLEAN, CACHE_COUNT, CACHE_EPOCH, CACHE_START, COMMITTED, CONSUMED,
-    CONTROLLER_EPOCH, CRASHES, CUTS, EPOCH, HAS_REMOTE, HW, ISR, JOIN_AT_HW, LEADER, LEO, LOOKUP_KIP_101,
+    CONTROLLER_EPOCH, CRASHES, CUTS, ELR, EPOCH, HAS_REMOTE, HW, ISR, JOIN_AT_HW, LEADER, LEO, LOOKUP_KIP_101,
     NEW_FOLLOWER_FETCHES_IF_EPOCH, NEW_FOLLOWER_TRUNCATES, LOG_EPOCH, LOG_MSG, MAX_REPLICAS, PEER_CUT, REMOTE_LEO, REPLICA_WIDTH, RESPONSE,
     RESPONSE_COUNT, RESPONSE_EPOCH, RESPONSE_HW, RESPONSE_MSG, RESPONSE_OFFSET, RESPONSE_OUT_OF_RANGE, ROLE,
     STALE_ISR, STATUS, UNFLUSHED, WRITTEN, ZK_CUT, MAX_MESSAGES,
@@ -320,6 +320,8 @@ def advance_hw(cfg, t, index):
             least = min(least, leo)
     old_hw = t[index * REPLICA_WIDTH + HW]
     hw = max(old_hw, least)
+    if cfg[C_HW_NEEDS_MIN_ISR] and popcount(isr) < cfg[C_MIN_ISR]:
+        hw = old_hw  # KAFKA-15583: `maybeIncrementLeaderHW` returns while `isUnderMinIsr`
     if hw != old_hw:
         t[index * REPLICA_WIDTH + HW] = hw
         if cfg[C_ACKS] == ACKS_ALL and popcount(isr) >= cfg[C_MIN_ISR]:
@@ -336,8 +338,22 @@ def advance_hw(cfg, t, index):
 
 
 @njit(cache=True, inline="always")
-def with_isr(cfg, t, isr):
+def isr_change(cfg, t, isr, unclean):
+    """`ReplicationModel._isr_change`: the controller's ISR becomes `isr`; with eligible leader replicas
+    (KIP-966) the ELR empties at min.insync.replicas members or more, else takes the old ISR's members
+    less the new ISR's and `unclean`."""
+    if cfg[C_ELIGIBLE_LEADERS]:
+        if popcount(isr) >= cfg[C_MIN_ISR]:
+            t[ELR] = 0
+        else:
+            t[ELR] = (t[ELR] | t[ISR]) & ~isr & ~unclean
     t[ISR] = isr
+
+
+@njit(cache=True, inline="always")
+def with_isr(cfg, t, isr, unclean):
+    """`ReplicationModel._with_isr`."""
+    isr_change(cfg, t, isr, unclean)
     advance_hw(cfg, t, current_leader(t))
 
 
@@ -369,7 +385,7 @@ def record_fetch(cfg, t, leader, i, offset):
     """`ReplicationModel._record_fetch`."""
     isr = t[ISR]
     if not isr >> i & 1 and may_join_isr(cfg, t, leader, offset) and can_write_isr(t, leader):
-        t[ISR] = isr | 1 << i
+        isr_change(cfg, t, isr | 1 << i, 0)
     t[leader * REPLICA_WIDTH + REMOTE_LEO + i] = offset
     advance_hw(cfg, t, leader)
 
@@ -441,7 +457,7 @@ def leader_shrink_isr(cfg, s, t, i):
     if s[leader * REPLICA_WIDTH + REMOTE_LEO + i] >= s[leader * REPLICA_WIDTH + LEO]:
         return False
     t[:] = s
-    with_isr(cfg, t, isr & ~(1 << i))
+    with_isr(cfg, t, isr & ~(1 << i), 0)
     return True
 
 
@@ -528,6 +544,9 @@ def replica_restart(cfg, s, t, i):
         return False
     t[:] = s
     t[i * REPLICA_WIDTH + STATUS] = UP
+    if cfg[C_ELIGIBLE_LEADERS] and (s[ISR] | s[ELR]) >> i & 1:
+        # a new incarnation, an unclean shutdown: `ReplicationControlManager.handleBrokerUncleanShutdown`
+        with_isr(cfg, t, s[ISR] & ~(1 << i), 1 << i)
     return True
 
 
@@ -546,8 +565,8 @@ def controller_notice_failure(cfg, s, t, i):
     if s[LEADER] == i:
         t[LEADER] = NO_LEADER
     remaining = s[ISR] & ~(1 << i)
-    if s[ISR] >> i & 1 and remaining:
-        with_isr(cfg, t, remaining)
+    if s[ISR] >> i & 1 and (remaining or cfg[C_ELIGIBLE_LEADERS]):
+        with_isr(cfg, t, remaining, 0)  # with eligible leader replicas the ISR may become empty (KIP-966)
     leader = t[LEADER]
     if cfg[C_ISR_BUMPS] and leader != NO_LEADER and leader != i and t[ISR] != s[ISR]:
         # `EpochBumpModel.controller_notice_failure`: the epoch bump, taken by a live leader at once
@@ -575,15 +594,18 @@ def controller_elect_leader(cfg, s, t, i):
         return False
     if s[i * REPLICA_WIDTH + STATUS] != UP or s[ZK_CUT] >> i & 1:
         return False
-    n, isr = cfg[C_REPLICAS], s[ISR]
-    live_isr = 0
+    n, isr, elr = cfg[C_REPLICAS], s[ISR], s[ELR]
+    # KIP-966: while the ISR is empty an ELR member is as good (`PartitionChangeBuilder.isValidNewLeader`)
+    eligible = isr if isr else elr
+    live_eligible = 0
     for member in range(n):
-        if isr >> member & 1 and s[member * REPLICA_WIDTH + STATUS] == UP:
-            live_isr |= 1 << member
-    if live_isr >> i & 1:
-        new_isr = isr
-    elif cfg[C_UNCLEAN] and not live_isr:
-        new_isr = 1 << i
+        if eligible >> member & 1 and s[member * REPLICA_WIDTH + STATUS] == UP:
+            live_eligible |= 1 << member
+    if live_eligible >> i & 1:
+        new_isr = isr if isr else 1 << i  # an ELR member becomes the only ISR member (`tryElection`)
+        elr &= ~(1 << i)
+    elif cfg[C_UNCLEAN] and not live_eligible:
+        new_isr, elr = 1 << i, 0  # an unclean election clears the ELR (`maybeUpdateRecordElr`)
     else:
         return False
     epoch = s[CONTROLLER_EPOCH] + 1
@@ -598,6 +620,7 @@ def controller_elect_leader(cfg, s, t, i):
     t[LEADER] = i
     t[CONTROLLER_EPOCH] = epoch
     t[ISR] = new_isr
+    t[ELR] = elr
     advance_hw(cfg, t, i)
     return True
 

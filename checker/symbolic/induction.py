@@ -14,6 +14,11 @@ The transition relation is `SymbolicModel`'s with the crash and election bounds 
 capacity and a step that would overflow it is disabled, so a proof covers exactly the behaviours
 whose caches stay within that capacity; messages and replicas stay bounded.
 
+The shipped lemmas do not cover every variant: a protocol choice that makes some of them false in
+reachable states (`UNCOVERED`: KIP-966's eligible leader replicas, whose ISR may be empty;
+KAFKA-15583's HW held below min.insync.replicas, with min.insync.replicas above 1) is refused by
+name (`EncodingError`) while those lemmas are among the ones given; a user's own lemmas may cover it.
+
 A failed query yields a counterexample to induction, decoded into explicit States and replayed
 through the explicit model (`Trace` with `start`); a replay that disagrees with the solver is an
 internal error (`EncodingMismatch`). `unknown` and time-outs give an `unknown` result, never
@@ -33,6 +38,7 @@ from kafka_mc.checker.result import Trace
 from kafka_mc.model import PROTOCOLS, Action, Config, ReplicationModel, State
 from kafka_mc.model.config import SIMULATION_COUNT_LIMIT, ConfigError
 from kafka_mc.model.interface import Property
+from kafka_mc.model.state import NO_LEADER
 
 from .bmc import EncodingMismatch, Unrolling
 from ..interrupts import deferred_interrupts
@@ -41,13 +47,24 @@ from .layout import Shape, SymState, decode, leaves
 from .lemma import Lemma
 from .lemmas import LEMMAS
 from .properties import StateFormula, state_formulas, well_formed
-from .transitions import SymbolicModel
+from .transitions import EncodingError, SymbolicModel
 
 PROVED, FAILED, UNKNOWN = "proved", "failed", "unknown"
 UNBOUNDED = frozenset({"crashes", "elections"})
 DEFAULT_PROPERTIES = ("NoCommittedDataLoss", "NoLogDivergence")
 DEFAULT_CACHE = 4
 SMALL_VALUES = (4, 8, 16, 32)  # bounds tried, in turn, for a readable counterexample
+
+# (choice, whether it applies to a configuration, the shipped lemmas it makes false in reachable
+# states, why; `{min_isr}` the configuration's): `prove` refuses such a variant while any of those
+# lemmas is among its lemmas
+UNCOVERED: tuple[tuple[str, Callable[[Config], bool], tuple[str, ...], str], ...] = (
+    ("eligible_leaders", lambda config: True, ("LeaderInIsr",),
+     ", the ISR becomes empty when the controller notices its last member's failure (KIP-966)"),
+    ("hw_needs_min_isr", lambda config: config.min_isr > 1, ("EmptyLatestAtHw", "LeaderHwCoversCommitted"),
+     " and min.insync.replicas {min_isr}, a new leader's HW stays below its LEO and the committed records "
+     "while its ISR is smaller (KAFKA-15583)"),
+)
 
 
 @dataclass(frozen=True)
@@ -173,6 +190,7 @@ def prove(
     bad = sorted(unbounded - UNBOUNDED)
     if bad:
         raise ValueError(f"only {', '.join(sorted(UNBOUNDED))} can be unbounded, not {', '.join(bad)}")
+    _refuse_uncovered(config, chosen)
     if cache is None:
         cache = DEFAULT_CACHE if "elections" in unbounded else config.elections + 1
     if not PROTOCOLS[config.protocol].epoch_cache:
@@ -194,6 +212,21 @@ def prove(
     return ProofResult(config, status, tuple(proved), tuple(names), k, frozenset(unbounded), cache,
                        tuple(prover.queries), time.perf_counter() - started, counterexample, reason,
                        scope_text(config, frozenset(unbounded), cache))
+
+
+def _refuse_uncovered(config: Config, chosen: list[Lemma]) -> None:
+    """EncodingError naming the variant, the choice and the shipped lemmas among `chosen` that the
+    choice makes false in reachable states (`UNCOVERED`)."""
+    protocol = PROTOCOLS[config.protocol]
+    shipped = {item.name for item in chosen if item in LEMMAS}
+    for choice, applies, broken, why in UNCOVERED:
+        if getattr(protocol, choice) is True and applies(config) and shipped & set(broken):
+            names = ", ".join(name for name in broken if name in shipped)
+            several = "," in names
+            raise EncodingError(f"the shipped lemmas do not cover protocol {config.protocol!r}: with {choice}"
+                                f"{why.format(min_isr=config.min_isr)}; the lemma{'s' * several} {names} do"
+                                f"{'' if several else 'es'} not hold in its reachable states. Prove it with "
+                                f"lemmas of your own (--lemmas FILE --no-shipped-lemmas)")
 
 
 class _Prover:
@@ -338,8 +371,9 @@ def replay_config(config: Config, unbounded: frozenset[str], states: Sequence[St
 
 def encoding_exact(state: State) -> bool:
     """The state meets what the encoding assumes to be exact (`transitions.py`): every epoch
-    cache's starts rise and the ISR is not empty, as in every reachable state."""
-    return state.controller.isr != 0 and all(
+    cache's starts rise and the ISR is not empty but while the partition has no leader, as in every
+    reachable state (an empty ISR only with eligible leader replicas, KIP-966)."""
+    return (state.controller.isr != 0 or state.controller.leader == NO_LEADER) and all(
         all(a[1] <= b[1] for a, b in zip(replica.epochs, replica.epochs[1:])) for replica in state.replicas)
 
 

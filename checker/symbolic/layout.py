@@ -18,6 +18,10 @@ per epoch, 0 to `greatest_epoch`, where the encoding runs the bump model (`Shape
 epochs, and so the cache, then run to elections + crashes + network failures,
 `epoch_bumps.bounding_config`); the replication model's states have none (it is 0 there), so its
 layout, and the proofs over it, are unchanged.
+
+The controller's `elr` (the eligible leader replicas, KIP-966) is one Bool per replica where the
+protocol has `eligible_leaders` (`Shape.elr`), and none otherwise: the other variants' states have
+an empty ELR, so their layout, and the proofs over it, are unchanged too.
 """
 
 from __future__ import annotations
@@ -40,13 +44,15 @@ class Shape:
     the numbers' sort: signed bit-vectors of `bits` bits (bounded runs: the solver
     bit-blasts them), or unbounded integers when `bits` is None (proofs over any epoch); and
     `epochs`, the epochs the controller's `bumped` flags cover (0: no epoch bumps, the
-    replication model; `greatest_epoch + 1` for the bump model)."""
+    replication model; `greatest_epoch + 1` for the bump model); `elr`: the controller keeps
+    eligible leader replicas, one flag per replica (the protocol's `eligible_leaders`, KIP-966)."""
 
     replicas: int
     log: int
     cache: int
     bits: int | None = None
     epochs: int = 0
+    elr: bool = False
 
     @staticmethod
     def of(config: Config, cache: int | None = None, integers: bool = False, bumps: bool = False) -> "Shape":
@@ -60,7 +66,8 @@ class Shape:
             cache = config.elections + 1 if PROTOCOLS[config.protocol].epoch_cache else 0
         largest = max(config.messages + 1, config.elections + 1, config.crashes + 1, config.partitions + 1, cache + 1,
                       config.replicas)
-        return Shape(config.replicas, config.messages, cache, None if integers else largest.bit_length() + 2, epochs)
+        return Shape(config.replicas, config.messages, cache, None if integers else largest.bit_length() + 2, epochs,
+                     PROTOCOLS[config.protocol].eligible_leaders)
 
     def num(self, value: int) -> z3.ExprRef:
         return z3.IntVal(value) if self.bits is None else z3.BitVecVal(value, self.bits)
@@ -70,7 +77,7 @@ class Shape:
 
 
 # Fields whose leaves are Bools; every other leaf is an Int.
-BOOLS = {"has_response", "resp_oor", "stale_isr", "leading", "isr", "bumped", "committed", "consumed", "acked",
+BOOLS = {"has_response", "resp_oor", "stale_isr", "leading", "isr", "bumped", "elr", "committed", "consumed", "acked",
          "zk_cut", "peer_cut"}
 
 
@@ -106,6 +113,7 @@ class SymState:
     epoch: Any
     isr: list  # one per replica
     bumped: list  # one per epoch, `Shape.epochs` of them: the controller's epoch bumps made it (none: no bumps)
+    elr: list  # one per replica where `Shape.elr` (KIP-966's eligible leader replicas), none otherwise
     written: Any
     crashes: Any
     committed: list  # offset * log + (msg - 1)
@@ -120,7 +128,8 @@ def _sizes(shape: Shape) -> dict[str, int]:
     n, m = shape.replicas, shape.log
     return {"log_msg": m, "log_epoch": m, "cache_epoch": shape.cache, "cache_start": shape.cache, "resp_msg": m,
             "resp_epoch": m, "stale_isr": n, "remote_leo": n, "isr": n, "committed": m * m, "consumed": m * m,
-            "acked": m, "zk_cut": n, "peer_cut": n, "bumped": shape.epochs}
+            "acked": m, "zk_cut": n, "peer_cut": n, "bumped": shape.epochs,
+            "elr": n if shape.elr else 0}
 
 
 def _build(cls, shape: Shape, leaf, path: str):
@@ -178,11 +187,13 @@ def _same(x, y) -> bool:
 
 
 def shape_of(s) -> Shape:
-    """The Shape of a SymState or SymReplica of Z3 terms (a SymReplica's with no `bumped` flags)."""
+    """The Shape of a SymState or SymReplica of Z3 terms (a SymReplica's with no `bumped` or `elr` flags)."""
     replica = s.replicas[0] if isinstance(s, SymState) else s
     sort = replica.hw.sort()
+    whole = isinstance(s, SymState)
     return Shape(len(replica.stale_isr), len(replica.log_msg), len(replica.cache_epoch),
-                 sort.size() if z3.is_bv_sort(sort) else None, len(s.bumped) if isinstance(s, SymState) else 0)
+                 sort.size() if z3.is_bv_sort(sort) else None, len(s.bumped) if whole else 0,
+                 bool(s.elr) if whole else False)
 
 
 # ------------------------------------------------------------------ concrete states
@@ -214,6 +225,10 @@ def values_of(shape: Shape, state: State) -> SymState:
     if bumped >> shape.epochs:
         raise CapacityError(f"the controller's bumped epochs {bumped:#b} reach past the encoding's {shape.epochs} "
                             "epochs" if shape.epochs else "the controller bumped an epoch; the encoding has no bumps")
+    elr = state.controller.elr
+    if elr and not shape.elr:
+        raise CapacityError(f"the controller's ELR {elr:#b} is not empty; the encoding of a protocol without "
+                            "eligible_leaders has none")
 
     replicas = []
     for replica in state.replicas:
@@ -247,6 +262,7 @@ def values_of(shape: Shape, state: State) -> SymState:
         epoch=state.controller.epoch,
         isr=bits(state.controller.isr),
         bumped=[bool(bumped >> epoch & 1) for epoch in range(shape.epochs)],
+        elr=bits(elr) if shape.elr else [],
         written=state.written,
         crashes=state.crashes,
         committed=history(state.committed),
@@ -294,7 +310,7 @@ def to_state(shape: Shape, values: SymState) -> State:
         ))
     return State(
         replicas=tuple(replicas),
-        controller=Controller(values.leader, values.epoch, mask(values.isr), mask(values.bumped)),
+        controller=Controller(values.leader, values.epoch, mask(values.isr), mask(values.bumped), mask(values.elr)),
         written=values.written,
         crashes=values.crashes,
         committed=history(values.committed),

@@ -1,8 +1,11 @@
 """The shipped strengthening lemmas: with them, `prove` shows NoCommittedDataLoss and
 NoLogDivergence for `leader-epoch` (Kafka 0.11.0), `kip-279` (2.0.0) and `kip-320` (2.0.1) with
 2 replicas, acks=all, clean elections, flushed writes and no network failure, for any number of
-crashes and elections (2 or 3 messages). `diverging-epoch` and `kafka-13141` are not proved:
-`ResponseAtLeo` does not hold for a diverging fetch's response.
+crashes and elections (2 or 3 messages). `diverging-epoch`, `kafka-13141`, `kafka-14704` and
+`kafka-15583` are not proved: `ResponseAtLeo` does not hold for a diverging fetch's response.
+`prove` refuses `kip-966` (its ISR may be empty: `LeaderInIsr`) and `hw_needs_min_isr` with
+min.insync.replicas above 1 (a new leader's HW stays put: `EmptyLatestAtHw`,
+`LeaderHwCoversCommitted`) by name (`induction.UNCOVERED`).
 
 One set serves the variants before and after KAFKA-7415: a new leader's epoch enters its cache at
 election (`kip-320`) or with its first appended record (`leader-epoch`, `kip-279`), and the
@@ -172,8 +175,9 @@ def ControllersLeaderLeadsOrCrashed(s: SymState):
 
 
 def LeaderInIsr(s: SymState):
-    """The controller's leader is in the ISR, and the ISR is never empty (the invariant LeaderInIsr)."""
-    return leader_in_isr(s)
+    """The controller's leader is in the ISR, and the ISR is never empty (the invariant LeaderInIsr, and
+    a non-empty ISR: no eligible leader replicas, KIP-966, which `prove` refuses with these lemmas)."""
+    return z3.And(z3.Or(s.isr), leader_in_isr(s))
 
 
 def LeaderlessIsrSingle(s: SymState):

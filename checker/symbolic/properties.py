@@ -79,8 +79,8 @@ def leader_epoch_monotonic(s: SymState) -> z3.BoolRef:
 
 
 def leader_in_isr(s: SymState) -> z3.BoolRef:
-    return z3.And(z3.Or(s.isr), z3.Or(s.leader == NO_LEADER, z3.Or([z3.And(s.leader == j, member)
-                                                                    for j, member in enumerate(s.isr)])))
+    """No leader, or the leader is in the ISR (the ISR may be empty while there is no leader: KIP-966)."""
+    return z3.Or(s.leader == NO_LEADER, z3.Or([z3.And(s.leader == j, member) for j, member in enumerate(s.isr)]))
 
 
 def crash_loses_memory(s: SymState) -> z3.BoolRef:

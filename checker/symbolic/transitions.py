@@ -12,7 +12,14 @@ reachable state of small configurations.
 Where the two could differ only on unreachable states, the encoding says so: a log or epoch
 cache that would grow past its capacity disables the transition (`overflow`; see `layout`),
 an epoch cache is truncated as a prefix (starts rise along every reachable cache), and a leader
-with an empty ISR keeps its HW (the explicit model never meets one).
+with an empty ISR keeps its HW (the explicit model never meets one: an ISR is empty only with
+eligible leader replicas, and then the partition has no leader).
+
+Two choices act on the controller's ISR changes: `hw_needs_min_isr` (KAFKA-15583: the HW stays
+put while the leader's ISR is below min.insync.replicas, `advance_hw`) and `eligible_leaders`
+(KIP-966: the ELR, one flag per replica in the layout, kept by every ISR change, `isr_change`; the
+last ISR member leaves the ISR too; an ELR member is elected while the ISR is empty; a restarting
+ELR or ISR member leaves both).
 
 `SymbolicModel` is the replication model's `encoding.SymbolicEncoding`: with the invariants'
 formulas and well-formedness of `properties.py` and the layout's decoding, bounded model
@@ -317,6 +324,8 @@ class SymbolicModel:
         for member, leo in zip(isr, leos):
             lowest = z3.If(z3.And(member, leo < lowest), leo, lowest)
         hw = z3.If(z3.Or(isr), smax(leader.hw, lowest), leader.hw)
+        if self.protocol.declaration.hw_needs_min_isr:  # KAFKA-15583: not while `isUnderMinIsr`
+            hw = z3.If(count(isr, hw) < self.config.min_isr, leader.hw, hw)
         s = with_replica(s, index, replace(leader, hw=hw))
         below = [z3.And(o < hw, o < leader.log_len) for o in range(m)]
 
@@ -337,9 +346,20 @@ class SymbolicModel:
         committed = [z3.Or(flag, z3.And(current, holds(i // m, i % m + 1))) for i, flag in enumerate(s.committed)]
         return replace(s, acked=acked, consumed=consumed, committed=committed)
 
-    def with_isr(self, s: SymState, isr: list) -> SymState:
-        """The controller's ISR set to `isr`; the current leader's HW advances."""
-        s = replace(s, isr=isr)
+    def isr_change(self, s: SymState, isr: list, unclean: int | None = None) -> SymState:
+        """`ReplicationModel._isr_change`: the controller's ISR set to `isr`, and with eligible leader
+        replicas (KIP-966) its ELR: empty with `isr` at min.insync.replicas or more, else the old ELR
+        and ISR less `isr` and the replica `unclean` (one back from an unclean shutdown)."""
+        if not s.elr:
+            return replace(s, isr=isr)
+        small = count(isr, s.epoch) < self.config.min_isr
+        elr = [z3.And(small, z3.Or(flag, old), z3.Not(new), z3.BoolVal(q != unclean))
+               for q, (flag, old, new) in enumerate(zip(s.elr, s.isr, isr))]
+        return replace(s, isr=isr, elr=elr)
+
+    def with_isr(self, s: SymState, isr: list, unclean: int | None = None) -> SymState:
+        """The controller's ISR set to `isr` (`isr_change`); the current leader's HW advances."""
+        s = self.isr_change(s, isr, unclean)
         after = s
         for j in range(self.shape.replicas):
             after = merge(self.current_leader(s, j), self.advance_hw(s, j), after)
@@ -379,7 +399,8 @@ class SymbolicModel:
                                    resp_offset=leader.log_len, resp_hw=leader.hw, resp_oor=z3.BoolVal(True))
             diverges, target = self.protocol.fetch_divergence(leader, follower)
             expand = z3.And(z3.Not(s.isr[i]), self.protocol.may_join_isr(leader, offset), self.can_write_isr(s, j))
-            fetched = replace(s, isr=put(s.isr, i, z3.Or(s.isr[i], expand)))
+            fetched = (merge(expand, self.isr_change(s, put(s.isr, i, z3.BoolVal(True))), s) if s.elr
+                       else replace(s, isr=put(s.isr, i, z3.Or(s.isr[i], expand))))
             fetched = with_replica(fetched, j, replace(leader, remote_leo=put(leader.remote_leo, i, offset)))
             fetched = self.advance_hw(fetched, j)
             recorded = fetched if self.protocol.declaration.diverging_fetch_updates_leader else s
@@ -455,7 +476,12 @@ class SymbolicModel:
         waits = s.leader == i if not self.protocol.declaration.bounce_noticed else z3.BoolVal(True)  # KIP-380
         guard = z3.And(z3.Not(alive(replica)), z3.Not(z3.And(replica.status == CRASHED, waits)),
                        z3.Not(s.zk_cut[i]))
-        return guard, with_replica(s, i, replace(replica, status=self.num(UP)))
+        after = with_replica(s, i, replace(replica, status=self.num(UP)))
+        if not self.protocol.declaration.eligible_leaders:
+            return guard, after
+        # KIP-966: a new incarnation leaves the ISR and the ELR (`handleBrokerUncleanShutdown`)
+        member = z3.Or(s.isr[i], s.elr[i])
+        return guard, merge(member, self.with_isr(after, put(s.isr, i, z3.BoolVal(False)), unclean=i), after)
 
     def controller_notice_failure(self, s: SymState, i: int):
         replica = s.replicas[i]
@@ -467,7 +493,8 @@ class SymbolicModel:
                                            for member, old in zip(s.isr, replica.stale_isr)]))
         after = replace(with_replica(s, i, noticed), leader=z3.If(s.leader == i, NO_LEADER, s.leader))
         remaining = put(s.isr, i, z3.BoolVal(False))
-        shrinks = z3.And(s.isr[i], z3.Or(remaining))
+        # with eligible leader replicas the last member leaves too, and the ISR is empty (KIP-966)
+        shrinks = s.isr[i] if self.protocol.declaration.eligible_leaders else z3.And(s.isr[i], z3.Or(remaining))
         after = merge(shrinks, self.with_isr(after, remaining), after)
         if not self.bumps:
             return z3.Or(crashed, expired), after
@@ -502,16 +529,24 @@ class SymbolicModel:
     def controller_elect_leader(self, s: SymState, i: int):
         n = self.shape.replicas
         candidate = s.replicas[i]
-        live_isr = [z3.And(member, r.status == UP) for member, r in zip(s.isr, s.replicas)]
-        unclean = z3.Not(z3.Or(live_isr)) if self.config.unclean else z3.BoolVal(False)
+        # KIP-966: while the ISR is empty an ELR member is as good (`isValidNewLeader`); without an ELR
+        # in the layout (a protocol without eligible leaders) the ELR is empty
+        isr_empty = z3.Not(z3.Or(s.isr))
+        eligible = [z3.If(isr_empty, flag, member) for member, flag in zip(s.isr, s.elr)] if s.elr else s.isr
+        live = [z3.And(member, r.status == UP) for member, r in zip(eligible, s.replicas)]
+        unclean = z3.Not(z3.Or(live)) if self.config.unclean else z3.BoolVal(False)
         guard = z3.And(s.leader == NO_LEADER, self._bounded("elections", self.elections(s), self.config.elections),
-                       candidate.status == UP, z3.Not(s.zk_cut[i]), z3.Or(live_isr[i], unclean))
+                       candidate.status == UP, z3.Not(s.zk_cut[i]), z3.Or(live[i], unclean))
         epoch = s.epoch + 1
         leader = replace(self._forget_leadership(candidate), role=self.num(LEADER), epoch=epoch,
                          leading=z3.BoolVal(True), remote_leo=[self.num(UNKNOWN)] * n)
         leader = self.protocol.on_become_leader(self, leader, epoch)
-        isr = [z3.If(live_isr[i], member, z3.BoolVal(q == i)) for q, member in enumerate(s.isr)]
-        after = replace(with_replica(s, i, leader), leader=self.num(i), epoch=epoch, isr=isr)
+        # an ELR member becomes the only ISR member and leaves the ELR (`tryElection`); an unclean
+        # election clears the ELR (`maybeUpdateRecordElr`)
+        isr = [z3.If(z3.And(live[i], z3.Not(isr_empty)) if s.elr else live[i], member, z3.BoolVal(q == i))
+               for q, member in enumerate(s.isr)]
+        elr = [z3.And(live[i], flag) if q != i else z3.BoolVal(False) for q, flag in enumerate(s.elr)]
+        after = replace(with_replica(s, i, leader), leader=self.num(i), epoch=epoch, isr=isr, elr=elr)
         return guard, self.advance_hw(after, i)
 
     def zk_disconnect(self, s: SymState, i: int):

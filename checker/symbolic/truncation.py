@@ -36,6 +36,8 @@ class SymbolicProtocol:
         "truncate_at_end": (False, True),
         "diverging_response_hw": (False, True),
         "bounce_noticed": (False, True),
+        "hw_needs_min_isr": (False, True),  # `SymbolicModel.advance_hw`
+        "eligible_leaders": (False, True),  # `Shape.elr`, `SymbolicModel.isr_change` and the actions it names
     }
 
     def __init__(self, protocol: Protocol):

@@ -23,7 +23,8 @@
 (* epoch'; epoch_lookup = 'kip-279'; isr_join = 'leader-epoch-start';      *)
 (* truncate_on_fetch = True; diverging_fetch_updates_leader = True;        *)
 (* epoch_assign = 'truncate-conflicting'; truncate_at_end = True;          *)
-(* diverging_response_hw = True; bounce_noticed = True.                    *)
+(* diverging_response_hw = True; bounce_noticed = True; hw_needs_min_isr = *)
+(* False; eligible_leaders = False.                                        *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -49,7 +50,9 @@ INSTANCE KafkaReplication WITH
     EpochOnElection       <- TRUE,
     TruncateAtEnd         <- TRUE,
     DivergingResponseHw   <- TRUE,
-    BounceNoticed         <- TRUE
+    BounceNoticed         <- TRUE,
+    HwNeedsMinIsr         <- FALSE,
+    EligibleLeaders       <- FALSE
 
 Next == BaseNext
 

@@ -12,7 +12,8 @@
 (* epoch'; epoch_lookup = 'kip-279'; isr_join = 'leader-epoch-start';      *)
 (* truncate_on_fetch = True; diverging_fetch_updates_leader = False;       *)
 (* epoch_assign = 'truncate-conflicting'; truncate_at_end = True;          *)
-(* diverging_response_hw = True; bounce_noticed = True.                    *)
+(* diverging_response_hw = True; bounce_noticed = True; hw_needs_min_isr = *)
+(* False; eligible_leaders = False.                                        *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -38,7 +39,9 @@ INSTANCE KafkaReplication WITH
     EpochOnElection       <- TRUE,
     TruncateAtEnd         <- TRUE,
     DivergingResponseHw   <- TRUE,
-    BounceNoticed         <- TRUE
+    BounceNoticed         <- TRUE,
+    HwNeedsMinIsr         <- FALSE,
+    EligibleLeaders       <- FALSE
 
 Next == BaseNext
 

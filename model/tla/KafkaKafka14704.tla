@@ -14,7 +14,8 @@
 (* epoch'; epoch_lookup = 'kip-279'; isr_join = 'leader-epoch-start';      *)
 (* truncate_on_fetch = True; diverging_fetch_updates_leader = False;       *)
 (* epoch_assign = 'truncate-conflicting'; truncate_at_end = True;          *)
-(* diverging_response_hw = False; bounce_noticed = True.                   *)
+(* diverging_response_hw = False; bounce_noticed = True; hw_needs_min_isr  *)
+(* = False; eligible_leaders = False.                                      *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -40,7 +41,9 @@ INSTANCE KafkaReplication WITH
     EpochOnElection       <- TRUE,
     TruncateAtEnd         <- TRUE,
     DivergingResponseHw   <- FALSE,
-    BounceNoticed         <- TRUE
+    BounceNoticed         <- TRUE,
+    HwNeedsMinIsr         <- FALSE,
+    EligibleLeaders       <- FALSE
 
 Next == BaseNext
 

@@ -16,7 +16,8 @@
 (* leader'; epoch_lookup = 'kip-279'; isr_join = 'leader-hw';              *)
 (* truncate_on_fetch = False; diverging_fetch_updates_leader = True;       *)
 (* epoch_assign = 'newer-epoch-only'; truncate_at_end = False;             *)
-(* diverging_response_hw = True; bounce_noticed = False.                   *)
+(* diverging_response_hw = True; bounce_noticed = False; hw_needs_min_isr  *)
+(* = False; eligible_leaders = False.                                      *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -42,7 +43,9 @@ INSTANCE KafkaReplication WITH
     EpochOnElection       <- FALSE,
     TruncateAtEnd         <- FALSE,
     DivergingResponseHw   <- TRUE,
-    BounceNoticed         <- FALSE
+    BounceNoticed         <- FALSE,
+    HwNeedsMinIsr         <- FALSE,
+    EligibleLeaders       <- FALSE
 
 Next == BaseNext
 

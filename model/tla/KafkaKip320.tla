@@ -19,7 +19,8 @@
 (* leader'; epoch_lookup = 'kip-279'; isr_join = 'leader-epoch-start';     *)
 (* truncate_on_fetch = False; diverging_fetch_updates_leader = True;       *)
 (* epoch_assign = 'truncate-conflicting'; truncate_at_end = False;         *)
-(* diverging_response_hw = True; bounce_noticed = False.                   *)
+(* diverging_response_hw = True; bounce_noticed = False; hw_needs_min_isr  *)
+(* = False; eligible_leaders = False.                                      *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -45,7 +46,9 @@ INSTANCE KafkaReplication WITH
     EpochOnElection       <- TRUE,
     TruncateAtEnd         <- FALSE,
     DivergingResponseHw   <- TRUE,
-    BounceNoticed         <- FALSE
+    BounceNoticed         <- FALSE,
+    HwNeedsMinIsr         <- FALSE,
+    EligibleLeaders       <- FALSE
 
 Next == BaseNext
 

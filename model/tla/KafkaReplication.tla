@@ -26,7 +26,9 @@
 (*              EpochBump also bumped, the epochs the controller's bumps   *)
 (*              made (model/epoch_bumps.py; the field is absent otherwise, *)
 (*              so the states of the replication model, and the traces     *)
-(*              other tools write of them, are those without the bump)     *)
+(*              other tools write of them, are those without the bump);    *)
+(*              with EligibleLeaders also elr, the eligible leader         *)
+(*              replicas (KIP-966; absent otherwise, as bumped)            *)
 (*   written    producer records written so far (record ids 1, 2, ...)     *)
 (*   crashes    crashes so far                                             *)
 (*   committed  history: every <<offset, msg>> once below the leader's HW  *)
@@ -58,9 +60,18 @@
 (*                                                                         *)
 (* Truncation is pluggable, as in model/protocols.py: a variant module     *)
 (* (KafkaHw, KafkaLeaderEpoch, KafkaKip279, KafkaKip320,                   *)
-(* KafkaDivergingEpoch, KafkaKafka13141) instantiates this module with its *)
-(* own operators for the CONSTANT operators below, most of them taken from *)
+(* KafkaDivergingEpoch, KafkaKafka13141, KafkaKafka14704,                  *)
+(* KafkaKafka15583, KafkaKip966) instantiates this module with its own     *)
+(* operators for the CONSTANT operators below, most of them taken from     *)
 (* KafkaProtocols; everything else is shared.                              *)
+(*                                                                         *)
+(* With HwNeedsMinIsr (KAFKA-15583) the leader's HW stays put while its    *)
+(* ISR has fewer than MinIsr members. With EligibleLeaders (KIP-966) the   *)
+(* controller keeps the ELR on every ISR change (IsrChange), the ISR may   *)
+(* become empty when the controller notices its last member's failure, a  *)
+(* live ELR member is electable while the ISR is empty, an unclean         *)
+(* election clears the ELR, and a restarting replica in the ISR or ELR     *)
+(* leaves both (an unclean shutdown).                                      *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets, KafkaProtocols
 
@@ -115,7 +126,12 @@ CONSTANTS
     DivergingResponseHw,
     \* KIP-380: the controller sees every bounce, so a crashed replica starts
     \* again only once the controller has noticed the crash.
-    BounceNoticed
+    BounceNoticed,
+    \* KAFKA-15583: the leader's HW does not rise while its ISR has fewer
+    \* than MinIsr members (Partition.maybeIncrementLeaderHW, isUnderMinIsr).
+    HwNeedsMinIsr,
+    \* KIP-966: eligible leader replicas (controller.elr).
+    EligibleLeaders
 
 ASSUME
     /\ Replicas # {}
@@ -123,6 +139,8 @@ ASSUME
     /\ AcksAll \in BOOLEAN /\ Unclean \in BOOLEAN
     /\ EpochBump \in BOOLEAN /\ SkipsSameLeader \in BOOLEAN /\ ReplacedDisks \in BOOLEAN
     /\ SkipsSameLeader => EpochBump
+    /\ HwNeedsMinIsr \in BOOLEAN /\ EligibleLeaders \in BOOLEAN
+    /\ EligibleLeaders => HwNeedsMinIsr /\ BounceNoticed
     /\ MinIsr \in 1 .. Cardinality(Replicas)
 
 VARIABLES replicas, controller, written, crashes, committed, acked
@@ -209,6 +227,21 @@ LeadershipStart(ctl, epoch) == IF EpochBump THEN StartBelow(ctl.bumped, epoch) E
 (* run to MaxElections + MaxCrashes (model/epoch_bumps.py greatest_epoch). *)
 Elections(ctl) == ctl.epoch - Cardinality(Bumped(ctl))
 
+(* The eligible leader replicas (model/state.py Controller.elr): none      *)
+(* without EligibleLeaders, whose controller has no such field.            *)
+Elr(ctl) == IF EligibleLeaders THEN ctl.elr ELSE {}
+
+WithElr(ctl, elr) == IF EligibleLeaders THEN [ctl EXCEPT !.elr = elr] ELSE ctl
+
+(* The controller's partition state with the ISR isr (unclean: a broker    *)
+(* back from an unclean shutdown; ReplicationModel._isr_change). With      *)
+(* EligibleLeaders (PartitionChangeBuilder.maybePopulateTargetElr): an ISR *)
+(* of MinIsr members or more empties the ELR; a smaller one adds the old   *)
+(* ISR's members to it, less the new ISR's and unclean.                    *)
+IsrChange(ctl, isr, unclean) ==
+    WithElr([ctl EXCEPT !.isr = isr],
+            IF Cardinality(isr) >= MinIsr THEN {} ELSE (Elr(ctl) \cup ctl.isr) \ (isr \cup unclean))
+
 (* Whether a follower's fetch or OffsetsForLeaderEpoch request from an     *)
 (* epoch reaches the controller's leader (ReplicationModel._acting_leader, *)
 (* EpochBumpModel._acting_leader): without network failures that leader,   *)
@@ -223,11 +256,12 @@ AnswersFrom(epoch) ==
     ELSE epoch = controller.epoch
 
 (* The leader's HW rises to the least LEO over the ISR as it knows them;   *)
-(* it never falls.                                                         *)
+(* it never falls. With HwNeedsMinIsr it stays put while the ISR has fewer *)
+(* than MinIsr members (KAFKA-15583).                                      *)
 HwAdvanced(rs, ctl) ==
     LET l == LeaderOf(rs, ctl)
         isrLeos == {IF m = l THEN Leo(rs[l]) ELSE rs[l].remoteLeos[m] : m \in ctl.isr}
-    IN  IF l = NoLeader THEN rs
+    IN  IF l = NoLeader \/ (HwNeedsMinIsr /\ Cardinality(ctl.isr) < MinIsr) THEN rs
         ELSE [rs EXCEPT ![l].hw = Greater(@, MinOf(isrLeos))]
 
 (* Every record below the leader's HW joins the committed history.         *)
@@ -288,8 +322,13 @@ Init ==
                                          !.epochs = EpochsOnBecomeLeader(<<>>, 0, 0),
                                          !.remoteLeos = [m \in Replicas |-> Unknown]]
                 ELSE NewFollower]
-        /\ controller = IF EpochBump THEN [leader |-> first, epoch |-> 0, isr |-> Replicas, bumped |-> {}]
-                        ELSE [leader |-> first, epoch |-> 0, isr |-> Replicas]
+        /\ controller = CASE EpochBump /\ EligibleLeaders ->
+                                [leader |-> first, epoch |-> 0, isr |-> Replicas, bumped |-> {}, elr |-> {}]
+                           [] EpochBump ->
+                                [leader |-> first, epoch |-> 0, isr |-> Replicas, bumped |-> {}]
+                           [] EligibleLeaders ->
+                                [leader |-> first, epoch |-> 0, isr |-> Replicas, elr |-> {}]
+                           [] OTHER -> [leader |-> first, epoch |-> 0, isr |-> Replicas]
         /\ written = 0
         /\ crashes = 0
         /\ committed = {}
@@ -331,7 +370,7 @@ LeaderHandleFetchRequest(r) ==
         offset == Leo(f)
         diverging == FetchDivergence(replicas[l], f, EpochOnElection)
         ctl == IF r \notin controller.isr /\ MayJoinIsr(replicas[l], offset)
-               THEN [controller EXCEPT !.isr = @ \cup {r}]
+               THEN IsrChange(controller, controller.isr \cup {r}, {})
                ELSE controller
         seen == [replicas EXCEPT ![l].remoteLeos[r] = offset]
         rs == HwAdvanced(seen, ctl)
@@ -391,7 +430,7 @@ LeaderShrinkIsr(r) ==
         /\ l # r
         /\ r \in controller.isr
         /\ replicas[l].remoteLeos[r] < Leo(replicas[l])
-        /\ Commit(replicas, [controller EXCEPT !.isr = @ \ {r}])
+        /\ Commit(replicas, IsrChange(controller, controller.isr \ {r}, {}))
         /\ UNCHANGED <<written, crashes>>
 
 (* LeaderAndIsr: replica r acts on the controller's partition state        *)
@@ -446,16 +485,23 @@ ReplicaDiskFailure(r) ==
 (* The broker starts again and registers; it waits for a LeaderAndIsr. A   *)
 (* crashed leader restarts only once the controller has noticed its crash, *)
 (* and so does any crashed replica where the controller sees every bounce  *)
-(* (BounceNoticed, KIP-380).                                               *)
+(* (BounceNoticed, KIP-380). With EligibleLeaders the controller takes the *)
+(* new incarnation as an unclean shutdown and removes r from the ISR and   *)
+(* the ELR (ReplicationControlManager.handleBrokerUncleanShutdown).        *)
 ReplicaRestart(r) ==
-    /\ ~ Alive(replicas[r])
-    /\ ~ (replicas[r].status = Crashed /\ (controller.leader = r \/ BounceNoticed))
-    /\ replicas' = [replicas EXCEPT ![r].status = Up]
-    /\ UNCHANGED <<controller, written, crashes, history>>
+    LET rs == [replicas EXCEPT ![r].status = Up]
+    IN  /\ ~ Alive(replicas[r])
+        /\ ~ (replicas[r].status = Crashed /\ (controller.leader = r \/ BounceNoticed))
+        /\ IF EligibleLeaders /\ r \in controller.isr \cup Elr(controller)
+           THEN Commit(rs, IsrChange(controller, controller.isr \ {r}, {r}))
+           ELSE /\ replicas' = rs
+                /\ UNCHANGED <<controller, history>>
+        /\ UNCHANGED <<written, crashes>>
 
 (* The controller sees r's ZooKeeper session expire: a dead leader leaves  *)
 (* the partition leaderless; a dead member leaves the ISR unless it is the *)
-(* last one.                                                               *)
+(* last one (with EligibleLeaders, even the last one:                      *)
+(* PartitionChangeBuilder.build).                                          *)
 (*                                                                         *)
 (* With EpochBump, removing r from the ISR of a leader also writes a new   *)
 (* leader epoch with the same leader ("increment the leader epoch even if  *)
@@ -474,10 +520,10 @@ ControllerNoticeFailure(r) ==
                THEN [controller EXCEPT !.leader = NoLeader]
                ELSE controller
         remaining == controller.isr \ {r}
-        shrunk == [ctl EXCEPT !.isr = remaining]
+        shrunk == IsrChange(ctl, remaining, {})
         bumped == [shrunk EXCEPT !.epoch = @ + 1, !.bumped = @ \cup {controller.epoch + 1}]
     IN  /\ replicas[r].status = Crashed
-        /\ IF r \in controller.isr /\ remaining # {}
+        /\ IF r \in controller.isr /\ (remaining # {} \/ EligibleLeaders)
            THEN IF EpochBump /\ ctl.leader # NoLeader
                 THEN Commit(TakeBump(rs, ctl.leader, bumped.epoch), bumped)
                 ELSE Commit(rs, shrunk)
@@ -486,19 +532,25 @@ ControllerNoticeFailure(r) ==
                 /\ UNCHANGED history
         /\ UNCHANGED <<written, crashes>>
 
-(* The controller elects live replica r in a new epoch: a live ISR member, *)
-(* or, when unclean election is enabled and no ISR member is live, any     *)
-(* live replica, which becomes the only ISR member. Any order of clean     *)
-(* candidates is explored.                                                 *)
+(* The controller elects live replica r in a new epoch: a live ISR member  *)
+(* (with EligibleLeaders, a live ELR member while the ISR is empty, which  *)
+(* becomes the only ISR member and leaves the ELR: isValidNewLeader,       *)
+(* tryElection), or, when unclean election is enabled and no such member   *)
+(* is live, any live replica, which becomes the only ISR member; an        *)
+(* unclean election clears the ELR (maybeUpdateRecordElr). Any order of    *)
+(* clean candidates is explored.                                           *)
 ControllerElectLeader(r) ==
     LET candidate == replicas[r]
-        liveIsr == {m \in controller.isr : Alive(replicas[m])}
+        eligible == IF controller.isr # {} THEN controller.isr ELSE Elr(controller)
+        liveEligible == {m \in eligible : Alive(replicas[m])}
+        clean == r \in liveEligible
         epoch == controller.epoch + 1
-        isr == IF r \in liveIsr THEN controller.isr ELSE {r}
+        isr == IF clean /\ controller.isr # {} THEN controller.isr ELSE {r}
+        elr == IF clean THEN Elr(controller) \ {r} ELSE {}
     IN  /\ controller.leader = NoLeader
         /\ Elections(controller) < MaxElections
         /\ Alive(candidate)
-        /\ r \in liveIsr \/ (Unclean /\ liveIsr = {})
+        /\ clean \/ (Unclean /\ liveEligible = {})
         /\ Commit([replicas EXCEPT ![r] =
                       [candidate EXCEPT
                           !.role = Leader,
@@ -506,7 +558,7 @@ ControllerElectLeader(r) ==
                           !.response = NoResponse,
                           !.remoteLeos = [m \in Replicas |-> Unknown],
                           !.epochs = EpochsOnBecomeLeader(@, epoch, Leo(candidate))]],
-                  [controller EXCEPT !.leader = r, !.epoch = epoch, !.isr = isr])
+                  WithElr([controller EXCEPT !.leader = r, !.epoch = epoch, !.isr = isr], elr))
         /\ UNCHANGED <<written, crashes>>
 
 (* OffsetsForLeaderEpoch, request and response in one event: follower r    *)
@@ -590,11 +642,11 @@ LeaderEpochMonotonic ==
             /\ \A i \in 1 .. Len(cache) - 1 :
                   cache[i][1] < cache[i + 1][1] /\ cache[i][2] <= cache[i + 1][2]
 
-(* The controller's leader, when there is one, is a member of the ISR;     *)
-(* the ISR is never empty.                                                 *)
+(* The controller's leader, when there is one, is a member of the ISR.    *)
+(* (Before KIP-966 the ISR is never empty; with EligibleLeaders it is      *)
+(* empty while the partition has no leader.)                               *)
 LeaderInIsr ==
-    /\ controller.isr # {}
-    /\ controller.leader # NoLeader => controller.leader \in controller.isr
+    controller.leader # NoLeader => controller.leader \in controller.isr
 
 (* A replica that is not up has no in-memory leader epoch, response or     *)
 (* remote view.                                                            *)
