@@ -12,7 +12,8 @@ primed: TLC checks it on every step that changes the state, which are all the mo
 The twin's states map onto kafka-mc's fields (`properties.expressions.FIELDS`) as follows. Replicas
 are TLC model values, which have no order: the module takes them in kafka-mc's order as constants
 (`ReplicaA`, `ReplicaB`, ..., set to the model values `A`, `B`, ... by the .cfg), and `ReplicaAt`
-gives replica i. A replica set is read as kafka-mc's bitmask, the acknowledged messages as theirs,
+gives replica i. A replica set is read as kafka-mc's bitmask (the ELR through KafkaReplication's `Elr`,
+empty without `EligibleLeaders`, whose controller has no `elr`), the acknowledged messages as theirs,
 statuses and roles as kafka-mc's codes, and a position past a sequence's end or a replica out of
 range reads 0, as `properties.expressions.evaluate` does. The fields of network failures and
 unflushed writes (`zk_cut`, `peer_cut`, `cuts`, `stale_isr`, `unflushed`) read 0 and `consumed` reads
@@ -92,6 +93,7 @@ _GLOBAL = {
     "leader": "IF {controller}.leader = NoLeader THEN -1 ELSE IndexOf({controller}.leader)",
     "controller_epoch": "{controller}.epoch",
     "isr": "ReplicaMask({controller}.isr)",
+    "elr": "ReplicaMask(Elr({controller}))",  # KafkaReplication's Elr: controller.elr with EligibleLeaders, else {}
     "written": "{written}",
     "crashes": "{crashes}",
     "acked": "MessageMask({acked})",

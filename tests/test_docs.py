@@ -157,9 +157,10 @@ def test_the_readme_is_short_and_links_every_page():
 
 
 def test_the_property_example_is_the_file_the_suite_runs():
-    """docs/properties.md shows `tests/examples/test_own_property.py` as written."""
-    example = (ROOT / "tests" / "examples" / "test_own_property.py").read_text(encoding="utf-8")
-    assert example in _blocks(DOCS / "properties.md", "python")
+    """docs/properties.md shows `tests/examples/test_own_property.py` and `test_leader_candidates.py` as written."""
+    for name in ("test_own_property.py", "test_leader_candidates.py"):
+        example = (ROOT / "tests" / "examples" / name).read_text(encoding="utf-8")
+        assert example in _blocks(DOCS / "properties.md", "python"), name
 
 
 @pytest.mark.parametrize("block", _python_examples())

@@ -292,3 +292,56 @@ def test_the_kernel_raises_a_users_error_as_the_python_engine_does_and_refuses_w
             engine(CONFIG, [raising])
     with pytest.raises(NotLowered, match="property uses_try: the statement try cannot be lowered"):
         kernel_check(CONFIG, [user_property(with_try, "uses_try")])
+
+
+# ------------------------------------------------------------------------- the ELR (KIP-966)
+
+def elr_properties():
+    """The ELR properties of tests/examples/twin_properties.py: one violated under kip-966, two that
+    hold, and a witness."""
+    from kafka_mc.properties import SOMETIMES, Property
+    from kafka_mc.properties.user import user_property
+
+    import twin_properties
+    names = ("elr_is_always_empty", "elr_and_isr_are_disjoint", "live_elr_members_hold_every_committed_record")
+    witness = twin_properties.only_the_elr_is_left
+    return [*(user_property(getattr(twin_properties, name), name) for name in names),
+            Property("only_the_elr_is_left", SOMETIMES, "a witness", witness, predicate=witness)]
+
+
+ELR = Config("kip-966", replicas=2, messages=1, crashes=2, elections=2, min_isr=2)
+NO_ELR = Config("kafka-15583", replicas=2, messages=1, crashes=2, elections=2, min_isr=2)
+
+
+@pytest.mark.parametrize("config", [ELR, NO_ELR], ids=lambda c: c.protocol)
+def test_the_elr_lowers_to_its_own_verdicts_on_every_state(config):
+    """`state.controller.elr` lowered (expressions and the kernel's cell) gives the functions' verdicts
+    on every reachable state; without eligible leaders it reads 0."""
+    states, _ = reachable(config)
+    seen = {p.name: check_every_state(p.predicate, config, states) for p in elr_properties()}
+    assert seen["elr_is_always_empty"].get("fails", 0) == (0 if config is NO_ELR else
+                                                           sum(1 for s in states if s.controller.elr))
+    assert (seen["only_the_elr_is_left"].get("holds", 0) > 0) == (config is ELR)
+
+
+@pytest.mark.parametrize("config, violations, reached", [
+    (ELR, {"elr_is_always_empty": 1}, {"only_the_elr_is_left": 3}),  # B shrunk out of {A, B} below min.isr 2
+    (NO_ELR, {}, {}),
+], ids=["kip-966", "kafka-15583"])
+def test_the_engines_read_the_elr_alike(config, violations, reached):
+    """The Python engine, the kernel and Z3 (bounded): the same verdicts, witnesses and shortest lengths
+    on properties reading the ELR."""
+    from kafka_mc.checker import check
+    from kafka_mc.checker.kernel import kernel_check
+    from kafka_mc.checker.symbolic.bmc import bounded_check
+
+    properties = elr_properties()
+    python = check(config, properties, keep_going=True)
+    kernel = kernel_check(config, properties, keep_going=True)
+    z3_result = bounded_check(config, 3, properties, keep_going=True)
+    assert python.complete and kernel.stats.distinct_states == python.stats.distinct_states
+    for result in (python, kernel, z3_result):
+        assert {v.invariant: len(v.trace) for v in result.violations} == violations, result.engine
+        assert result.witnesses == {"only_the_elr_is_left": bool(reached)}, result.engine
+    for result in (python, kernel, z3_result):
+        assert {name: len(trace) for name, trace in result.witness_traces.items()} == reached, result.engine

@@ -63,3 +63,29 @@ def hw_never_moves_back_on_a_live_leader(before, action, after):
 def replica_b_never_leads(state):
     """Fails where B (replica 1) leads: the replicas' order is kafka-mc's."""
     return state.controller.leader != 1
+
+
+def elr_is_always_empty(state):
+    """Fails under KIP-966 (`kip-966`): the ELR (a bitmask, as the ISR) takes a replica the ISR drops
+    below min.insync.replicas. Without eligible leaders it reads 0 and holds."""
+    return state.controller.elr == 0
+
+
+def elr_and_isr_are_disjoint(state):
+    """No replica is in both the ISR and the ELR (KIP-966 keeps them apart)."""
+    return state.controller.elr & state.controller.isr == 0
+
+
+def live_elr_members_hold_every_committed_record(state):
+    """Every live ELR member holds every committed record, at its offset."""
+    for index, replica in enumerate(state.replicas):
+        if state.controller.elr >> index & 1 and replica.alive:
+            for offset, msg in state.committed:
+                if offset >= replica.leo or replica.log[offset].msg != msg:
+                    return False
+    return True
+
+
+def only_the_elr_is_left(state):
+    """A witness: the ISR is empty and a replica is eligible through the ELR."""
+    return state.controller.isr == 0 and state.controller.elr != 0
