@@ -16,16 +16,19 @@ from pathlib import Path
 from kafka_mc.model import PROTOCOLS, protocols
 from kafka_mc.model.protocols import Protocol, require_encoded
 
+
+def _flag(constant: str) -> dict[object, dict[str, str]]:
+    """A boolean choice that the twin reads as one constant of the same truth value."""
+    return {False: {constant: "FALSE"}, True: {constant: "TRUE"}}
+
+
 # each choice value's operators, by the KafkaReplication parameter they instantiate
 OPERATORS: dict[str, dict[object, dict[str, str]]] = {
     "epoch_cache": {
         False: {"EpochCache": "FALSE", "EpochsAfterTruncate": "NoCacheAfterTruncate"},
         True: {"EpochCache": "TRUE", "EpochsAfterTruncate": "CacheAfterTruncate"},
     },
-    "epoch_on_election": {
-        False: {"EpochOnElection": "FALSE"},
-        True: {"EpochOnElection": "TRUE"},
-    },
+    "epoch_on_election": _flag("EpochOnElection"),
     "new_follower": {
         protocols.TRUNCATE_TO_HW: {"BecomeFollowerReplica": "TruncateToHw"},  # defined in the module
         protocols.ASK_LEADER: {"BecomeFollowerReplica": "AskBeforeFetching"},
@@ -44,34 +47,16 @@ OPERATORS: dict[str, dict[object, dict[str, str]]] = {
         False: {"FetchDivergence": "NoDivergence", "TruncateOnFetch": "FALSE"},
         True: {"FetchDivergence": "FetchDivergenceOffset", "TruncateOnFetch": "TRUE"},
     },
-    "diverging_fetch_updates_leader": {
-        True: {"RecordsDivergingFetch": "TRUE"},
-        False: {"RecordsDivergingFetch": "FALSE"},
-    },
+    "diverging_fetch_updates_leader": _flag("RecordsDivergingFetch"),
     "epoch_assign": {
         protocols.NEWER_EPOCH_ONLY: {"AssignEpoch": "NewerEpochOnly", "AssignOnElection": "AppendEntry"},
         protocols.TRUNCATE_CONFLICTING: {"AssignEpoch": "TruncateConflicting", "AssignOnElection": "TruncateConflicting"},
     },
-    "truncate_at_end": {
-        False: {"TruncateAtEnd": "FALSE"},
-        True: {"TruncateAtEnd": "TRUE"},
-    },
-    "diverging_response_hw": {
-        True: {"DivergingResponseHw": "TRUE"},
-        False: {"DivergingResponseHw": "FALSE"},
-    },
-    "bounce_noticed": {
-        False: {"BounceNoticed": "FALSE"},
-        True: {"BounceNoticed": "TRUE"},
-    },
-    "hw_needs_min_isr": {
-        False: {"HwNeedsMinIsr": "FALSE"},
-        True: {"HwNeedsMinIsr": "TRUE"},
-    },
-    "eligible_leaders": {
-        False: {"EligibleLeaders": "FALSE"},
-        True: {"EligibleLeaders": "TRUE"},
-    },
+    "truncate_at_end": _flag("TruncateAtEnd"),
+    "diverging_response_hw": _flag("DivergingResponseHw"),
+    "bounce_noticed": _flag("BounceNoticed"),
+    "hw_needs_min_isr": _flag("HwNeedsMinIsr"),
+    "eligible_leaders": _flag("EligibleLeaders"),
 }
 TLA_DIR = Path(protocols.__file__).resolve().parent / "tla"
 PARAMETERS = ("BecomeFollowerReplica", "EpochCache", "AssignEpoch", "AssignOnElection", "EpochsAfterTruncate",

@@ -37,13 +37,23 @@ def epochs_text(replica: Replica) -> str:
     return " ".join(f"{epoch}=>{start}" for epoch, start in replica.epochs) or "-"
 
 
+def replicas_text(mask: int) -> str:
+    """A bitmask of replicas as their names, e.g. `{A, C}`."""
+    return "{" + ", ".join(replica_name(m) for m in isr_members(mask)) + "}"
+
+
 def isr_text(state: State) -> str:
-    return "{" + ", ".join(replica_name(m) for m in isr_members(state.controller.isr)) + "}"
+    return replicas_text(state.controller.isr)
 
 
 def elr_text(state: State) -> str:
     """The eligible leader replicas (KIP-966; empty in every variant without them)."""
-    return "{" + ", ".join(replica_name(m) for m in isr_members(state.controller.elr)) + "}"
+    return replicas_text(state.controller.elr)
+
+
+def isr_and_elr_text(state: State) -> str:
+    """The ISR, followed by the ELR where it is not empty: `{A}` or `{A}, ELR {B, C}`."""
+    return isr_text(state) + (f", ELR {elr_text(state)}" if state.controller.elr else "")
 
 
 def isr_membership(state: State, index: int) -> str:
