@@ -57,6 +57,10 @@ OPERATORS: dict[str, dict[object, dict[str, str]]] = {
     "bounce_noticed": _flag("BounceNoticed"),
     "hw_needs_min_isr": _flag("HwNeedsMinIsr"),
     "eligible_leaders": _flag("EligibleLeaders"),
+    # no operator: the twin has no delayed AlterPartition (`delays`, refused by `tla_twins`) and no network
+    # failures, so a fetching follower is always live and every value expands the ISR at once alike
+    "isr_updates": {value: {} for value in (protocols.ZOOKEEPER_WRITES, protocols.ALTER_ISR, protocols.LIVE_MEMBERS,
+                                            protocols.BROKER_EPOCHS)},
 }
 TLA_DIR = Path(protocols.__file__).resolve().parent / "tla"
 PARAMETERS = ("BecomeFollowerReplica", "EpochCache", "AssignEpoch", "AssignOnElection", "EpochsAfterTruncate",

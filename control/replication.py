@@ -65,7 +65,7 @@ class ReplicationBehaviour:
         return parse_action(text, self.action_names, self.config.replicas)
 
     def state_values(self, state: State) -> dict[str, Any]:
-        return state_values(state, PROTOCOLS[self.config.protocol].eligible_leaders)
+        return state_values(state, PROTOCOLS[self.config.protocol].eligible_leaders, bool(self.config.delays))
 
 
 class ReplicationSystem(ReplicationBehaviour):

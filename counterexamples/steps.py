@@ -18,7 +18,7 @@ from kafka_mc.model.state import (
 )
 from kafka_mc.model.values import leader_name
 
-from .views import elr_text, epochs_text, isr_and_elr_text, isr_text, status_text
+from .views import elr_text, epochs_text, isr_state_text, isr_text, status_text
 
 CONTROLLER = "Controller"
 
@@ -131,7 +131,7 @@ def _moved(label: str, old: object, new: object) -> str:
 
 def controller_text(state: State) -> str:
     """The controller's partition state in one line."""
-    return f"Controller: leader {leader_name(state)}, epoch {state.controller.epoch}, ISR {isr_and_elr_text(state)}"
+    return f"Controller: leader {leader_name(state)}, epoch {state.controller.epoch}, ISR {isr_state_text(state)}"
 
 
 def epoch_text(value: int) -> str:

@@ -14,7 +14,7 @@ from kafka_mc.model import Config
 from kafka_mc.model.values import leader_name, plain_values
 from kafka_mc.properties import INVARIANTS
 
-from .views import TABLE_HEADERS, isr_and_elr_text, replica_rows
+from .views import TABLE_HEADERS, isr_state_text, replica_rows
 
 
 def config_text(config: Config) -> str:
@@ -112,7 +112,7 @@ def replay_text(replay: Replay) -> str:
 def _replica_table(step) -> list[str]:
     state = step.state
     return [f"Step {step.number}: {step.action}    leader {leader_name(state)}, "
-            f"epoch {state.controller.epoch}, ISR {isr_and_elr_text(state)}",
+            f"epoch {state.controller.epoch}, ISR {isr_state_text(state)}",
             tabulate(replica_rows(state), headers=TABLE_HEADERS)]
 
 

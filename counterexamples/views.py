@@ -51,9 +51,18 @@ def elr_text(state: State) -> str:
     return replicas_text(state.controller.elr)
 
 
-def isr_and_elr_text(state: State) -> str:
-    """The ISR, followed by the ELR where it is not empty: `{A}` or `{A}, ELR {B, C}`."""
-    return isr_text(state) + (f", ELR {elr_text(state)}" if state.controller.elr else "")
+def isr_state_text(state: State) -> str:
+    """The ISR, followed by the ELR where it is not empty and the AlterPartition in flight where there
+    is one: `{A}`, `{A}, ELR {B, C}` or `{A}, AlterPartition adding B in flight (B registered again since)`."""
+    controller = state.controller
+    text = isr_text(state) + (f", ELR {elr_text(state)}" if controller.elr else "")
+    if controller.proposal:
+        adding = ", ".join(replica_name(m) for m in isr_members(controller.proposal))
+        text += f", AlterPartition adding {adding} in flight"
+        if controller.reregistered:
+            again = ", ".join(replica_name(m) for m in isr_members(controller.reregistered))
+            text += f" ({again} registered again since)"
+    return text
 
 
 def isr_membership(state: State, index: int) -> str:

@@ -32,6 +32,7 @@ from kafka_mc.cli_common import (
     NetworkFailuresOption,
     NoFlushOption,
     ReplacedDisksOption,
+    DelaysOption,
     OutputFormat,
     PluginOption,
     PropertyOption,
@@ -135,6 +136,7 @@ def check_command(
     unclean: UncleanOption = False,
     no_flush: NoFlushOption = False,
     replaced_disks: ReplacedDisksOption = False,
+    delays: DelaysOption = "0",
     network_failures: NetworkFailuresOption = "0",
     partitions: DeprecatedNetworkFailuresOption = None,
     controller_failures: str = typer.Option("0", "--controller-failures", metavar="N",
@@ -190,7 +192,7 @@ def check_command(
     config, flags = replication_config(ctx, protocol=protocol, replicas=replicas, messages=messages, crashes=crashes,
                                        elections=elections, acks=acks, min_isr=min_isr, unclean=unclean,
                                        no_flush=no_flush, network_failures=network_failures, partitions=partitions,
-                                       replaced_disks=replaced_disks)
+                                       replaced_disks=replaced_disks, delays=delays)
     budget = Budget(number("--max-states", max_states, positive=True),
                     number("--max-seconds", max_seconds, float, positive=True))
     worker_count = number("--workers", workers, positive=True)

@@ -238,6 +238,10 @@ ReplacedDisksOption = Annotated[bool, typer.Option("--replaced-disks",
                                                   help="A crash may also lose the broker's disk: it starts again "
                                                        "with no log, HW checkpoint or epoch cache (counts against "
                                                        "--crashes).")]
+DelaysOption = Annotated[str, typer.Option("--delays", metavar="N",
+                                          help="Delayed AlterPartition requests, at most: the controller handles a "
+                                               "leader's ISR expansion late, other events happening meanwhile "
+                                               "(variants from 2.7 on).")]
 NETWORK_FAILURES = "--network-failures"
 DEPRECATED_NETWORK_FAILURES = "--partitions"  # the flag's name before it became --network-failures
 NetworkFailuresOption = Annotated[str, typer.Option(NETWORK_FAILURES, metavar="N",
@@ -341,14 +345,14 @@ def load_properties(specs: Optional[list[str]]) -> tuple[Property, ...]:
 def replication_config(ctx: typer.Context, *, protocol: str, replicas: str, messages: str, crashes: str,
                        elections: str, acks: str, min_isr: str, unclean: bool, no_flush: bool, network_failures: str,
                        partitions: Optional[str], simulation: bool = False,
-                       replaced_disks: bool = False) -> tuple[Config, dict[str, str]]:
+                       replaced_disks: bool = False, delays: str = "0") -> tuple[Config, dict[str, str]]:
     """The replication model's configuration from its options as every command declares them (the
     `*Option` types above; `simulation`: `Config.for_simulation`'s wider bounds), a bad value
     refused naming its flag; and the flags whose name is not `--field-name`, for later messages."""
     failures_flag, failures_text = network_failure_bound(ctx, network_failures, partitions)
     flags = {"partitions": failures_flag}
     bounds = counts(flags, replicas=replicas, messages=messages, crashes=crashes, elections=elections,
-                    min_isr=min_isr, partitions=failures_text)
+                    min_isr=min_isr, partitions=failures_text, delays=delays)
     with config_errors(flags):
         make = Config.for_simulation if simulation else Config
         return make(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, replaced_disks=replaced_disks,

@@ -25,7 +25,8 @@ from kafka_mc.model.replication import ACTION_NAMES
 from kafka_mc.properties import ALWAYS, PROPERTIES
 
 # Every protocol choice value and every action, replicas 2 to 5, acks all/1/0, min.insync.replicas
-# above 1, unclean election, unflushed writes, network failures and replaced disks, each in a configuration small
+# above 1, unclean election, unflushed writes, network failures, replaced disks and delayed AlterPartition
+# requests, each in a configuration small
 # enough to compare on every reachable state (`check_conformance` checks that they are covered).
 CONFORMANCE_CONFIGS: tuple[Config, ...] = (
     Config("hw", messages=2, crashes=2, elections=1),
@@ -45,6 +46,9 @@ CONFORMANCE_CONFIGS: tuple[Config, ...] = (
     Config("kafka-15583", replicas=3, messages=1, crashes=1, elections=1, min_isr=2),
     Config("kip-966", replicas=3, messages=1, crashes=1, elections=1, min_isr=2, unclean=True),
     Config("kip-966", messages=1, crashes=2, elections=2, min_isr=2, unclean=True),
+    Config("kafka-13141", messages=1, crashes=1, elections=1, delays=1),
+    Config("kafka-14704", messages=1, crashes=1, elections=1, partitions=1, delays=1),
+    Config("kip-966", messages=1, crashes=2, elections=1, delays=1, replaced_disks=True),
 )
 
 

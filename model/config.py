@@ -8,7 +8,7 @@ from .protocols import HISTORY, PROTOCOLS, Protocol, register_protocol
 from .state import MAX_REPLICAS, MIN_REPLICAS
 
 ACKS = ("all", "1", "0")
-BOUNDED_COUNTS = ("messages", "crashes", "elections", "partitions")
+BOUNDED_COUNTS = ("messages", "crashes", "elections", "partitions", "delays")
 CHECK_COUNT_LIMIT = 9  # what exhaustive checking can afford
 SIMULATION_COUNT_LIMIT = 99  # random simulation and Hypothesis walk much further
 
@@ -25,13 +25,18 @@ class ConfigError(ValueError):
 class Config:
     """One partition's replication, bounded so that exploration terminates.
 
-    `messages`, `crashes`, `elections` and `partitions` bound how many producer writes,
-    replica crashes, controller leader elections and network failures (a broker cut off
-    from ZooKeeper, or from the other brokers) a behaviour may contain. The initial
+    `messages`, `crashes`, `elections`, `partitions` and `delays` bound how many producer writes,
+    replica crashes, controller leader elections, network failures (a broker cut off
+    from ZooKeeper, or from the other brokers) and delayed AlterPartition requests a behaviour
+    may contain. The initial
     leader is chosen by the initial state and does not count as an election. With
     `flush` false, appends stay in the page cache until a flush and a crash loses them. With
     `replaced_disks`, a crash may also lose the broker's disk (`ReplicaDiskFailure`: it starts again
-    with no log, HW checkpoint or epoch cache); it counts as one of the crashes.
+    with no log, HW checkpoint or epoch cache); it counts as one of the crashes. A delayed
+    AlterPartition (`LeaderSendAlterPartition`) stays in flight while other events happen, until
+    the controller handles it (`ControllerHandleAlterPartition`); without delays every ISR change
+    reaches the controller at once. A variant whose leader writes the ISR to ZooKeeper itself
+    (`isr_updates`) has no request to delay.
     """
 
     protocol: str = "hw"
@@ -45,6 +50,7 @@ class Config:
     flush: bool = True
     partitions: int = 0
     replaced_disks: bool = False
+    delays: int = 0
 
     count_limit = CHECK_COUNT_LIMIT  # the most of each of BOUNDED_COUNTS (a class constant, not a field)
 
@@ -76,6 +82,12 @@ class Config:
         check_bool("flush", self.flush)
         check_int("partitions", self.partitions, 0, self.count_limit)
         check_bool("replaced_disks", self.replaced_disks)
+        check_int("delays", self.delays, 0, self.count_limit)
+        if self.delays and not PROTOCOLS[self.protocol].sends_alter_partition:
+            senders = [name for name, protocol in PROTOCOLS.items() if protocol.sends_alter_partition]
+            raise ConfigError("delays", f"delays {self.delays}: under protocol {self.protocol!r} the leader writes "
+                                        f"the ISR to ZooKeeper itself, so no AlterPartition request can be delayed; "
+                                        f"protocols that send one: {', '.join(senders)}")
 
     def to_dict(self) -> dict:
         return asdict(self)

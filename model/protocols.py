@@ -18,8 +18,10 @@ The history, one variant per fix (`HISTORY`; `register_protocol` adds a user's o
   kafka-13141      2.8.1, 3.0    a diverging fetch no longer updates the leader's view
   kafka-14704      3.4.1, 3.5    a diverging fetch response truncates before the follower takes the HW
   kafka-15583      3.7           the HW stays put while the ISR is below min.insync.replicas
+                                 (ZooKeeper mode)
   kip-966          4.1           eligible leader replicas (ELR): below min.insync.replicas the ISR's
-                                 leavers stay electable; a broker back from an unclean shutdown does not
+                                 leavers stay electable; a broker back from an unclean shutdown does not;
+                                 KRaft, so AlterPartition carries broker epochs (KIP-903, 3.5)
 
 This layer imports the state encoding only, never the replication model.
 """
@@ -37,6 +39,7 @@ TRUNCATE_TO_HW, ASK_LEADER, FETCH_IF_EPOCH = "truncate-to-hw", "ask-leader", "fe
 NO_LOOKUP, KIP_101_LOOKUP, KIP_279_LOOKUP = "none", "kip-101", "kip-279"
 JOIN_AT_HW, JOIN_PAST_EPOCH_START = "leader-hw", "leader-epoch-start"
 NEWER_EPOCH_ONLY, TRUNCATE_CONFLICTING = "newer-epoch-only", "truncate-conflicting"
+ZOOKEEPER_WRITES, ALTER_ISR, LIVE_MEMBERS, BROKER_EPOCHS = "zookeeper", "alter-isr", "live-members", "broker-epochs"
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,24 @@ CHOICES: tuple[Choice, ...] = (
               "handleBrokerUncleanShutdown`)",
     }, ("LeaderHandleFetchRequest", "LeaderShrinkIsr", "ControllerNoticeFailure", "ControllerElectLeader",
         "ReplicaRestart")),
+    Choice("isr_updates", {
+        ZOOKEEPER_WRITES: "the leader writes an ISR change to ZooKeeper itself, a conditional update that succeeds "
+                          "or fails at once (`Partition.expandIsr` -> `ReplicationUtils.updateLeaderAndIsr`, to 2.6): "
+                          "nothing is in flight, so no request can be delayed (`delays`)",
+        ALTER_ISR: "KIP-497 (2.7): the leader sends the ISR it proposes to the controller (AlterIsr) and waits in "
+                   "`PendingExpandIsr`, its HW counted over the proposed ISR (`maximalIsr`) and no other ISR "
+                   "change begun (`isInflight`); the controller rejects a request from an older leader epoch or "
+                   "partition epoch (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION: `KafkaController."
+                   "processAlterIsr`, 2.8.0 and 3.0.0) and accepts any other",
+        LIVE_MEMBERS: "KIP-841 (3.3): also, every member of the proposed ISR must be a live broker: registered and "
+                      "not fenced (`KafkaController.processAlterPartition`: `newLeaderAndIsr.isr.toSet -- "
+                      "controllerContext.liveBrokerIds`, INELIGIBLE_REPLICA; the leader proposes only a live "
+                      "follower, `Partition.isReplicaIsrEligible`; read at 3.4.1)",
+        BROKER_EPOCHS: "KIP-903 (3.5, KRaft): also, each member's broker epoch, which the leader took from the "
+                       "member's fetch, must still be its registration's: a broker registered again since "
+                       "(a restart) is refused (`ReplicationControlManager.ineligibleReplicasForIsr`, 'broker "
+                       "epoch mismatch', read at 3.5.0; KAFKA-14139)",
+    }, ("LeaderHandleFetchRequest", "ControllerHandleAlterPartition")),
 )
 CHOICE_NAMES = tuple(choice.name for choice in CHOICES)
 
@@ -198,6 +219,7 @@ class Protocol:
     bounce_noticed: bool = False
     hw_needs_min_isr: bool = False
     eligible_leaders: bool = False
+    isr_updates: str = ZOOKEEPER_WRITES
     doc: str = ""
 
     def __post_init__(self) -> None:
@@ -250,6 +272,21 @@ class Protocol:
     def exchanges_epochs(self) -> bool:
         """A new follower may exchange OffsetsForLeaderEpoch (`FollowerTruncateByLeaderEpoch`)."""
         return self.new_follower != TRUNCATE_TO_HW
+
+    @property
+    def sends_alter_partition(self) -> bool:
+        """The leader proposes ISR changes to the controller, so a proposal can be in flight (`isr_updates`)."""
+        return self.isr_updates != ZOOKEEPER_WRITES
+
+    @property
+    def joins_live_members_only(self) -> bool:
+        """The controller refuses a proposed ISR member that is not a live broker (KIP-841)."""
+        return self.isr_updates in (LIVE_MEMBERS, BROKER_EPOCHS)
+
+    @property
+    def checks_broker_epochs(self) -> bool:
+        """The controller refuses a proposed ISR member registered again since its fetch (KIP-903)."""
+        return self.isr_updates == BROKER_EPOCHS
 
     # ----------------------------------------------------------------------------- behaviour
 
@@ -458,7 +495,7 @@ HISTORY: tuple[Protocol, ...] = (
         epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
         isr_join=JOIN_PAST_EPOCH_START,
         truncate_on_fetch=True, diverging_fetch_updates_leader=True, epoch_assign=TRUNCATE_CONFLICTING,
-        truncate_at_end=True, bounce_noticed=True,
+        truncate_at_end=True, bounce_noticed=True, isr_updates=ALTER_ISR,
         doc="Kafka 2.7 leader side, KAFKA-10554 follower side in 2.8.0: each fetch carries `lastFetchedEpoch`; "
             "`Partition.readRecords` answers a diverging one with `divergingEpoch` and no records; the follower "
             "sets its HW from the response (`updateHighWatermark`) and truncates "
@@ -469,13 +506,15 @@ HISTORY: tuple[Protocol, ...] = (
             "divergence (the follower lacks the leader's epoch and truncates to its own epoch's end first, "
             "`AbstractFetcherThread.getOffsetTruncationState`), the HW it took covers records the leader does "
             "not have until the next fetch truncates them: KAFKA-14704. Kafka 2.2's KIP-380: the controller "
-            "sees every bounce by the broker epoch (`KafkaController.processBrokerChange`)."),
+            "sees every bounce by the broker epoch (`KafkaController.processBrokerChange`). KIP-497 (2.7): ISR changes "
+            "go to the controller as AlterIsr requests (`Partition.prepareIsrExpand`, `KafkaController."
+            "processAlterIsr`)."),
     Protocol(
         "kafka-13141", "3.0", "a diverging fetch leaves the leader's view of the follower alone (Kafka 2.8.1, 3.0 on)",
         epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
         isr_join=JOIN_PAST_EPOCH_START,
         truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
-        truncate_at_end=True, bounce_noticed=True,
+        truncate_at_end=True, bounce_noticed=True, isr_updates=ALTER_ISR,
         doc="KAFKA-13141 (Kafka 2.7.2, 2.8.1, 3.0.0): `ReplicaManager.updateFollowerFetchState` (and "
             "`Partition.fetchRecords` since 3.3) updates a follower's fetch state only from a fetch that does "
             "not diverge."),
@@ -485,19 +524,23 @@ HISTORY: tuple[Protocol, ...] = (
         epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
         isr_join=JOIN_PAST_EPOCH_START,
         truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
-        truncate_at_end=True, diverging_response_hw=False, bounce_noticed=True,
+        truncate_at_end=True, diverging_response_hw=False, bounce_noticed=True, isr_updates=LIVE_MEMBERS,
         doc="KAFKA-14704 (Kafka 3.4.1, 3.5.0; commit d038cf79191): `AbstractFetcherThread.processFetchRequest` "
             "collects a response's diverging epoch for `truncateOnFetchResponse` and skips "
             "`processPartitionData`, so the follower's HW and log start offset wait for the next fetch. The "
-            "rest as `kafka-13141`, read at 3.4.1 and 3.5.0 (ZooKeeper mode; the controller is the model's)."),
+            "rest as `kafka-13141`, read at 3.4.1 and 3.5.0 (ZooKeeper mode; the controller is the model's), with "
+            "KIP-841 (3.3): the controller refuses an AlterPartition naming a broker that is not live "
+            "(`KafkaController.processAlterPartition`)."),
     Protocol(
         "kafka-15583", "3.7.0", "the HW stays put while the ISR is below min.insync.replicas (Kafka 3.7 on)",
         epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
         isr_join=JOIN_PAST_EPOCH_START,
         truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
         truncate_at_end=True, diverging_response_hw=False, bounce_noticed=True, hw_needs_min_isr=True,
+        isr_updates=LIVE_MEMBERS,
         doc="KAFKA-15583 (Kafka 3.7.0): `Partition.maybeIncrementLeaderHW` starts with `if (isUnderMinIsr) "
-            "return false`, in ZooKeeper and KRaft mode alike. The rest as `kafka-14704`, read at 3.7.0."),
+            "return false`, in ZooKeeper and KRaft mode alike. The rest as `kafka-14704`, read at 3.7.0 in ZooKeeper "
+            "mode, which KIP-903's broker epochs do not reach (\"this proposal just fixes it in Kraft mode\")."),
     Protocol(
         "kip-966", "4.1", "eligible leader replicas: below min.insync.replicas the ISR's leavers stay electable "
                           "(KIP-966; Kafka 4.1 for new clusters)",
@@ -505,7 +548,7 @@ HISTORY: tuple[Protocol, ...] = (
         isr_join=JOIN_PAST_EPOCH_START,
         truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
         truncate_at_end=True, diverging_response_hw=False, bounce_noticed=True, hw_needs_min_isr=True,
-        eligible_leaders=True,
+        eligible_leaders=True, isr_updates=BROKER_EPOCHS,
         doc="KIP-966, read on the 3.9 branch and trunk of October 2024 (the code 4.0 ships off and 4.1 turns on "
             "for new clusters): `PartitionChangeBuilder.maybePopulateTargetElr`, `isValidNewLeader`, "
             "`tryElection`, `maybeUpdateRecordElr` and `build`; `ReplicationControlManager."
@@ -513,7 +556,9 @@ HISTORY: tuple[Protocol, ...] = (
             "`handleBrokerUncleanShutdown`, called by `ClusterControlManager.registerBroker` for every new "
             "incarnation. Every crash of the model is an unclean shutdown (controlled shutdown is not modelled). "
             "The last known ELR serves only the unclean recovery manager (`canElectLastKnownLeader`), off by "
-            "default: not modelled. The rest as `kafka-15583`."),
+            "default: not modelled. KRaft only, so with KIP-903 (3.5): the controller refuses an AlterPartition "
+            "naming a broker registered again since the fetch the leader saw (`ReplicationControlManager."
+            "ineligibleReplicasForIsr`). The rest as `kafka-15583`."),
 )
 
 PROTOCOLS: dict[str, Protocol] = {protocol.name: protocol for protocol in HISTORY}

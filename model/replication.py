@@ -17,7 +17,14 @@ What is simplified, and why:
 - What differs between Kafka releases is a protocol variant's declaration of choices
   (`model/protocols.py`), a layer this model calls and which knows nothing of it.
 - The ISR lives in one place, the controller's partition state: a leader's ISR
-  changes are written through at once, as `KafkaReplication.tla` assumes.
+  changes are written through at once, as `KafkaReplication.tla` assumes, except an
+  expansion the leader sends as a delayed AlterPartition (`Config.delays`, variants from
+  2.7 on): it stays in flight (`Controller.proposal`) until the controller handles it. Only
+  expansions are delayed (a delayed shrink only keeps a lagging follower in the ISR a while
+  longer, which the model's free timing of shrinks already covers). Any other change of the
+  partition drops the request, which the controller would refuse by its partition epoch, and the
+  leader learns of that change at once; a leader deposed while its request is in flight
+  forgets the proposal.
 - The HW checkpoint is written on every HW change: both documented cases assume the
   checkpoint holds the HW of the moment before the crash. Appends are flushed at once
   unless `flush` is off; then they wait in the page cache for a `ReplicaFlush`, and
@@ -104,7 +111,7 @@ ACTION_NAMES = (
     "ProducerWrite", "LeaderHandleFetchRequest", "FollowerHandleFetchResponse", "LeaderShrinkIsr", "BecomeFollower",
     "LeaderShrinkIsrFails", "ReplicaFlush", "FollowerTruncateByLeaderEpoch", "ReplicaCrash", "ReplicaRestart",
     "ControllerNoticeFailure", "ControllerElectLeader", "ZkDisconnect", "ZkReconnect", "PeerDisconnect",
-    "PeerReconnect", "ReplicaDiskFailure",
+    "PeerReconnect", "ReplicaDiskFailure", "LeaderSendAlterPartition", "ControllerHandleAlterPartition",
 )
 
 
@@ -142,6 +149,11 @@ class ReplicationModel:
                 "ZkReconnect": ReplicationModel.zk_reconnect,
                 "PeerDisconnect": ReplicationModel.peer_disconnect,
                 "PeerReconnect": ReplicationModel.peer_reconnect,
+            }
+        if config.delays:
+            tail |= {
+                "LeaderSendAlterPartition": ReplicationModel.leader_send_alter_partition,
+                "ControllerHandleAlterPartition": ReplicationModel.controller_handle_alter_partition,
             }
         if self.protocol.exchanges_epochs:
             base["FollowerTruncateByLeaderEpoch"] = ReplicationModel.follower_truncate_by_leader_epoch
@@ -252,6 +264,14 @@ class ReplicationModel:
         return state.controller.isr if index == state.controller.leader else state.replicas[index].stale_isr
 
     @staticmethod
+    def _maximal_isr(state: State, index: int) -> int:
+        """The ISR the leader at `index` counts its HW and acknowledgements over: its ISR and the member its
+        AlterPartition in flight adds (`PendingExpandIsr.maximalIsr`, KIP-497)."""
+        if index == state.controller.leader:
+            return state.controller.isr | state.controller.proposal
+        return state.replicas[index].stale_isr
+
+    @staticmethod
     def _can_write_isr(state: State, index: int) -> bool:
         """A leader's ISR change reaches ZooKeeper only from the controller's leader, connected."""
         return index == state.controller.leader and not state.zk_cut >> index & 1
@@ -264,15 +284,16 @@ class ReplicationModel:
             return state
         leader = state.replicas[index]
         isr = self._isr_of(state, index)
+        maximal = self._maximal_isr(state, index)
         remote_leos = leader.remote_leos
-        isr_leos = [leader.leo if member == index else remote_leos[member] for member in isr_members(isr)]
+        isr_leos = [leader.leo if member == index else remote_leos[member] for member in isr_members(maximal)]
         old_hw, hw = leader.hw, max(leader.hw, min(isr_leos))
         if self.protocol.hw_needs_min_isr and bin(isr).count("1") < self.config.min_isr:
             hw = old_hw  # KAFKA-15583: `maybeIncrementLeaderHW` returns while `isUnderMinIsr`
         if hw != old_hw:
             leader = leader._replace(hw=hw)
             state = self.with_replica(state, index, leader)
-            if self.config.acks == "all" and bin(isr).count("1") >= self.config.min_isr:
+            if self.config.acks == "all" and bin(maximal).count("1") >= self.config.min_isr:
                 # the delayed produce completes (Partition.checkEnoughReplicasReachOffset); with
                 # too small an ISR the producer gets NotEnoughReplicasAfterAppend instead
                 # only the leader that took the write holds it in purgatory: its own records carry
@@ -323,7 +344,8 @@ class ReplicationModel:
         return self._advance_hw(state, self._current_leader(state))
 
     def _isr_change(self, controller: Controller, isr: int, unclean: int = 0) -> Controller:
-        """The controller's partition state with the ISR `isr`. With eligible leader replicas (KIP-966,
+        """The controller's partition state with the ISR `isr`; a new partition epoch, which drops an
+        AlterPartition in flight (`controller_handle_alter_partition`). With eligible leader replicas (KIP-966,
         `PartitionChangeBuilder.maybePopulateTargetElr`): an ISR of min.insync.replicas members or more
         empties the ELR; a smaller one adds the old ISR's members to it, less the new ISR's and `unclean`."""
         elr = controller.elr
@@ -332,7 +354,7 @@ class ReplicationModel:
                 elr = 0
             else:
                 elr = (elr | controller.isr) & ~isr & ~unclean
-        return controller._replace(isr=isr, elr=elr)
+        return controller._replace(isr=isr, elr=elr, proposal=0, reregistered=0)
 
     def _appended(self, replica: Replica, records: tuple[Record, ...]) -> Replica:
         """The replica with `records` at the end of its log, in the page cache unless flushed."""
@@ -366,7 +388,7 @@ class ReplicationModel:
         leader = self._appended(leader, (Record(sent.written, leader.epoch),))
         return self._advance_hw(self.with_replica(sent, index, leader), index)
 
-    def leader_handle_fetch_request(self, state: State, index: int) -> State | None:
+    def leader_handle_fetch_request(self, state: State, index: int, delay: bool = False) -> State | None:
         """The leader takes the follower's fetch offset as its LEO, adds the follower back to the
         ISR if the protocol lets it join (`Partition.maybeExpandIsr`: the offset reached the
         leader's HW), recomputes its HW and builds a response with the records from that offset
@@ -385,7 +407,7 @@ class ReplicationModel:
             response = FetchResponse(leader.leo, leader.hw, (), True)
         else:
             if diverging is None or self.protocol.diverging_fetch_updates_leader:
-                state = self._record_fetch(state, leader_index, index, offset)
+                state = self._record_fetch(state, leader_index, index, offset, delay)
                 leader = state.replicas[leader_index]
             if diverging is None:
                 response = FetchResponse(offset, leader.hw, leader.log[offset:], False)
@@ -393,16 +415,58 @@ class ReplicationModel:
                 response = FetchResponse(diverging, leader.hw, (), True)
         return self.with_replica(state, index, follower._replace(response=response))
 
-    def _record_fetch(self, state: State, leader_index: int, index: int, offset: int) -> State:
+    def leader_send_alter_partition(self, state: State, index: int) -> State | None:
+        """The leader handles the follower's fetch as `leader_handle_fetch_request` does, and the
+        AlterPartition adding the follower to the ISR stays in flight: the controller handles it
+        later (`controller_handle_alter_partition`). Enabled only where the fetch adds the follower,
+        while delays are left (`Config.delays`)."""
+        if state.delays >= self.config.delays:
+            return None
+        following = self.leader_handle_fetch_request(state, index, delay=True)
+        return following if following is not None and following.delays > state.delays else None
+
+    def controller_handle_alter_partition(self, state: State, index: int) -> State | None:
+        """The controller handles the AlterPartition in flight that adds the replica at `index` to the ISR.
+        It is still of the current leader and partition epochs: any other change of the partition drops it
+        (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION), and the leader, told of that change, stops waiting.
+        The controller adds the replica unless it refuses it (`isr_updates`): a broker not live, where
+        KIP-841 applies; a broker registered again since its fetch, where KIP-903 applies (INELIGIBLE_REPLICA:
+        the leader goes back to its committed ISR, `Partition.handleAlterPartitionError`)."""
+        controller = state.controller
+        if controller.proposal != 1 << index:
+            return None
+        status = state.replicas[index].status
+        refused = ((self.protocol.joins_live_members_only and status in (OFFLINE, EXPIRED))
+                   or (self.protocol.checks_broker_epochs and controller.reregistered >> index & 1))
+        if refused:
+            return state._replace(controller=controller._replace(proposal=0, reregistered=0))
+        return self._with_isr(state, controller.isr | 1 << index)
+
+    def _record_fetch(self, state: State, leader_index: int, index: int, offset: int, delay: bool = False) -> State:
         """The leader takes `offset` as the follower's LEO, adds it to the ISR when the protocol
-        lets it join, and advances its HW."""
+        lets it join, and advances its HW. With `delay` the AlterPartition that adds it stays in
+        flight (`leader_send_alter_partition`)."""
         leader = state.replicas[leader_index]
-        isr = state.controller.isr
-        if not isr >> index & 1 and self.protocol.may_join_isr(leader, offset) \
-                and self._can_write_isr(state, leader_index):
-            state = state._replace(controller=self._isr_change(state.controller, isr | 1 << index))
+        controller = state.controller
+        if self._joins_isr(state, leader_index, index, offset):
+            if delay:
+                controller = controller._replace(proposal=1 << index, reregistered=0)
+                state = state._replace(controller=controller, delays=state.delays + 1)
+            else:
+                state = state._replace(controller=self._isr_change(controller, controller.isr | 1 << index))
         leader = leader._replace(remote_leos=_put(leader.remote_leos, index, offset))
         return self._advance_hw(self.with_replica(state, leader_index, leader), leader_index)
+
+    def _joins_isr(self, state: State, leader_index: int, index: int, offset: int) -> bool:
+        """The leader proposes to add the follower at `index`, fetching at `offset`, to the ISR: it is outside
+        it and may join (`isr_join`), the leader can write ISR changes and has none in flight
+        (`Partition.canAddReplicaToIsr`: `!isInflight`), and, where the controller takes only live brokers
+        (KIP-841), the follower is one (`Partition.isReplicaIsrEligible`)."""
+        controller = state.controller
+        return (not controller.isr >> index & 1 and not controller.proposal
+                and self.protocol.may_join_isr(state.replicas[leader_index], offset)
+                and self._can_write_isr(state, leader_index)
+                and (not self.protocol.joins_live_members_only or state.replicas[index].status == UP))
 
     def follower_handle_fetch_response(self, state: State, index: int) -> State | None:
         """The follower appends the records and sets HW = min(its LEO, the response's HW);
@@ -421,9 +485,10 @@ class ReplicationModel:
         return self.with_replica(state, index, follower)
 
     def leader_shrink_isr(self, state: State, index: int) -> State | None:
-        """The leader drops a follower it has not seen reach its LEO."""
+        """The leader drops a follower it has not seen reach its LEO; not while an AlterPartition of its
+        is in flight (`Partition.maybeShrinkIsr`: `!isInflight`)."""
         isr = state.controller.isr
-        if not isr >> index & 1:
+        if not isr >> index & 1 or state.controller.proposal:
             return None
         leader_index = self._current_leader(state)
         if leader_index in (NO_LEADER, index) or not self._can_write_isr(state, leader_index):
@@ -440,6 +505,8 @@ class ReplicationModel:
         leader = state.replicas[index]
         if not (leader.role == LEADER and leader.alive) or self._can_write_isr(state, index):
             return None
+        if index == state.controller.leader and state.controller.proposal:
+            return None  # no shrink begins while an AlterPartition is in flight
         if not any(member != index and leader.remote_leos[member] < leader.leo
                    for member in isr_members(self._isr_of(state, index))):
             return None
@@ -490,7 +557,7 @@ class ReplicationModel:
         return self.with_replica(crashed, index, truncate(crashed.replicas[index], 0, self.protocol, log_load=True))
 
     def replica_restart(self, state: State, index: int) -> State | None:
-        """The broker starts again and registers; it waits for a LeaderAndIsr. A crashed leader
+        """The broker starts again and registers, with a new broker epoch; it waits for a LeaderAndIsr. A crashed leader
         starts only once the controller has noticed the crash, and so does any crashed replica where
         the controller sees every bounce (`bounce_noticed`, KIP-380). With eligible leader replicas the
         controller takes the new incarnation as an unclean shutdown and removes the broker from the ISR and
@@ -503,6 +570,9 @@ class ReplicationModel:
             return None
         state = self.with_replica(state, index, replica._replace(status=UP))
         controller = state.controller
+        if controller.proposal >> index & 1:  # a new broker epoch, which an AlterPartition in flight predates
+            controller = controller._replace(reregistered=controller.reregistered | 1 << index)
+            state = state._replace(controller=controller)
         if self.protocol.eligible_leaders and (controller.isr | controller.elr) >> index & 1:
             # a new incarnation: `ReplicationControlManager.handleBrokerUncleanShutdown`
             state = self._with_isr(state, controller.isr & ~(1 << index), unclean=1 << index)
@@ -524,7 +594,8 @@ class ReplicationModel:
         state = self.with_replica(state, index, replica)
         controller = state.controller
         if controller.leader == index:
-            state = state._replace(controller=controller._replace(leader=NO_LEADER))
+            # a new partition epoch: an AlterPartition in flight is dropped
+            state = state._replace(controller=controller._replace(leader=NO_LEADER, proposal=0, reregistered=0))
         remaining = controller.isr & ~(1 << index)
         if controller.isr >> index & 1 and (remaining or self.protocol.eligible_leaders):
             # with eligible leader replicas the ISR may become empty (`PartitionChangeBuilder.build`)

@@ -109,6 +109,10 @@ class Controller(NamedTuple):
     isr: int  # bitmask of replica indices
     bumped: int = 0  # bitmask over epochs: those the controller's epoch bumps made (`model/epoch_bumps.py`)
     elr: int = 0  # bitmask of replica indices: the eligible leader replicas (KIP-966, `eligible_leaders`)
+    # the leader's AlterPartition in flight to the controller (`isr_updates`, `Config.delays`): a bitmask of the
+    # replica it adds to the ISR (0: none), and of those of them registered again since (a new broker epoch)
+    proposal: int = 0
+    reregistered: int = 0
 
 
 @_fast_replace
@@ -124,6 +128,7 @@ class State(NamedTuple):
     zk_cut: int  # bitmask: brokers cut off from ZooKeeper and the controller
     peer_cut: int  # bitmask: brokers cut off from the other brokers
     cuts: int  # network failures so far
+    delays: int = 0  # AlterPartition requests delayed so far
 
     @property
     def leader(self) -> Replica | None:

@@ -31,7 +31,9 @@ def permute(state: State, order: tuple[int, ...]) -> State:
     return state._replace(
         replicas=replicas,
         controller=controller._replace(leader=leader, isr=_permute_mask(controller.isr, order),
-                                       elr=_permute_mask(controller.elr, order)),
+                                       elr=_permute_mask(controller.elr, order),
+                                       proposal=_permute_mask(controller.proposal, order),
+                                       reregistered=_permute_mask(controller.reregistered, order)),
         zk_cut=_permute_mask(state.zk_cut, order),
         peer_cut=_permute_mask(state.peer_cut, order),
     )

@@ -61,10 +61,21 @@ class ControllerElrVar(NamedTuple):
     elr: SortedSet
 
 
-def state_values(state: State, elr: bool = False) -> dict[str, Any]:
+class AlterPartitionVar(NamedTuple):
+    """The leader's AlterPartition in flight: the replica it adds to the ISR (none: no request), and those
+    of them registered again since the fetch it is based on."""
+
+    adds: SortedSet
+    reregistered: SortedSet
+
+
+def state_values(state: State, elr: bool = False, delays: bool = False) -> dict[str, Any]:
     """The ITF variables of a state as Python values: records are named tuples, sequences
     lists, sets SortedSets, functions dicts keyed in sorted order, tuples plain tuples. `elr`: the
-    controller has eligible leader replicas (the variant's `eligible_leaders`), as in the twin."""
+    controller has eligible leader replicas (the variant's `eligible_leaders`), as in the twin.
+    `delays`: AlterPartition requests may be delayed (`Config.delays`); then `alterPartition` is the
+    request in flight (the replica it adds, those of it registered again since) and `delays` how many
+    were delayed so far."""
     leader, epoch = leader_name(state), state.controller.epoch
     isr = SortedSet(replica_name(m) for m in isr_members(state.controller.isr))
     controller: ControllerVar | ControllerElrVar = ControllerVar(leader, epoch, isr)
@@ -79,7 +90,14 @@ def state_values(state: State, elr: bool = False) -> dict[str, Any]:
         "committed": SortedSet((offset, f"m{msg}") for offset, msg in state.committed),
         "consumed": SortedSet((offset, f"m{msg}") for offset, msg in state.consumed),
         "acked": SortedSet(acked_names(state)),
+        **({"alterPartition": AlterPartitionVar(_names(state.controller.proposal),
+                                                _names(state.controller.reregistered)),
+            "delays": state.delays} if delays else {}),
     }
+
+
+def _names(mask: int) -> SortedSet:
+    return SortedSet(replica_name(m) for m in isr_members(mask))
 
 
 def _replica_var(state: State, index: int) -> ReplicaVar:

@@ -65,7 +65,9 @@ def test_z3_admits_exactly_the_explicit_successors_and_invariant_values(config):
 
 
 def test_the_z3_agreement_configurations_exercise_every_action_and_protocol_choice():
-    assert coverage_gaps(AGREEMENT_CONFIGS) == []
+    # but the two of delayed AlterPartition requests, which the Z3 encoding refuses by name
+    # (tests/test_alter_partition.py)
+    assert coverage_gaps(AGREEMENT_CONFIGS) == ["action LeaderSendAlterPartition", "action ControllerHandleAlterPartition"]
 
 
 def test_the_min_isr_and_elr_configurations_fire_every_new_rule():

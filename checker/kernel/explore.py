@@ -46,7 +46,8 @@ from numba import njit, prange
 from .invariants import FOLLOWER_TRUNCATED, follower_truncated, state_flags
 from kafka_mc.model.state import NO_LEADER
 
-from .layout import C_REPLICAS, ELR, HAS_REMOTE, ISR, LEADER, PEER_CUT, REMOTE_LEO, REPLICA_WIDTH, STALE_ISR, WIDTH, ZK_CUT
+from .layout import (C_REPLICAS, ELR, HAS_REMOTE, ISR, LEADER, PEER_CUT, PROPOSAL, REMOTE_LEO, REPLICA_WIDTH,
+                     REREGISTERED, STALE_ISR, WIDTH, ZK_CUT)
 from .transitions import apply
 
 MAX_LOAD = 0.875  # linear probing: a miss reads about 4 cache lines at this load
@@ -105,6 +106,8 @@ def permute(cfg, t, order, u):
                 u[LEADER] = new
     u[ISR] = permute_mask(t[ISR], order, n)
     u[ELR] = permute_mask(t[ELR], order, n)
+    u[PROPOSAL] = permute_mask(t[PROPOSAL], order, n)
+    u[REREGISTERED] = permute_mask(t[REREGISTERED], order, n)
     u[ZK_CUT] = permute_mask(t[ZK_CUT], order, n)
     u[PEER_CUT] = permute_mask(t[PEER_CUT], order, n)
 

@@ -13,7 +13,8 @@ epoch, the fetch response in flight (present, offset, HW, out of range, record c
 records), the stale ISR and the view of the others' LEOs (present, one per replica).
 After the replicas: the controller (leader, epoch, ISR), records written, crashes, acked
 writes, the cut masks, cuts, the epochs the controller's bumps made (`model/epoch_bumps.py`), the
-controller's eligible leader replicas (KIP-966), and the committed and consumed histories as one bitmask of message numbers per offset.
+controller's eligible leader replicas (KIP-966), the AlterPartition in flight and the delays so far,
+and the committed and consumed histories as one bitmask of message numbers per offset.
 """
 
 from __future__ import annotations
@@ -69,18 +70,21 @@ PEER_CUT = ZK_CUT + 1
 CUTS = PEER_CUT + 1
 BUMPED = CUTS + 1  # with the controller's epoch bumps (`model/epoch_bumps.py`): the epochs bumps made
 ELR = BUMPED + 1  # with eligible leader replicas (KIP-966, `eligible_leaders`): the controller's ELR mask
-COMMITTED = ELR + 1
+PROPOSAL = ELR + 1  # with delays: the replica the AlterPartition in flight adds (a mask; `Controller.proposal`)
+REREGISTERED = PROPOSAL + 1  # with delays: `Controller.reregistered`
+DELAYS = REREGISTERED + 1  # with delays: AlterPartition requests delayed so far
+COMMITTED = DELAYS + 1
 CONSUMED = COMMITTED + MAX_MESSAGES
 WIDTH = CONSUMED + MAX_MESSAGES
 
-# the settings the kernel reads, as cells of one int64 array: the bounds, then one cell per protocol
+# the settings the kernel reads, as cells of one int64 array: the bounds (delays last), then one cell per protocol
 # choice (`model/protocols.py` CHOICES, in that order), then whether the controller bumps the epoch on
 # ISR removal and whether a follower then skips a LeaderAndIsr naming the leader it follows
 # (`model/epoch_bumps.py`)
-(C_REPLICAS, C_MESSAGES, C_CRASHES, C_ELECTIONS, C_ACKS, C_MIN_ISR, C_UNCLEAN, C_FLUSH, C_PARTITIONS,
+(C_REPLICAS, C_MESSAGES, C_CRASHES, C_ELECTIONS, C_ACKS, C_MIN_ISR, C_UNCLEAN, C_FLUSH, C_PARTITIONS, C_DELAYS,
  C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_NEW_FOLLOWER, C_EPOCH_LOOKUP, C_ISR_JOIN, C_TRUNCATE_ON_FETCH,
  C_DIVERGING_FETCH_UPDATES_LEADER, C_EPOCH_ASSIGN, C_TRUNCATE_AT_END, C_DIVERGING_RESPONSE_HW, C_BOUNCE_NOTICED,
- C_HW_NEEDS_MIN_ISR, C_ELIGIBLE_LEADERS, C_ISR_BUMPS, C_SKIPS_SAME_LEADER) = range(24)
+ C_HW_NEEDS_MIN_ISR, C_ELIGIBLE_LEADERS, C_ISR_UPDATES, C_ISR_BUMPS, C_SKIPS_SAME_LEADER) = range(26)
 SETTING_COUNT = C_SKIPS_SAME_LEADER + 1
 ACKS_CODES = {"all": 0, "1": 1, "0": 2}
 ACKS_ALL, ACKS_ONE, ACKS_ZERO = 0, 1, 2
@@ -90,6 +94,7 @@ NEW_FOLLOWER_TRUNCATES, NEW_FOLLOWER_ASKS, NEW_FOLLOWER_FETCHES_IF_EPOCH = 0, 1,
 LOOKUP_NONE, LOOKUP_KIP_101, LOOKUP_KIP_279 = 0, 1, 2
 JOIN_AT_HW, JOIN_PAST_EPOCH_START = 0, 1
 ASSIGN_NEWER_EPOCH_ONLY, ASSIGN_TRUNCATE_CONFLICTING = 0, 1
+ISR_ZOOKEEPER_WRITES, ISR_ALTER_ISR, ISR_LIVE_MEMBERS, ISR_BROKER_EPOCHS = 0, 1, 2, 3  # ordered: each checks more
 CHOICE_CODES: dict[str, dict[object, int]] = {
     "epoch_cache": {False: 0, True: 1},
     "epoch_on_election": {False: 0, True: 1},
@@ -107,13 +112,15 @@ CHOICE_CODES: dict[str, dict[object, int]] = {
     "bounce_noticed": {False: 0, True: 1},
     "hw_needs_min_isr": {False: 0, True: 1},
     "eligible_leaders": {False: 0, True: 1},
+    "isr_updates": {protocols.ZOOKEEPER_WRITES: ISR_ZOOKEEPER_WRITES, protocols.ALTER_ISR: ISR_ALTER_ISR,
+                    protocols.LIVE_MEMBERS: ISR_LIVE_MEMBERS, protocols.BROKER_EPOCHS: ISR_BROKER_EPOCHS},
 }
 assert tuple(CHOICE_CODES) == protocols.CHOICE_NAMES == ("epoch_cache", "epoch_on_election", "new_follower",
                                                            "epoch_lookup", "isr_join", "truncate_on_fetch",
                                                            "diverging_fetch_updates_leader", "epoch_assign",
                                                            "truncate_at_end", "diverging_response_hw",
                                                            "bounce_noticed", "hw_needs_min_isr",
-                                                           "eligible_leaders")
+                                                           "eligible_leaders", "isr_updates")
 
 
 def settings(config: Config, bumps: bool = False) -> np.ndarray:
@@ -122,7 +129,7 @@ def settings(config: Config, bumps: bool = False) -> np.ndarray:
     protocol = PROTOCOLS[config.protocol]
     protocols.require_encoded("compiled kernel", protocol, {name: tuple(codes) for name, codes in CHOICE_CODES.items()})
     values = [config.replicas, config.messages, config.crashes, config.elections, ACKS_CODES[config.acks],
-              config.min_isr, int(config.unclean), int(config.flush), config.partitions]
+              config.min_isr, int(config.unclean), int(config.flush), config.partitions, config.delays]
     values += [CHOICE_CODES[name][value] for name, value in protocol.choices().items()]
     values += [int(bumps), int(bumps and epoch_bumps.SKIPS[config.protocol] == epoch_bumps.SAME_LEADER)]
     return np.array(values, dtype=np.int64)
@@ -164,6 +171,7 @@ def encode(state: State) -> np.ndarray:
     wide[WRITTEN], wide[CRASHES], wide[ACKED] = state.written, state.crashes, state.acked
     wide[ZK_CUT], wide[PEER_CUT], wide[CUTS] = state.zk_cut, state.peer_cut, state.cuts
     wide[BUMPED], wide[ELR] = controller.bumped, controller.elr
+    wide[PROPOSAL], wide[REREGISTERED], wide[DELAYS] = controller.proposal, controller.reregistered, state.delays
     for history, first in ((state.committed, COMMITTED), (state.consumed, CONSUMED)):
         for offset, msg in history:
             wide[first + offset] |= 1 << msg
@@ -194,10 +202,11 @@ def decode(wide: np.ndarray, replicas: int) -> State:
         return tuple((offset, msg) for offset in range(MAX_MESSAGES) for msg in range(MAX_MESSAGES + 1)
                      if cells[first + offset] >> msg & 1)
 
-    controller = Controller(cells[LEADER], cells[CONTROLLER_EPOCH], cells[ISR], cells[BUMPED], cells[ELR])
+    controller = Controller(cells[LEADER], cells[CONTROLLER_EPOCH], cells[ISR], cells[BUMPED], cells[ELR],
+                            cells[PROPOSAL], cells[REREGISTERED])
     return State(tuple(decoded), controller, cells[WRITTEN],
                  cells[CRASHES], history(COMMITTED), history(CONSUMED), cells[ACKED], cells[ZK_CUT],
-                 cells[PEER_CUT], cells[CUTS])
+                 cells[PEER_CUT], cells[CUTS], cells[DELAYS])
 
 
 # ------------------------------------------------------------------------------ packed form
@@ -253,6 +262,8 @@ def _ranges(config: Config, bumps: bool = False) -> list[tuple[int, int, int]]:
         ranges.append((BUMPED, 0, (1 << (elections + 1)) - 1))
     if keeps_elr:
         ranges.append((ELR, 0, masks))
+    if config.delays:
+        ranges += [(PROPOSAL, 0, masks), (REREGISTERED, 0, masks), (DELAYS, 0, config.delays)]
     for first in (COMMITTED, CONSUMED):
         ranges += [(first + offset, 0, (1 << (messages + 1)) - 1) for offset in range(messages)]
     return [(cell, low, high) for cell, low, high in ranges if high > low]

@@ -12,7 +12,8 @@ import numpy as np
 from numba import njit
 
 from .layout import (
-    ACKED, ACKS_ALL, ACKS_ZERO, BUMPED, C_ACKS, C_CRASHES, C_DIVERGING_FETCH_UPDATES_LEADER, C_ELECTIONS,
+    ACKED, ACKS_ALL, ACKS_ZERO, BUMPED, C_ACKS, C_DELAYS, C_ISR_UPDATES, DELAYS, ISR_BROKER_EPOCHS, ISR_LIVE_MEMBERS,
+    PROPOSAL, REREGISTERED, C_CRASHES, C_DIVERGING_FETCH_UPDATES_LEADER, C_ELECTIONS,
     C_BOUNCE_NOTICED, C_DIVERGING_RESPONSE_HW, C_ELIGIBLE_LEADERS, C_HW_NEEDS_MIN_ISR, C_EPOCH_ASSIGN, C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_EPOCH_LOOKUP, C_FLUSH, C_ISR_BUMPS, C_ISR_JOIN,
     C_SKIPS_SAME_LEADER, C_MESSAGES, C_TRUNCATE_AT_END, C_MIN_ISR, C_NEW_FOLLOWER, C_PARTITIONS,
     C_REPLICAS, C_TRUNCATE_ON_FETCH, C_UNCLEAN, CACHE_COUNT, CACHE_EPOCH, CACHE_START, COMMITTED, CONSUMED,
@@ -29,12 +30,14 @@ ACTION_NAMES = (
     "ProducerWrite", "LeaderHandleFetchRequest", "FollowerHandleFetchResponse", "LeaderShrinkIsr",
     "BecomeFollower", "LeaderShrinkIsrFails", "ReplicaFlush", "ReplicaCrash", "ReplicaRestart",
     "ControllerNoticeFailure", "ControllerElectLeader", "ZkDisconnect", "ZkReconnect", "PeerDisconnect",
-    "PeerReconnect", "FollowerTruncateByLeaderEpoch", "ReplicaDiskFailure",
+    "PeerReconnect", "FollowerTruncateByLeaderEpoch", "ReplicaDiskFailure", "LeaderSendAlterPartition",
+    "ControllerHandleAlterPartition",
 )
 (PRODUCER_WRITE, LEADER_HANDLE_FETCH_REQUEST, FOLLOWER_HANDLE_FETCH_RESPONSE, LEADER_SHRINK_ISR, BECOME_FOLLOWER,
  LEADER_SHRINK_ISR_FAILS, REPLICA_FLUSH, REPLICA_CRASH, REPLICA_RESTART, CONTROLLER_NOTICE_FAILURE,
  CONTROLLER_ELECT_LEADER, ZK_DISCONNECT, ZK_RECONNECT, PEER_DISCONNECT, PEER_RECONNECT,
- FOLLOWER_TRUNCATE_BY_LEADER_EPOCH, REPLICA_DISK_FAILURE) = range(len(ACTION_NAMES))
+ FOLLOWER_TRUNCATE_BY_LEADER_EPOCH, REPLICA_DISK_FAILURE, LEADER_SEND_ALTER_PARTITION,
+ CONTROLLER_HANDLE_ALTER_PARTITION) = range(len(ACTION_NAMES))
 ANY_EPOCH = int(np.iinfo(np.int16).max) + 1  # above every epoch a cell holds: `keep_cache_entries_below` by start only
 
 
@@ -309,13 +312,14 @@ def add_history(t, first, i, hw):
 
 @njit(cache=True, inline="always")
 def advance_hw(cfg, t, index):
-    """`ReplicationModel._advance_hw`."""
+    """`ReplicationModel._advance_hw`: over the maximal ISR (`_maximal_isr`), the HW checks against the ISR."""
     if index == NO_LEADER:
         return
     isr = isr_of(t, index)
+    maximal = isr | t[PROPOSAL] if index == t[LEADER] else isr
     least = 1 << 30
     for member in range(cfg[C_REPLICAS]):
-        if isr >> member & 1:
+        if maximal >> member & 1:
             leo = t[index * REPLICA_WIDTH + LEO] if member == index else t[index * REPLICA_WIDTH + REMOTE_LEO + member]
             least = min(least, leo)
     old_hw = t[index * REPLICA_WIDTH + HW]
@@ -324,7 +328,7 @@ def advance_hw(cfg, t, index):
         hw = old_hw  # KAFKA-15583: `maybeIncrementLeaderHW` returns while `isUnderMinIsr`
     if hw != old_hw:
         t[index * REPLICA_WIDTH + HW] = hw
-        if cfg[C_ACKS] == ACKS_ALL and popcount(isr) >= cfg[C_MIN_ISR]:
+        if cfg[C_ACKS] == ACKS_ALL and popcount(maximal) >= cfg[C_MIN_ISR]:
             epoch = t[index * REPLICA_WIDTH + EPOCH]
             start = leadership_start(t, epoch)
             for offset in range(old_hw, hw):
@@ -348,6 +352,8 @@ def isr_change(cfg, t, isr, unclean):
         else:
             t[ELR] = (t[ELR] | t[ISR]) & ~isr & ~unclean
     t[ISR] = isr
+    t[PROPOSAL] = 0  # a new partition epoch drops an AlterPartition in flight
+    t[REREGISTERED] = 0
 
 
 @njit(cache=True, inline="always")
@@ -381,17 +387,50 @@ def producer_write(cfg, s, t, i):
 
 
 @njit(cache=True, inline="always")
-def record_fetch(cfg, t, leader, i, offset):
+def joins_isr(cfg, t, leader, i, offset):
+    """`ReplicationModel._joins_isr`."""
+    if t[ISR] >> i & 1 or t[PROPOSAL] or not may_join_isr(cfg, t, leader, offset) or not can_write_isr(t, leader):
+        return False
+    return cfg[C_ISR_UPDATES] < ISR_LIVE_MEMBERS or t[i * REPLICA_WIDTH + STATUS] == UP
+
+
+@njit(cache=True, inline="always")
+def record_fetch(cfg, t, leader, i, offset, delay):
     """`ReplicationModel._record_fetch`."""
-    isr = t[ISR]
-    if not isr >> i & 1 and may_join_isr(cfg, t, leader, offset) and can_write_isr(t, leader):
-        isr_change(cfg, t, isr | 1 << i, 0)
+    if joins_isr(cfg, t, leader, i, offset):
+        if delay:
+            t[PROPOSAL] = 1 << i
+            t[REREGISTERED] = 0
+            t[DELAYS] += 1
+        else:
+            isr_change(cfg, t, t[ISR] | 1 << i, 0)
     t[leader * REPLICA_WIDTH + REMOTE_LEO + i] = offset
     advance_hw(cfg, t, leader)
 
 
 @njit(cache=True, inline="always")
-def leader_handle_fetch_request(cfg, s, t, i):
+def controller_handle_alter_partition(cfg, s, t, i):
+    """`ReplicationModel.controller_handle_alter_partition`."""
+    if s[PROPOSAL] != 1 << i:
+        return False
+    status = s[i * REPLICA_WIDTH + STATUS]
+    t[:] = s
+    if (cfg[C_ISR_UPDATES] >= ISR_LIVE_MEMBERS and (status == OFFLINE or status == EXPIRED)) \
+            or (cfg[C_ISR_UPDATES] == ISR_BROKER_EPOCHS and s[REREGISTERED] >> i & 1):
+        t[PROPOSAL] = 0  # INELIGIBLE_REPLICA
+        t[REREGISTERED] = 0
+        return True
+    with_isr(cfg, t, s[ISR] | 1 << i, 0)
+    return True
+
+
+@njit(cache=True, inline="always")
+def leader_handle_fetch_request(cfg, s, t, i, delay):
+    """`ReplicationModel.leader_handle_fetch_request`; with `delay`, `leader_send_alter_partition`: the
+    AlterPartition stays in flight, and the action is enabled only where the fetch sends one. One
+    function for both actions, inlined once (`apply`): a second copy doubled the kernel's compile time."""
+    if delay and s[DELAYS] >= cfg[C_DELAYS]:
+        return False
     if s[i * REPLICA_WIDTH + RESPONSE] or s[i * REPLICA_WIDTH + ROLE] != FOLLOWER:
         return False
     leader = reachable_leader(cfg, s, i)
@@ -407,7 +446,7 @@ def leader_handle_fetch_request(cfg, s, t, i):
         t[i * REPLICA_WIDTH + RESPONSE_OUT_OF_RANGE] = 1
         return True
     if diverging == UNKNOWN or cfg[C_DIVERGING_FETCH_UPDATES_LEADER]:
-        record_fetch(cfg, t, leader, i, offset)
+        record_fetch(cfg, t, leader, i, offset, delay)
     t[i * REPLICA_WIDTH + RESPONSE_HW] = t[leader * REPLICA_WIDTH + HW]
     if diverging != UNKNOWN:
         t[i * REPLICA_WIDTH + RESPONSE_OFFSET] = diverging
@@ -449,7 +488,7 @@ def follower_handle_fetch_response(cfg, s, t, i):
 @njit(cache=True, inline="always")
 def leader_shrink_isr(cfg, s, t, i):
     isr = s[ISR]
-    if not isr >> i & 1:
+    if not isr >> i & 1 or s[PROPOSAL]:
         return False
     leader = current_leader(s)
     if leader == NO_LEADER or leader == i or not can_write_isr(s, leader):
@@ -465,6 +504,8 @@ def leader_shrink_isr(cfg, s, t, i):
 def leader_shrink_isr_fails(cfg, s, t, i):
     if not (s[i * REPLICA_WIDTH + ROLE] == LEADER_ROLE and alive(s, i)) or can_write_isr(s, i):
         return False
+    if i == s[LEADER] and s[PROPOSAL]:
+        return False  # no shrink begins while an AlterPartition is in flight
     isr, leo = isr_of(s, i), s[i * REPLICA_WIDTH + LEO]
     lagging = False
     for member in range(cfg[C_REPLICAS]):
@@ -544,6 +585,8 @@ def replica_restart(cfg, s, t, i):
         return False
     t[:] = s
     t[i * REPLICA_WIDTH + STATUS] = UP
+    if s[PROPOSAL] >> i & 1:  # a new broker epoch, which an AlterPartition in flight predates
+        t[REREGISTERED] |= 1 << i
     if cfg[C_ELIGIBLE_LEADERS] and (s[ISR] | s[ELR]) >> i & 1:
         # a new incarnation, an unclean shutdown: `ReplicationControlManager.handleBrokerUncleanShutdown`
         with_isr(cfg, t, s[ISR] & ~(1 << i), 1 << i)
@@ -564,6 +607,8 @@ def controller_notice_failure(cfg, s, t, i):
             t[i * REPLICA_WIDTH + STALE_ISR] = s[ISR]
     if s[LEADER] == i:
         t[LEADER] = NO_LEADER
+        t[PROPOSAL] = 0  # a new partition epoch drops an AlterPartition in flight
+        t[REREGISTERED] = 0
     remaining = s[ISR] & ~(1 << i)
     if s[ISR] >> i & 1 and (remaining or cfg[C_ELIGIBLE_LEADERS]):
         with_isr(cfg, t, remaining, 0)  # with eligible leader replicas the ISR may become empty (KIP-966)
@@ -695,8 +740,9 @@ def apply(cfg, action, s, t, i):
     """The successor of `s` by action code `action` on replica i, into `t`; False when disabled."""
     if action == PRODUCER_WRITE:
         return producer_write(cfg, s, t, i)
-    if action == LEADER_HANDLE_FETCH_REQUEST:
-        return leader_handle_fetch_request(cfg, s, t, i)
+    if action == LEADER_HANDLE_FETCH_REQUEST or action == LEADER_SEND_ALTER_PARTITION:
+        delay = action == LEADER_SEND_ALTER_PARTITION
+        return leader_handle_fetch_request(cfg, s, t, i, delay) and (not delay or t[DELAYS] > s[DELAYS])
     if action == FOLLOWER_HANDLE_FETCH_RESPONSE:
         return follower_handle_fetch_response(cfg, s, t, i)
     if action == LEADER_SHRINK_ISR:
@@ -725,5 +771,7 @@ def apply(cfg, action, s, t, i):
         return peer_reconnect(cfg, s, t, i)
     if action == REPLICA_DISK_FAILURE:
         return replica_disk_failure(cfg, s, t, i)
+    if action == CONTROLLER_HANDLE_ALTER_PARTITION:
+        return controller_handle_alter_partition(cfg, s, t, i)
     return follower_truncate_by_leader_epoch(cfg, s, t, i)
 

@@ -104,6 +104,9 @@ class SymbolicModel:
         self.same_leader = bumps and SKIPS[config.protocol] == SAME_LEADER
         self.unbounded = unbounded
         self.explicit = self.model.transitions
+        if config.delays:
+            raise EncodingError(f"the Z3 encoding does not encode delayed AlterPartition requests (delays="
+                                f"{config.delays}); every ISR change reaches its controller at once there")
         try:
             self.protocol = SymbolicProtocol(PROTOCOLS[config.protocol])
         except UnencodedChoice as refused:
@@ -399,6 +402,8 @@ class SymbolicModel:
                                    resp_offset=leader.log_len, resp_hw=leader.hw, resp_oor=z3.BoolVal(True))
             diverges, target = self.protocol.fetch_divergence(leader, follower)
             expand = z3.And(z3.Not(s.isr[i]), self.protocol.may_join_isr(leader, offset), self.can_write_isr(s, j))
+            if self.protocol.declaration.joins_live_members_only:  # KIP-841: `ReplicationModel._joins_isr`
+                expand = z3.And(expand, follower.status == UP)
             fetched = (merge(expand, self.isr_change(s, put(s.isr, i, z3.BoolVal(True))), s) if s.elr
                        else replace(s, isr=put(s.isr, i, z3.Or(s.isr[i], expand))))
             fetched = with_replica(fetched, j, replace(leader, remote_leo=put(leader.remote_leo, i, offset)))

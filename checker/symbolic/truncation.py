@@ -11,7 +11,8 @@ import z3
 
 from kafka_mc.model.protocols import (
     ASK_LEADER, FETCH_IF_EPOCH, JOIN_AT_HW, JOIN_PAST_EPOCH_START, KIP_101_LOOKUP, KIP_279_LOOKUP, NEWER_EPOCH_ONLY,
-    NO_LOOKUP, TRUNCATE_CONFLICTING, TRUNCATE_TO_HW, Protocol, require_encoded,
+    NO_LOOKUP, TRUNCATE_CONFLICTING, TRUNCATE_TO_HW, ZOOKEEPER_WRITES, ALTER_ISR, LIVE_MEMBERS, BROKER_EPOCHS,
+    Protocol, require_encoded,
 )
 from kafka_mc.model.state import FOLLOWER, TRUNCATING, UNKNOWN
 
@@ -38,6 +39,9 @@ class SymbolicProtocol:
         "bounce_noticed": (False, True),
         "hw_needs_min_isr": (False, True),  # `SymbolicModel.advance_hw`
         "eligible_leaders": (False, True),  # `Shape.elr`, `SymbolicModel.isr_change` and the actions it names
+        # the immediate ISR expansion (`SymbolicModel.leader_handle_fetch_request`: KIP-841's live member); a
+        # delayed AlterPartition (`Config.delays`) is refused by `SymbolicModel`
+        "isr_updates": (ZOOKEEPER_WRITES, ALTER_ISR, LIVE_MEMBERS, BROKER_EPOCHS),
     }
 
     def __init__(self, protocol: Protocol):

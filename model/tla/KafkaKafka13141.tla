@@ -13,7 +13,7 @@
 (* truncate_on_fetch = True; diverging_fetch_updates_leader = False;       *)
 (* epoch_assign = 'truncate-conflicting'; truncate_at_end = True;          *)
 (* diverging_response_hw = True; bounce_noticed = True; hw_needs_min_isr = *)
-(* False; eligible_leaders = False.                                        *)
+(* False; eligible_leaders = False; isr_updates = 'alter-isr'.             *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)

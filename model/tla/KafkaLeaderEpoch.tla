@@ -17,7 +17,7 @@
 (* truncate_on_fetch = False; diverging_fetch_updates_leader = True;       *)
 (* epoch_assign = 'newer-epoch-only'; truncate_at_end = False;             *)
 (* diverging_response_hw = True; bounce_noticed = False; hw_needs_min_isr  *)
-(* = False; eligible_leaders = False.                                      *)
+(* = False; eligible_leaders = False; isr_updates = 'zookeeper'.           *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
