@@ -267,9 +267,8 @@ class ReplicationModel:
     def _maximal_isr(state: State, index: int) -> int:
         """The ISR the leader at `index` counts its HW and acknowledgements over: its ISR and the member its
         AlterPartition in flight adds (`PendingExpandIsr.maximalIsr`, KIP-497)."""
-        if index == state.controller.leader:
-            return state.controller.isr | state.controller.proposal
-        return state.replicas[index].stale_isr
+        proposal = state.controller.proposal if index == state.controller.leader else 0
+        return ReplicationModel._isr_of(state, index) | proposal
 
     @staticmethod
     def _can_write_isr(state: State, index: int) -> bool:
