@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-# the kernel's transitions copy arrays with `t[:] = s`: numba-cuda compiles that with its runtime on,
+# the kernel's packing copies arrays by slices (`explore.unpack`): numba-cuda compiles that with its runtime on,
 # read from the environment when numba-cuda is imported
 os.environ.setdefault("NUMBA_CUDA_ENABLE_NRT", "1")
 

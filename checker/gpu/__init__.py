@@ -5,7 +5,8 @@ simulator was chosen (`NUMBA_ENABLE_CUDASIM=1` before numba is imported)."""
 
 import os
 
-# The transitions copy states with `t[:] = s`, which numba-cuda compiles only with its runtime on:
+# The kernel's packing copies arrays by slices (`explore.unpack`, `permute`, `pack_represented`),
+# which numba-cuda compiles only with its runtime on:
 # set before numba-cuda reads its settings (`engine.require_gpu` sets it again in numba's config)
 os.environ.setdefault("NUMBA_CUDA_ENABLE_NRT", "1")
 

@@ -7,8 +7,8 @@ property's program are the compiled kernel's own `@njit` functions (`checker/ker
 kernels: there is no second encoding of the model or of the programs. Under numba's CUDA simulator
 (`NUMBA_ENABLE_CUDASIM=1`) a kernel runs as Python and calls them as the CPU's compiled
 functions; on a GPU numba-cuda compiles them for the device with the kernel that calls them. The
-transitions copy a state with `t[:] = s`, which numba-cuda compiles only with its runtime on
-(`NUMBA_CUDA_ENABLE_NRT=1`, which `checker.gpu` sets).
+kernel's packing copies arrays by slices (`unpack`, `permute`, `pack_represented`), which numba-cuda
+compiles only with its runtime on (`NUMBA_CUDA_ENABLE_NRT=1`, which `checker.gpu` sets).
 
 What holds for every kernel here, so that it runs the same in the simulator and on a GPU:
 - no allocation: per-thread scratch is `cuda.local.array` sized by constants (a wide state,

@@ -112,7 +112,7 @@ def permute(cfg, t, order, u):
     u[PEER_CUT] = permute_mask(t[PEER_CUT], order, n)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def permute_mask(mask, order, n):
     permuted = 0
     for new in range(n):
@@ -136,7 +136,7 @@ def pack_represented(cfg, t, orders, u, candidate, cells, biases, shifts, words,
                 break
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _mix(h):
     h ^= h >> _SHIFT
     h *= _MIX1
@@ -172,7 +172,7 @@ def new_table(slots: int) -> np.ndarray:
     return np.zeros(size * SHARDS, dtype=np.uint64)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def shard_of(key):
     """The shard of a fingerprint: its high SHARD_BITS bits (the same for 0 and the 1 stored for it)."""
     return np.int64(key >> _SHARD_SHIFT)
