@@ -25,7 +25,7 @@ from kafka_mc.control.epoch_bumps import EpochBumpSystem
 from kafka_mc.counterexamples.markdown import trace_markdown
 from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.model import Config
-from kafka_mc.model.epoch_bumps import SKIPS
+from kafka_mc.model.protocols import HISTORY, PROTOCOLS
 from kafka_mc.properties import PROPERTIES
 from kafka_mc.properties.user import user_property
 
@@ -116,7 +116,8 @@ def bounds(text: str) -> tuple[int, int, int, int]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bounds", type=bounds, nargs="+", default=list(HISTORY_BOUNDS))
-    parser.add_argument("--protocols", nargs="+", choices=tuple(SKIPS), default=list(SKIPS))
+    parser.add_argument("--protocols", nargs="+", choices=tuple(PROTOCOLS),
+                        default=[protocol.name for protocol in HISTORY if protocol.bumps_on_isr_removal])
     parser.add_argument("--json", type=Path)
     parser.add_argument("--traces", type=Path, metavar="DIR",
                         help="write the shortest violations whose lengths differ here (Markdown)")

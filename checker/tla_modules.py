@@ -61,6 +61,9 @@ OPERATORS: dict[str, dict[object, dict[str, str]]] = {
     # failures, so a fetching follower is always live and every value expands the ISR at once alike
     "isr_updates": {value: {} for value in (protocols.ZOOKEEPER_WRITES, protocols.ALTER_ISR, protocols.LIVE_MEMBERS,
                                             protocols.BROKER_EPOCHS)},
+    # no operator: the bump model's .cfg sets `EpochBump` and `SkipsSameLeader` from it (`tla_twins`)
+    "isr_removal_bump": {value: {} for value in (protocols.FOLLOWERS_SKIP_BUMP, protocols.FOLLOWERS_TAKE_BUMP,
+                                                 protocols.NO_BUMP)},
 }
 TLA_DIR = Path(protocols.__file__).resolve().parent / "tla"
 PARAMETERS = ("BecomeFollowerReplica", "EpochCache", "AssignEpoch", "AssignOnElection", "EpochsAfterTruncate",

@@ -7,10 +7,10 @@ kafka-mc's names, and the TLC configuration (.cfg) of a run checking some of the
   variant's module is generated from its declaration in `model/protocols.py`
   (`checker/tla_modules.py`). It states the state invariants of `properties.INVARIANTS`.
 - The replication model with the controller's epoch bumps (`control.epoch_bumps.EpochBumpSystem`):
-  the same modules, the .cfg setting the constant `EpochBump` (the controller bumps the epoch when it
-  removes a dead follower from the ISR) and, for the variants up to 2.0, `SkipsSameLeader`
-  (`model.epoch_bumps.SKIPS`: a follower skips a bump of the leader it follows, and its requests
-  carry no epoch); both are FALSE for the replication model. Like the replication model's twin it
+  the same modules, the .cfg setting, from the variant's choice `isr_removal_bump`, the constant
+  `EpochBump` (the controller bumps the epoch when it removes a dead follower from the ISR; not the
+  KRaft controller from 3.6) and `SkipsSameLeader` (to 2.0: a follower skips a bump of the leader it
+  follows, and its requests carry no epoch); both are FALSE for the replication model. Like the replication model's twin it
   leaves out network failures (`partitions`), and with them the bump a leader cut off from ZooKeeper
   takes when it reconnects.
 - The controller model: `model/tla/KafkaController.tla`, with `OneControllerPerEpoch` as an
@@ -29,7 +29,7 @@ from kafka_mc.control.controller import ControllerConfig
 from kafka_mc.control.epoch_bumps import EpochBumpSystem
 from kafka_mc.control.replication import model_of
 from kafka_mc.model import PROTOCOLS, Config
-from kafka_mc.model.epoch_bumps import SAME_LEADER, SKIPS, bounding_config
+from kafka_mc.model.epoch_bumps import bounding_config
 from kafka_mc.model.interface import Model
 from kafka_mc.model.state import replica_name
 from kafka_mc.properties import ALWAYS, INVARIANTS, shipped
@@ -98,10 +98,8 @@ def tlc_config_text(config: Config, invariants: tuple[str, ...] = INVARIANT_NAME
     unknown = [name for name in invariants if name not in known]
     if unknown:
         raise ValueError(f"the TLA+ twin has no invariant {', '.join(unknown)}; it has: {', '.join(known)}")
-    if bumps and config.protocol not in SKIPS:
-        raise ValueError(f"the TLA+ twin models the epoch bump for the shipped variants only "
-                         f"({', '.join(SKIPS)}), not {config.protocol!r}")
     names = [replica_name(index) for index in range(config.replicas)]
+    protocol = PROTOCOLS[config.protocol]
     settings = ", ".join(f"{key}={value!r}" for key, value in config.to_dict().items())
     lines = [
         f"\\* TLC configuration of {module} for kafka-mc Config({settings})"
@@ -114,8 +112,8 @@ def tlc_config_text(config: Config, invariants: tuple[str, ...] = INVARIANT_NAME
         f"    AcksAll = {_ACKS_ALL[config.acks]}",
         f"    MinIsr = {config.min_isr}",
         f"    Unclean = {'TRUE' if config.unclean else 'FALSE'}",
-        f"    EpochBump = {'TRUE' if bumps else 'FALSE'}",
-        f"    SkipsSameLeader = {'TRUE' if bumps and SKIPS[config.protocol] == SAME_LEADER else 'FALSE'}",
+        f"    EpochBump = {'TRUE' if bumps and protocol.bumps_on_isr_removal else 'FALSE'}",
+        f"    SkipsSameLeader = {'TRUE' if bumps and protocol.followers_skip_bumps else 'FALSE'}",
         f"    ReplacedDisks = {'TRUE' if config.replaced_disks else 'FALSE'}",
     ]
     if users:

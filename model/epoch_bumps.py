@@ -5,7 +5,10 @@ same leader and sends that LeaderAndIsr to the partition's other replicas (0.11.
 `KafkaController.removeReplicaFromIsr`, "increment the leader epoch even if the ISR changes";
 2.1.0 `ReplicaStateMachine.doRemoveReplicasFromIsr` -> `LeaderAndIsr.newLeaderAndIsr`, epoch + 1).
 `model/replication.py` leaves this out; this subclass puts it in, so that exhaustive checks can
-show what leaving it out changes (`benchmarks/epoch_bumps.py`, docs/model.md).
+show what leaving it out changes (`benchmarks/epoch_bumps.py`, docs/model.md). Whether the controller
+bumps, and what a follower does with the bump, is the variant's choice `isr_removal_bump`
+(`model/protocols.py`): `none` for the KRaft controller from metadata version 3.6 (KAFKA-15021), where
+this model is the replication model.
 
 What each replica does with the bumped epoch, read at the release tags:
 - The leader: `Partition.makeLeader` as a leader already (`isNewLeader` false): it keeps its view
@@ -42,18 +45,6 @@ from .config import CHECK_COUNT_LIMIT, Config, ConfigError
 from .replication import ReplicationModel
 from .state import FOLLOWER, NO_LEADER, TRUNCATING, State
 
-# which LeaderAndIsr a follower skips (`Partition.makeFollower` returns false), by variant
-SAME_LEADER, SAME_EPOCH = "same leader", "same leader and epoch"
-SKIPS = {
-    "hw": SAME_LEADER,  # 0.10.2.0 Partition.makeFollower
-    "leader-epoch": SAME_LEADER,  # 0.11.0.0
-    "kip-279": SAME_LEADER,  # 2.0.0
-    "kip-320": SAME_EPOCH,  # 2.1.0
-    "diverging-epoch": SAME_EPOCH,  # 2.8.0
-    "kafka-13141": SAME_EPOCH,  # 3.0.0
-    "kafka-14704": SAME_EPOCH,  # 3.4.1, 3.5.0
-}
-
 
 def greatest_epoch(config: Config) -> int:
     """Every failure the controller notices (a crash, or a session expired by a network failure) may
@@ -72,21 +63,17 @@ class EpochBumpModel(ReplicationModel):
     from the ISR."""
 
     def __init__(self, config: Config):
-        if config.protocol not in SKIPS:
-            raise ConfigError("protocol", f"the epoch bump is modelled for the shipped variants only "
-                                          f"({', '.join(SKIPS)}), not {config.protocol!r}")
         epochs = greatest_epoch(config)
         if epochs > CHECK_COUNT_LIMIT:
             raise ConfigError("crashes", f"with the epoch bump, elections + crashes + network failures must be "
                                          f"at most {CHECK_COUNT_LIMIT}, not {epochs}")
         super().__init__(config)
-        self.skips = SKIPS[config.protocol]
 
     def _acting_leader(self, state: State, epoch: int) -> int:
         """Up to 2.0 a follower's fetches and OffsetsForLeaderEpoch requests carry no epoch of
         its own: it reaches the leader whose leadership includes its epoch. From 2.1 (KIP-320) the
         leader fences a request from an older epoch: only a leader in the same epoch answers."""
-        if self.skips == SAME_EPOCH:
+        if not self.protocol.followers_skip_bumps:
             return super()._acting_leader(state, epoch)
         controller = state.controller
         for index, replica in enumerate(state.replicas):
@@ -105,8 +92,8 @@ class EpochBumpModel(ReplicationModel):
         the controller bumps the epoch and the leader takes it (module docstring)."""
         before = state.controller
         noticed = super().controller_notice_failure(state, index)
-        if noticed is None:
-            return None
+        if noticed is None or not self.protocol.bumps_on_isr_removal:
+            return noticed
         state, controller = noticed, noticed.controller
         leader_index = controller.leader
         if leader_index in (NO_LEADER, index) or controller.isr == before.isr:
@@ -132,7 +119,7 @@ class EpochBumpModel(ReplicationModel):
         """As in the replication model; the controller's leader, cut off when the epoch was bumped,
         now takes the bump (the controller's request is sent again until it arrives)."""
         reconnected = super().zk_reconnect(state, index)
-        if reconnected is None or index != reconnected.controller.leader \
+        if reconnected is None or not self.protocol.bumps_on_isr_removal or index != reconnected.controller.leader \
                 or reconnected.replicas[index].epoch == reconnected.controller.epoch:
             return reconnected
         return self._take_bump(reconnected, index)
@@ -141,7 +128,7 @@ class EpochBumpModel(ReplicationModel):
         """Up to 2.0, a follower told of a bump of the leader it follows takes the epoch only."""
         replica = state.replicas[index]
         controller = state.controller
-        if (self.skips == SAME_LEADER and replica.role in (FOLLOWER, TRUNCATING) and replica.alive
+        if (self.protocol.followers_skip_bumps and replica.role in (FOLLOWER, TRUNCATING) and replica.alive
                 and controller.leader not in (NO_LEADER, index) and replica.epoch < controller.epoch
                 and not state.zk_cut >> index & 1
                 and self._leadership_start(state, controller.epoch) <= replica.epoch):

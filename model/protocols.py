@@ -40,6 +40,7 @@ NO_LOOKUP, KIP_101_LOOKUP, KIP_279_LOOKUP = "none", "kip-101", "kip-279"
 JOIN_AT_HW, JOIN_PAST_EPOCH_START = "leader-hw", "leader-epoch-start"
 NEWER_EPOCH_ONLY, TRUNCATE_CONFLICTING = "newer-epoch-only", "truncate-conflicting"
 ZOOKEEPER_WRITES, ALTER_ISR, LIVE_MEMBERS, BROKER_EPOCHS = "zookeeper", "alter-isr", "live-members", "broker-epochs"
+FOLLOWERS_SKIP_BUMP, FOLLOWERS_TAKE_BUMP, NO_BUMP = "followers-skip", "followers-take", "none"
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,25 @@ CHOICES: tuple[Choice, ...] = (
                        "(a restart) is refused (`ReplicationControlManager.ineligibleReplicasForIsr`, 'broker "
                        "epoch mismatch', read at 3.5.0; KAFKA-14139)",
     }, ("LeaderHandleFetchRequest", "ControllerHandleAlterPartition")),
+    # read by the replication model with the controller's epoch bumps only (`model/epoch_bumps.py`,
+    # `--epoch-bumps`): the replication model leaves the bump out
+    Choice("isr_removal_bump", {
+        FOLLOWERS_SKIP_BUMP: "the controller removing a dead follower from the ISR writes a new leader epoch with the "
+                             "same leader (`KafkaController.removeReplicaFromIsr`, 0.11.0.0); a follower of that "
+                             "leader takes the epoch only, skipping the LeaderAndIsr (`Partition.makeFollower` "
+                             "returns false for the leader it follows, to 2.0.0), and its requests carry no epoch "
+                             "of their own, so they reach the leader in any epoch of its leadership",
+        FOLLOWERS_TAKE_BUMP: "the same bump (`ReplicaStateMachine.doRemoveReplicasFromIsr` -> `LeaderAndIsr."
+                             "newLeaderAndIsr`, epoch + 1, from 2.1.0 to 3.7.0 in ZooKeeper mode); a follower skips "
+                             "only a LeaderAndIsr of its own epoch (`makeFollower`, 2.1.0; `isNewLeaderEpoch` at "
+                             "3.7.0), so the bump sends it through truncation again, and the leader fences requests "
+                             "of an older epoch (KIP-320)",
+        NO_BUMP: "no bump: the KRaft controller from metadata version 3.6 keeps the leader epoch when the ISR shrinks "
+                 "(KAFKA-15021: `PartitionChangeBuilder.triggerLeaderEpochBumpIfNeeded`, `MetadataVersion."
+                 "isLeaderEpochBumpRequiredOnIsrShrink` false from IBP_3_6_IV0, read at 3.7.0; "
+                 "`triggerLeaderEpochBumpForIsrShrinkIfNeeded` at 3.9)",
+    }, ("ControllerNoticeFailure", "ZkReconnect", "BecomeFollower", "LeaderHandleFetchRequest",
+        "FollowerTruncateByLeaderEpoch")),
 )
 CHOICE_NAMES = tuple(choice.name for choice in CHOICES)
 
@@ -220,6 +240,7 @@ class Protocol:
     hw_needs_min_isr: bool = False
     eligible_leaders: bool = False
     isr_updates: str = ZOOKEEPER_WRITES
+    isr_removal_bump: str = FOLLOWERS_SKIP_BUMP
     doc: str = ""
 
     def __post_init__(self) -> None:
@@ -282,6 +303,18 @@ class Protocol:
     def joins_live_members_only(self) -> bool:
         """The controller refuses a proposed ISR member that is not a live broker (KIP-841)."""
         return self.isr_updates in (LIVE_MEMBERS, BROKER_EPOCHS)
+
+    @property
+    def bumps_on_isr_removal(self) -> bool:
+        """The controller bumps the leader epoch when it removes a dead follower from the ISR (the
+        replication model with the epoch bumps only, `isr_removal_bump`)."""
+        return self.isr_removal_bump != NO_BUMP
+
+    @property
+    def followers_skip_bumps(self) -> bool:
+        """A follower takes a bump of the leader it follows without truncating, and its requests carry no
+        epoch (`isr_removal_bump`, to 2.0.0)."""
+        return self.isr_removal_bump == FOLLOWERS_SKIP_BUMP
 
     @property
     def checks_broker_epochs(self) -> bool:
@@ -483,6 +516,7 @@ HISTORY: tuple[Protocol, ...] = (
         "joins the ISR only past the leader's epoch start (Kafka 2.0.1; 2.1 with KIP-320)",
         epoch_cache=True, epoch_on_election=True, new_follower=ASK_LEADER, epoch_lookup=KIP_279_LOOKUP,
         isr_join=JOIN_PAST_EPOCH_START, truncate_on_fetch=False, epoch_assign=TRUNCATE_CONFLICTING,
+        isr_removal_bump=FOLLOWERS_TAKE_BUMP,
         doc="Read at 2.0.1 and 2.1.0: `Partition.makeLeader` assigns (leader epoch, LEO) in the cache and keeps "
             "`leaderEpochStartOffsetOpt`; `LeaderEpochFileCache.endOffsetFor` answers an epoch older than the "
             "cache with the first entry's start, and `assign` removes the entries a new one conflicts with "
@@ -495,7 +529,7 @@ HISTORY: tuple[Protocol, ...] = (
         epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
         isr_join=JOIN_PAST_EPOCH_START,
         truncate_on_fetch=True, diverging_fetch_updates_leader=True, epoch_assign=TRUNCATE_CONFLICTING,
-        truncate_at_end=True, bounce_noticed=True, isr_updates=ALTER_ISR,
+        truncate_at_end=True, bounce_noticed=True, isr_updates=ALTER_ISR, isr_removal_bump=FOLLOWERS_TAKE_BUMP,
         doc="Kafka 2.7 leader side, KAFKA-10554 follower side in 2.8.0: each fetch carries `lastFetchedEpoch`; "
             "`Partition.readRecords` answers a diverging one with `divergingEpoch` and no records; the follower "
             "sets its HW from the response (`updateHighWatermark`) and truncates "
@@ -514,7 +548,7 @@ HISTORY: tuple[Protocol, ...] = (
         epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
         isr_join=JOIN_PAST_EPOCH_START,
         truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
-        truncate_at_end=True, bounce_noticed=True, isr_updates=ALTER_ISR,
+        truncate_at_end=True, bounce_noticed=True, isr_updates=ALTER_ISR, isr_removal_bump=FOLLOWERS_TAKE_BUMP,
         doc="KAFKA-13141 (Kafka 2.7.2, 2.8.1, 3.0.0): `ReplicaManager.updateFollowerFetchState` (and "
             "`Partition.fetchRecords` since 3.3) updates a follower's fetch state only from a fetch that does "
             "not diverge."),
@@ -525,6 +559,7 @@ HISTORY: tuple[Protocol, ...] = (
         isr_join=JOIN_PAST_EPOCH_START,
         truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
         truncate_at_end=True, diverging_response_hw=False, bounce_noticed=True, isr_updates=LIVE_MEMBERS,
+        isr_removal_bump=FOLLOWERS_TAKE_BUMP,
         doc="KAFKA-14704 (Kafka 3.4.1, 3.5.0; commit d038cf79191): `AbstractFetcherThread.processFetchRequest` "
             "collects a response's diverging epoch for `truncateOnFetchResponse` and skips "
             "`processPartitionData`, so the follower's HW and log start offset wait for the next fetch. The "
@@ -537,7 +572,7 @@ HISTORY: tuple[Protocol, ...] = (
         isr_join=JOIN_PAST_EPOCH_START,
         truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
         truncate_at_end=True, diverging_response_hw=False, bounce_noticed=True, hw_needs_min_isr=True,
-        isr_updates=LIVE_MEMBERS,
+        isr_updates=LIVE_MEMBERS, isr_removal_bump=FOLLOWERS_TAKE_BUMP,
         doc="KAFKA-15583 (Kafka 3.7.0): `Partition.maybeIncrementLeaderHW` starts with `if (isUnderMinIsr) "
             "return false`, in ZooKeeper and KRaft mode alike. The rest as `kafka-14704`, read at 3.7.0 in ZooKeeper "
             "mode, which KIP-903's broker epochs do not reach (\"this proposal just fixes it in Kraft mode\")."),
@@ -548,7 +583,7 @@ HISTORY: tuple[Protocol, ...] = (
         isr_join=JOIN_PAST_EPOCH_START,
         truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
         truncate_at_end=True, diverging_response_hw=False, bounce_noticed=True, hw_needs_min_isr=True,
-        eligible_leaders=True, isr_updates=BROKER_EPOCHS,
+        eligible_leaders=True, isr_updates=BROKER_EPOCHS, isr_removal_bump=NO_BUMP,
         doc="KIP-966, read on the 3.9 branch and trunk of October 2024 (the code 4.0 ships off and 4.1 turns on "
             "for new clusters): `PartitionChangeBuilder.maybePopulateTargetElr`, `isValidNewLeader`, "
             "`tryElection`, `maybeUpdateRecordElr` and `build`; `ReplicationControlManager."
@@ -558,7 +593,8 @@ HISTORY: tuple[Protocol, ...] = (
             "The last known ELR serves only the unclean recovery manager (`canElectLastKnownLeader`), off by "
             "default: not modelled. KRaft only, so with KIP-903 (3.5): the controller refuses an AlterPartition "
             "naming a broker registered again since the fetch the leader saw (`ReplicationControlManager."
-            "ineligibleReplicasForIsr`). The rest as `kafka-15583`."),
+            "ineligibleReplicasForIsr`); and the controller keeps the leader epoch when the ISR shrinks (KAFKA-15021, "
+            "metadata version 3.6). The rest as `kafka-15583`."),
 )
 
 PROTOCOLS: dict[str, Protocol] = {protocol.name: protocol for protocol in HISTORY}

@@ -25,9 +25,9 @@ from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.model import Config, ConfigError, register_protocol
 from kafka_mc.model.actions import parse_action
 from kafka_mc.model.epoch_bumps import EpochBumpModel
-from kafka_mc.model.protocols import PROTOCOLS, unregister_protocol
+from kafka_mc.model.protocols import FOLLOWERS_TAKE_BUMP, NO_BUMP, PROTOCOLS, unregister_protocol
 from kafka_mc.model.state import FOLLOWER, LEADER, TRUNCATING
-from kafka_mc.properties import PROPERTIES
+from kafka_mc.properties import INVARIANTS, PROPERTIES
 from kafka_mc.properties.user import user_property
 from kafka_mc.testing import check_conformance
 
@@ -122,13 +122,28 @@ def test_the_purgatory_survives_the_bump():
     assert state.replicas[0].hw == 1 and state.acked == 0b10
 
 
-def test_what_the_bump_model_cannot_express_is_refused_by_name():
-    register_protocol(replace(PROTOCOLS["kip-320"], name="bump-test-variant"))
-    try:
-        with pytest.raises(ConfigError, match="not 'bump-test-variant'"):
-            EpochBumpModel(Config("bump-test-variant", 3, 2, 1, 1))
-    finally:
-        unregister_protocol("bump-test-variant")  # the other tests see the shipped variants only
+def test_a_users_variant_runs_with_the_bump_its_declaration_chooses():
+    """The bump is a protocol choice (`isr_removal_bump`), so a user's variant runs it as declared:
+    a copy of `kip-320` reaches kip-320's states on the model, the kernel and Z3's encoding alike, and
+    the same copy declaring no bump (the KRaft controller from 3.6) reaches the replication model's."""
+    config, DEPTH = Config("kip-320", 2, 1, 1, 1, flush=False), 8  # loses m1 in 6 steps
+    bumped, plain = check(EpochBumpSystem(config)).stats, check(config).stats
+    assert bumped.distinct_states > plain.distinct_states
+    for bump, expected in ((FOLLOWERS_TAKE_BUMP, bumped), (NO_BUMP, plain)):
+        register_protocol(replace(PROTOCOLS["kip-320"], name="bump-test-variant", isr_removal_bump=bump))
+        try:
+            copy = replace(config, protocol="bump-test-variant")
+            for result in (check(EpochBumpSystem(copy)), kernel_check(EpochBumpSystem(copy))):
+                assert (result.stats.distinct_states, result.stats.states_generated) == \
+                    (expected.distinct_states, expected.states_generated), bump
+            states = [p for p in INVARIANTS if not p.on_step]  # what Z3 encodes
+            explicit = {v.invariant: len(v.trace)
+                        for v in check(EpochBumpSystem(copy, states), keep_going=True).violations}
+            symbolic = bounded_check(EpochBumpSystem(copy, states), depth=DEPTH, keep_going=True)
+            assert {v.invariant: len(v.trace) for v in symbolic.violations} == \
+                {name: length for name, length in explicit.items() if length <= DEPTH} != {}
+        finally:
+            unregister_protocol("bump-test-variant")  # the other tests see the shipped variants only
     with pytest.raises(ValueError, match="does not model the setting partitions=1"):
         twin_of(EpochBumpSystem(Config("kip-320", 2, 2, 2, 1, partitions=1)))
     with pytest.raises(ConfigError, match="elections \\+ crashes \\+ network failures must be at most 9, not 10"):
@@ -140,7 +155,10 @@ def test_what_the_bump_model_cannot_express_is_refused_by_name():
 # cut off from ZooKeeper that takes the bump late
 BUMP_CONFORMANCE = [Config("leader-epoch", 3, 1, 1, 1), Config("kip-320", 3, 1, 1, 1), Config("hw", 2, 2, 2, 1),
                     Config("diverging-epoch", 2, 2, 2, 1), Config("kip-279", 2, 2, 1, 0, partitions=1),
-                    Config("kip-320", 2, 1, 1, 0, partitions=1)]
+                    Config("kip-320", 2, 1, 1, 0, partitions=1),
+                    # the bump beside the HW held below min.insync.replicas and KIP-841 (ZooKeeper mode, 3.7), and
+                    # KRaft's controller, which does not bump (`isr_removal_bump`)
+                    Config("kafka-15583", 3, 1, 1, 1, min_isr=2, flush=False), Config("kip-966", 2, 2, 2, 1)]
 
 
 def test_the_kernel_with_the_bump_conforms_to_the_model_on_every_reachable_state():

@@ -17,7 +17,7 @@ from kafka_mc.checker.tlc import TlcError, parse_statistics, parse_violation, ru
 from kafka_mc.checker.tla_modules import variant_module
 from kafka_mc.control.epoch_bumps import EpochBumpSystem
 from kafka_mc.model import PROTOCOLS, Config
-from kafka_mc.model.epoch_bumps import SAME_LEADER, EpochBumpModel
+from kafka_mc.model.epoch_bumps import EpochBumpModel
 from kafka_mc.model.state import FOLLOWER, NO_LEADER, TRUNCATING, replica_name
 from kafka_mc.properties import PROPERTIES
 from kafka_mc.properties.user import user_property
@@ -166,6 +166,9 @@ BUMP_CONFIGS = [
     pytest.param(Config("kip-279", 3, 0, 2, 0),
                  {"taken", "lost", "skipped by a follower", "skipped while truncating", "fetch reaches",
                   "truncation reaches"}, id="kip279-3r-no-message"),
+    # the bump beside the HW held below min.insync.replicas and KIP-841 (ZooKeeper mode, 3.7)
+    pytest.param(Config("kafka-15583", 2, 2, 2, 1, min_isr=2), {"taken", "lost", "election after", "acked across"},
+                 id="kafka15583-2r-min-isr-2"),
 ]
 
 
@@ -204,7 +207,7 @@ def bump_rules_fired(config: Config) -> set[str]:
                 if action.name == "ControllerNoticeFailure" and after.controller.bumped != controller.bumped:
                     fired.add("taken" if after.replicas[after.controller.leader].epoch == after.controller.epoch
                               else "lost")
-                if action.name == "BecomeFollower" and model.skips == SAME_LEADER \
+                if action.name == "BecomeFollower" and model.protocol.followers_skip_bumps \
                         and before.role in (FOLLOWER, TRUNCATING) and start <= before.epoch:
                     fired.add("skipped by a follower" if before.role == FOLLOWER else "skipped while truncating")
                 if action.name == "ControllerElectLeader" and controller.bumped:

@@ -257,10 +257,11 @@ def test_the_readme_shows_the_prove_example_the_tests_run():
 # leader cut off from ZooKeeper that takes the bump when it reconnects and leads meanwhile, the
 # up-to-2.0 follower skip and acting leader; kip-320 with two crashes: the bump cached at once
 # (KAFKA-7415), an election after a bump (the bound counts elections); hw with a message: no skip
-# for a follower of an older leadership. Three replicas (a write acknowledged across the bump) are
+# for a follower of an older leadership; kafka-15583: the bump beside the HW held below
+# min.insync.replicas (ZooKeeper mode, 3.7). Three replicas (a write acknowledged across the bump) are
 # too many states: the behaviours below.
 BUMP_AGREEMENT_CONFIGS = [Config("kip-279", 2, 0, 1, 0, partitions=1), Config("kip-320", 2, 0, 2, 1),
-                          Config("hw", 2, 1, 1, 1)]
+                          Config("hw", 2, 1, 1, 1), Config("kafka-15583", 2, 1, 1, 1, min_isr=2)]
 
 
 @pytest.mark.parametrize("config", BUMP_AGREEMENT_CONFIGS, ids=lambda c: f"{c.protocol}-{c.replicas}-{c.messages}-"

@@ -78,13 +78,15 @@ CONSUMED = COMMITTED + MAX_MESSAGES
 WIDTH = CONSUMED + MAX_MESSAGES
 
 # the settings the kernel reads, as cells of one int64 array: the bounds (delays last), then one cell per protocol
-# choice (`model/protocols.py` CHOICES, in that order), then whether the controller bumps the epoch on
-# ISR removal and whether a follower then skips a LeaderAndIsr naming the leader it follows
-# (`model/epoch_bumps.py`)
+# choice (`model/protocols.py` CHOICES, in that order), then, for the model with the controller's epoch bumps
+# (`model/epoch_bumps.py`), what its choice `isr_removal_bump` means there: whether the controller bumps the epoch
+# on ISR removal, and whether a follower then skips a LeaderAndIsr naming the leader it follows (both 0 without
+# the bumps)
 (C_REPLICAS, C_MESSAGES, C_CRASHES, C_ELECTIONS, C_ACKS, C_MIN_ISR, C_UNCLEAN, C_FLUSH, C_PARTITIONS, C_DELAYS,
  C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_NEW_FOLLOWER, C_EPOCH_LOOKUP, C_ISR_JOIN, C_TRUNCATE_ON_FETCH,
  C_DIVERGING_FETCH_UPDATES_LEADER, C_EPOCH_ASSIGN, C_TRUNCATE_AT_END, C_DIVERGING_RESPONSE_HW, C_BOUNCE_NOTICED,
- C_HW_NEEDS_MIN_ISR, C_ELIGIBLE_LEADERS, C_ISR_UPDATES, C_ISR_BUMPS, C_SKIPS_SAME_LEADER) = range(26)
+ C_HW_NEEDS_MIN_ISR, C_ELIGIBLE_LEADERS, C_ISR_UPDATES, C_ISR_REMOVAL_BUMP, C_ISR_BUMPS,
+ C_SKIPS_SAME_LEADER) = range(27)
 SETTING_COUNT = C_SKIPS_SAME_LEADER + 1
 ACKS_CODES = {"all": 0, "1": 1, "0": 2}
 ACKS_ALL, ACKS_ONE, ACKS_ZERO = 0, 1, 2
@@ -95,6 +97,7 @@ LOOKUP_NONE, LOOKUP_KIP_101, LOOKUP_KIP_279 = 0, 1, 2
 JOIN_AT_HW, JOIN_PAST_EPOCH_START = 0, 1
 ASSIGN_NEWER_EPOCH_ONLY, ASSIGN_TRUNCATE_CONFLICTING = 0, 1
 ISR_ZOOKEEPER_WRITES, ISR_ALTER_ISR, ISR_LIVE_MEMBERS, ISR_BROKER_EPOCHS = 0, 1, 2, 3  # ordered: each checks more
+BUMP_FOLLOWERS_SKIP, BUMP_FOLLOWERS_TAKE, BUMP_NONE = 0, 1, 2
 CHOICE_CODES: dict[str, dict[object, int]] = {
     "epoch_cache": {False: 0, True: 1},
     "epoch_on_election": {False: 0, True: 1},
@@ -114,13 +117,15 @@ CHOICE_CODES: dict[str, dict[object, int]] = {
     "eligible_leaders": {False: 0, True: 1},
     "isr_updates": {protocols.ZOOKEEPER_WRITES: ISR_ZOOKEEPER_WRITES, protocols.ALTER_ISR: ISR_ALTER_ISR,
                     protocols.LIVE_MEMBERS: ISR_LIVE_MEMBERS, protocols.BROKER_EPOCHS: ISR_BROKER_EPOCHS},
+    "isr_removal_bump": {protocols.FOLLOWERS_SKIP_BUMP: BUMP_FOLLOWERS_SKIP,
+                         protocols.FOLLOWERS_TAKE_BUMP: BUMP_FOLLOWERS_TAKE, protocols.NO_BUMP: BUMP_NONE},
 }
 assert tuple(CHOICE_CODES) == protocols.CHOICE_NAMES == ("epoch_cache", "epoch_on_election", "new_follower",
                                                            "epoch_lookup", "isr_join", "truncate_on_fetch",
                                                            "diverging_fetch_updates_leader", "epoch_assign",
                                                            "truncate_at_end", "diverging_response_hw",
                                                            "bounce_noticed", "hw_needs_min_isr",
-                                                           "eligible_leaders", "isr_updates")
+                                                           "eligible_leaders", "isr_updates", "isr_removal_bump")
 
 
 def settings(config: Config, bumps: bool = False) -> np.ndarray:
@@ -131,7 +136,7 @@ def settings(config: Config, bumps: bool = False) -> np.ndarray:
     values = [config.replicas, config.messages, config.crashes, config.elections, ACKS_CODES[config.acks],
               config.min_isr, int(config.unclean), int(config.flush), config.partitions, config.delays]
     values += [CHOICE_CODES[name][value] for name, value in protocol.choices().items()]
-    values += [int(bumps), int(bumps and epoch_bumps.SKIPS[config.protocol] == epoch_bumps.SAME_LEADER)]
+    values += [int(bumps and protocol.bumps_on_isr_removal), int(bumps and protocol.followers_skip_bumps)]
     return np.array(values, dtype=np.int64)
 
 

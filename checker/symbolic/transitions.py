@@ -48,7 +48,7 @@ import z3
 from kafka_mc.control.epoch_bumps import EpochBumpSystem
 from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.model import PROTOCOLS, Action, Config, State
-from kafka_mc.model.epoch_bumps import SAME_LEADER, SKIPS, bounding_config, greatest_epoch
+from kafka_mc.model.epoch_bumps import bounding_config, greatest_epoch
 from kafka_mc.model.interface import ALWAYS, Property
 from kafka_mc.model.protocols import UnencodedChoice
 from kafka_mc.properties.lowering import NotLowered, lower
@@ -100,8 +100,10 @@ class SymbolicModel:
         if bumps and self.shape.epochs <= greatest_epoch(config):
             raise EncodingError(f"the {EpochBumpSystem.name} model needs a flag for each epoch up to "
                                 f"{greatest_epoch(config)}; the shape has {self.shape.epochs}")
-        # `EpochBumpModel.skips`: up to 2.0 a follower skips a bump of its leader, and requests carry no epoch
-        self.same_leader = bumps and SKIPS[config.protocol] == SAME_LEADER
+        # `isr_removal_bump` under the bump model: whether the controller bumps (not KRaft from 3.6), and whether a
+        # follower skips a bump of its leader and its requests carry no epoch (up to 2.0)
+        self.isr_bumps = bumps and PROTOCOLS[config.protocol].bumps_on_isr_removal
+        self.same_leader = bumps and PROTOCOLS[config.protocol].followers_skip_bumps
         self.unbounded = unbounded
         self.explicit = self.model.transitions
         if config.delays:
@@ -501,7 +503,7 @@ class SymbolicModel:
         # with eligible leader replicas the last member leaves too, and the ISR is empty (KIP-966)
         shrinks = s.isr[i] if self.protocol.declaration.eligible_leaders else z3.And(s.isr[i], z3.Or(remaining))
         after = merge(shrinks, self.with_isr(after, remaining), after)
-        if not self.bumps:
+        if not self.isr_bumps:
             return z3.Or(crashed, expired), after
         # `EpochBumpModel.controller_notice_failure`: removing a follower from the ISR of a leader bumps
         # the epoch; the leader takes it at once, or once reconnected when cut off from ZooKeeper
@@ -563,7 +565,7 @@ class SymbolicModel:
         replica = replace(replica, status=z3.If(replica.status == EXPIRED, UP, replica.status),
                           role=z3.If(z3.And(replica.role == FENCED, s.leader == i), LEADER, replica.role))
         after = with_replica(replace(s, zk_cut=put(s.zk_cut, i, z3.BoolVal(False))), i, replica)
-        if not self.bumps:
+        if not self.isr_bumps:
             return s.zk_cut[i], after
         # `EpochBumpModel.zk_reconnect`: the controller's leader takes the bump it missed while cut off
         late = z3.And(s.leader == i, replica.epoch != s.epoch)
