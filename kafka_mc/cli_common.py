@@ -304,11 +304,32 @@ def run_user_file(path: Path, what: str) -> dict:
 
 PropertyOption = Annotated[Optional[list[str]], typer.Option(
     "--property", metavar="FILE:NAME",
-    help="Check this property instead of kafka-mc's own: the function NAME in the Python file FILE, of a "
+    help="Check this property instead of kafka-mc's own: the function NAME in the Python file FILE (or in "
+         "an importable module, e.g. kafka_mc.properties.anchors:leader_candidate_completeness), of a "
          "state or of (state, action, next_state), that returns False or fails an assert where it does not "
          "hold (a function made a test with kafka_mc's @always works too; one made with @sometimes is a "
          "witness, reached where it holds). Repeatable. The python and spark engines run it as written; the "
          "kernel, gpu, z3 and --write-tla lower it (docs: Write your own property).")]
+
+
+def property_namespace(source: str, spec: str) -> dict:
+    """The namespace of `--property`'s FILE: a Python file, run guarded, or else a module name, imported
+    (a module of kafka-mc's, `kafka_mc.properties.anchors`, or one found from the working directory);
+    a bad-spec exit when it is neither, or raises anything at import."""
+    if Path(source).is_file():
+        return run_user_file(Path(source), f"--property {spec}")
+    if source.endswith(".py") or not all(part.isidentifier() for part in source.split(".")):
+        raise Exit(exitcodes.BAD_SPEC, f"--property {spec}: no such file: {source}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        return vars(importlib.import_module(source))
+    except ModuleNotFoundError as error:
+        if error.name is not None and source.startswith(error.name):
+            raise Exit(exitcodes.BAD_SPEC, f"--property {spec}: no such file or module: {source}") from None
+        raise Exit(exitcodes.BAD_SPEC, f"--property {spec}: raised {raised(error)} at import") from None
+    except BaseException as error:  # a user's code: SystemExit and KeyboardInterrupt at import too
+        raise Exit(exitcodes.BAD_SPEC, f"--property {spec}: raised {raised(error)} at import") from None
 
 
 def load_properties(specs: Optional[list[str]]) -> tuple[Property, ...]:
@@ -322,9 +343,7 @@ def load_properties(specs: Optional[list[str]]) -> tuple[Property, ...]:
         if not file or not name.isidentifier():
             raise Exit(exitcodes.BAD_INPUT, f"--property {spec!r}: give FILE:NAME, e.g. props.py:leader_has_all")
         if file not in modules:
-            if not Path(file).is_file():
-                raise Exit(exitcodes.BAD_SPEC, f"--property {spec}: no such file: {file}")
-            modules[file] = run_user_file(Path(file), f"--property {spec}")
+            modules[file] = property_namespace(file, spec)
         namespace = modules[file]
         if name not in namespace:
             found = sorted(key for key, value in namespace.items() if callable(value) and not key.startswith("_"))

@@ -1,0 +1,74 @@
+"""Vanlightly's KIP-966 invariants that kafka-mc's own do not state (`properties/anchors.py`): what
+they find under `kip-966` and `kafka-15583`, the same on the engines that lower them, and on the
+command line as `--property MODULE:NAME`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kafka_mc import exitcodes
+from kafka_mc.checker import check
+from kafka_mc.checker.kernel import kernel_check
+from kafka_mc.checker.symbolic.bmc import bounded_check
+from kafka_mc.cli import main
+from kafka_mc.model import Config
+from kafka_mc.properties.anchors import ANCHOR_PROPERTIES
+
+CANDIDATES, GLOBALLY = ANCHOR_PROPERTIES
+UNFLUSHED = dict(min_isr=2, flush=False)
+
+
+def lengths(result) -> dict[str, int]:
+    return {violation.invariant: len(violation.trace) for violation in result.violations}
+
+
+def test_kip_966_keeps_every_leader_candidate_complete_where_kafka_15583_does_not():
+    """The last replica standing (kafka-15583, Kafka 3.7) comes back from an unclean shutdown without
+    a committed record and is still in the ISR; under KIP-966 it leaves the ISR. The python engine, the
+    kernel and Z3 agree."""
+    holds, breaks = Config("kip-966", 2, 2, 1, 1, **UNFLUSHED), Config("kafka-15583", 2, 2, 1, 1, **UNFLUSHED)
+    for engine in (check, kernel_check):
+        assert lengths(engine(holds, (CANDIDATES,), keep_going=True)) == {}
+        assert lengths(engine(breaks, (CANDIDATES,), keep_going=True)) == {"LeaderCandidateCompleteness": 9}
+    assert lengths(bounded_check(breaks, 9, (CANDIDATES,))) == {"LeaderCandidateCompleteness": 9}
+
+
+def test_kip_966_tolerates_one_lossy_shutdown_below_min_insync_replicas_but_not_two():
+    """With 3 replicas and min.insync.replicas 2, one unclean shutdown loses no acknowledged write
+    anywhere; two do (the write acknowledged by A and B, both losing it unflushed), as Vanlightly's
+    comment on `NoCommittedRecordLostGlobally` says they will."""
+    one = kernel_check(Config("kip-966", 3, 1, 1, 2, **UNFLUSHED), ANCHOR_PROPERTIES, keep_going=True, symmetry=True)
+    assert one.complete and lengths(one) == {}
+    two = check(Config("kip-966", 3, 1, 2, 2, **UNFLUSHED), (GLOBALLY,))
+    assert lengths(two) == {"NoCommittedRecordLostGlobally": 7}
+    assert [str(action) for action in two.violations[0].trace.actions] == [
+        "ProducerWrite(A)", "LeaderHandleFetchRequest(B)", "FollowerHandleFetchResponse(B)",
+        "LeaderHandleFetchRequest(B)", "LeaderShrinkIsr(C)", "ReplicaCrash(A)", "ReplicaCrash(B)"]
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_property_is_named_by_module_on_the_command_line(capsys):
+    spec = "kafka_mc.properties.anchors:leader_candidate_completeness"
+    config = ("--protocol", "kafka-15583", "--replicas", "2", "--messages", "2", "--crashes", "1", "--elections", "1",
+              "--min-isr", "2", "--no-flush", "--quiet", "--format", "json")
+    code, out, _ = run_cli(capsys, "check", *config, "--property", spec)
+    assert code == exitcodes.VIOLATION
+    assert {v["invariant"]: v["length"] for v in json.loads(out)["violations"]} == \
+        {"leader_candidate_completeness": 9}
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("kafka_mc.properties.nowhere:x", "no such file or module: kafka_mc.properties.nowhere"),
+    ("kafka_mc.properties.anchors:nope", "kafka_mc.properties.anchors has no nope"),
+    ("not/a/module:x", "no such file: not/a/module"),
+])
+def test_a_bad_module_or_name_is_refused_by_name(capsys, spec, message):
+    code, _, err = run_cli(capsys, "check", "--property", spec)
+    assert code == exitcodes.BAD_SPEC and message in err and "Traceback" not in err, err
