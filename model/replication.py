@@ -119,6 +119,12 @@ def _put(values: tuple, index: int, value) -> tuple:
     return values[:index] + (value,) + values[index + 1 :]
 
 
+def dropped_proposal(controller: Controller) -> Controller:
+    """The controller with no AlterPartition in flight: a new partition epoch (an ISR change, a leader
+    lost) or the controller's refusal drops it."""
+    return controller._replace(proposal=0, reregistered=0)
+
+
 class ReplicationModel:
     """The transition system for one configuration: initial states and enabled actions."""
 
@@ -353,7 +359,7 @@ class ReplicationModel:
                 elr = 0
             else:
                 elr = (elr | controller.isr) & ~isr & ~unclean
-        return controller._replace(isr=isr, elr=elr, proposal=0, reregistered=0)
+        return dropped_proposal(controller._replace(isr=isr, elr=elr))
 
     def _appended(self, replica: Replica, records: tuple[Record, ...]) -> Replica:
         """The replica with `records` at the end of its log, in the page cache unless flushed."""
@@ -438,7 +444,7 @@ class ReplicationModel:
         refused = ((self.protocol.joins_live_members_only and status in (OFFLINE, EXPIRED))
                    or (self.protocol.checks_broker_epochs and controller.reregistered >> index & 1))
         if refused:
-            return state._replace(controller=controller._replace(proposal=0, reregistered=0))
+            return state._replace(controller=dropped_proposal(controller))  # INELIGIBLE_REPLICA
         return self._with_isr(state, controller.isr | 1 << index)
 
     def _record_fetch(self, state: State, leader_index: int, index: int, offset: int, delay: bool = False) -> State:
@@ -594,7 +600,7 @@ class ReplicationModel:
         controller = state.controller
         if controller.leader == index:
             # a new partition epoch: an AlterPartition in flight is dropped
-            state = state._replace(controller=controller._replace(leader=NO_LEADER, proposal=0, reregistered=0))
+            state = state._replace(controller=dropped_proposal(controller._replace(leader=NO_LEADER)))
         remaining = controller.isr & ~(1 << index)
         if controller.isr >> index & 1 and (remaining or self.protocol.eligible_leaders):
             # with eligible leader replicas the ISR may become empty (`PartitionChangeBuilder.build`)

@@ -356,6 +356,13 @@ def advance_hw(cfg, t, index):
 
 
 @inlined
+def drop_proposal(t):
+    """`replication.dropped_proposal`: no AlterPartition in flight."""
+    t[PROPOSAL] = 0
+    t[REREGISTERED] = 0
+
+
+@inlined
 def isr_change(cfg, t, isr, unclean):
     """`ReplicationModel._isr_change`: the controller's ISR becomes `isr`; with eligible leader replicas
     (KIP-966) the ELR empties at min.insync.replicas members or more, else takes the old ISR's members
@@ -366,8 +373,7 @@ def isr_change(cfg, t, isr, unclean):
         else:
             t[ELR] = (t[ELR] | t[ISR]) & ~isr & ~unclean
     t[ISR] = isr
-    t[PROPOSAL] = 0  # a new partition epoch drops an AlterPartition in flight
-    t[REREGISTERED] = 0
+    drop_proposal(t)  # a new partition epoch
 
 
 @inlined
@@ -431,8 +437,7 @@ def controller_handle_alter_partition(cfg, s, t, i):
     copy_state(s, t)
     if (cfg[C_ISR_UPDATES] >= ISR_LIVE_MEMBERS and (status == OFFLINE or status == EXPIRED)) \
             or (cfg[C_ISR_UPDATES] == ISR_BROKER_EPOCHS and s[REREGISTERED] >> i & 1):
-        t[PROPOSAL] = 0  # INELIGIBLE_REPLICA
-        t[REREGISTERED] = 0
+        drop_proposal(t)  # INELIGIBLE_REPLICA
         return True
     with_isr(cfg, t, s[ISR] | 1 << i, 0)
     return True
@@ -621,8 +626,7 @@ def controller_notice_failure(cfg, s, t, i):
             t[i * REPLICA_WIDTH + STALE_ISR] = s[ISR]
     if s[LEADER] == i:
         t[LEADER] = NO_LEADER
-        t[PROPOSAL] = 0  # a new partition epoch drops an AlterPartition in flight
-        t[REREGISTERED] = 0
+        drop_proposal(t)  # a new partition epoch
     remaining = s[ISR] & ~(1 << i)
     if s[ISR] >> i & 1 and (remaining or cfg[C_ELIGIBLE_LEADERS]):
         with_isr(cfg, t, remaining, 0)  # with eligible leader replicas the ISR may become empty (KIP-966)
