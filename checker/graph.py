@@ -1,10 +1,13 @@
 """The reachable state graph of a small configuration, its DOT dump and a recoverability check.
 
 Recoverability is the branching-time property AG EF LiveReplicasAgree: from every
-reachable state some reachable state has a live leader and every live replica's log
-agreeing with it below the replica's HW. Under `hw`, Case D breaks it: A keeps m2
-below its HW and can never fetch m3. The control-plane models use the same graph and check
-with their own goal (`system_graph`, `check_goal`).
+reachable state some reachable state has every two live replicas' logs agreeing below the
+lower of their HWs. Under `hw`, Case D breaks it: A keeps m2 below its HW and can never fetch
+m3. Beside it, AG EF LeaderAgain: from every reachable state some reachable state has a live
+leader, or the elections bound is spent (a bounded liveness check: the partition never stays
+without a leader it could still elect). Under `kip-966` two unclean shutdowns break it: both
+replicas leave the ISR and the ELR, and no clean election may take either. The control-plane
+models use the same graph and check with their own goal (`system_graph`, `check_goal`).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import networkx as nx
 
 from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.model import Config, ReplicationModel, fingerprint
-from kafka_mc.properties.recovery import RECOVERABILITY, live_replicas_agree
+from kafka_mc.properties.recovery import LEADER_AGAIN, RECOVERABILITY, live_leader, live_replicas_agree
 
 from .result import Trace
 
@@ -82,6 +85,13 @@ class Recoverability:
 
 def check_recoverability(config: Config, graph: nx.DiGraph) -> Recoverability:
     return _recoverability(RECOVERABILITY, graph, live_replicas_agree,
+                           lambda initial, actions: Trace(ReplicationSystem(config), initial, actions))
+
+
+def check_leader_again(config: Config, graph: nx.DiGraph) -> Recoverability:
+    """AG EF (a live leader, or the elections bound spent) on the replication model's graph."""
+    model = ReplicationModel(config)
+    return _recoverability(LEADER_AGAIN, graph, lambda state: live_leader(state) or model.elections_spent(state),
                            lambda initial, actions: Trace(ReplicationSystem(config), initial, actions))
 
 

@@ -35,10 +35,11 @@ def invariant_verdicts(result: CheckResult, invariants: tuple[str, ...] | None =
     return {name: f"violated ({lengths[name]} steps)" if name in lengths else unknown for name in names}
 
 
-def result_text(result: CheckResult, recoverability: Recoverability | None = None,
+def result_text(result: CheckResult, goals: tuple[Recoverability, ...] = (),
                 invariants: tuple[str, ...] | None = None, coverage: bool = False) -> str:
-    """The summary of a run: what was explored, each property's verdict, and (`coverage`) each
-    action's coverage; an action a complete run never found enabled is always named."""
+    """The summary of a run: what was explored, each property's verdict, each AG EF `goal` decided on
+    the state graph, and (`coverage`) each action's coverage; an action a complete run never found
+    enabled is always named."""
     stats = result.stats
     lines = [f"Checked {config_text(result.config)} with the {result.engine} engine."]
     if result.bounded_to is not None:
@@ -62,13 +63,12 @@ def result_text(result: CheckResult, recoverability: Recoverability | None = Non
     rows = [(name, verdict) for name, verdict in invariant_verdicts(result, invariants).items()]
     rows += [(name, "reached" if reached else ("NOT REACHED" if result.complete else "not reached so far"))
              for name, reached in result.witnesses.items()]
-    if recoverability is not None:
-        verdict = ("holds" if recoverability.holds else
-                   f"violated: {recoverability.unrecoverable:,} states can never recover")
-        rows.append((f"{recoverability.property} (recoverability)", verdict))
+    for goal in goals:
+        verdict = "holds" if goal.holds else f"violated: {goal.unrecoverable:,} states can never recover"
+        rows.append((f"{goal.property} (recoverability)", verdict))
     lines += ["", tabulate(rows, headers=("property", "verdict"))]
-    if recoverability is not None:
-        lines.append(f"Recoverability is decided on the whole state graph ({recoverability.states:,} states), "
+    if goals:
+        lines.append(f"Recoverability is decided on the whole state graph ({goals[0].states:,} states), "
                      "built apart from the run above, whatever it explored.")
     if coverage:
         lines += ["", coverage_text(result)]

@@ -15,7 +15,7 @@ from tabulate import tabulate
 from kafka_mc import cli_spark, exitcodes
 from kafka_mc.checker import Budget, CheckResult, ReplayError, check
 from kafka_mc.checker.article import compare as compare_with_article
-from kafka_mc.checker.graph import GraphTooLarge, check_recoverability, state_graph
+from kafka_mc.checker.graph import GraphTooLarge, check_leader_again, check_recoverability, state_graph
 from kafka_mc.checker.matrix import Axes, run_matrix, run_matrix_on_spark
 from kafka_mc.checker.scenario import ScenarioError, load_scenario, replay as replay_scenario
 from kafka_mc.checker.symbolic.bmc import EncodingMismatch, bounded_check
@@ -158,7 +158,8 @@ def check_command(
     max_seconds: Optional[str] = typer.Option(None, metavar="SECONDS", help="Stop after this many seconds (run incomplete)."),
     dump_dot: Optional[Path] = typer.Option(None, "--dump-dot", help="Write the state graph in TLC's DOT layout."),
     recoverability: bool = typer.Option(False, "--recoverability",
-                                        help="Check that every reachable state can reach agreement again."),
+                                        help="Check that every reachable state can reach agreement again, and a "
+                                             "live leader unless the elections bound is spent."),
     write_tla: Optional[Path] = typer.Option(None, "--write-tla", metavar="DIR",
                                              help="Also write the TLA+ twin and its TLC .cfg for this configuration."),
     explore_after: bool = typer.Option(False, "--explore",
@@ -235,7 +236,7 @@ def check_command(
         result = _bounded_check(searched, depth, keep_going, budget.max_seconds, quiet,
                                 chosen if user_properties and not epoch_bumps else None)
         written = write_violation_reports(result, out) if out else []
-        print_result(result, None, output_format, written)
+        print_result(result, (), output_format, written)
         raise typer.Exit(verdict_code(result))
     if engine is Engine.spark:
         cli_spark.run_spark(config, chosen, keep_going=keep_going, symmetry=symmetry, budget=budget, quiet=quiet,
@@ -266,7 +267,7 @@ def check_command(
                                        "any Python (--engine python)") from None
     finally:
         reporter.close()
-    recovery = None
+    goals: tuple = ()
     if dump_dot is not None or recoverability:
         try:
             graph = state_graph(config)
@@ -275,12 +276,12 @@ def check_command(
         if dump_dot is not None:
             print(f"wrote {write_files(dump_dot.parent, {dump_dot.name: dot_text(graph)})[0]}", file=sys.stderr)
         if recoverability:
-            recovery = check_recoverability(config, graph)
+            goals = (check_recoverability(config, graph), check_leader_again(config, graph))
     written = write_violation_reports(result, out) if out else []
-    print_result(result, recovery, output_format, written, coverage=coverage,
+    print_result(result, goals, output_format, written, coverage=coverage,
                  model=EpochBumpSystem.name if epoch_bumps else ReplicationSystem.name)
     code = verdict_code(result)
-    if code == exitcodes.OK and recovery is not None and not recovery.holds:
+    if code == exitcodes.OK and not all(goal.holds for goal in goals):
         code = exitcodes.VIOLATION
     if explore_after:
         _explore(result)

@@ -187,30 +187,34 @@ def shared_traces(result: CheckResult) -> list[tuple[Trace, tuple[str, ...]]]:
     return [(trace, tuple(names)) for trace, names in grouped.items()]
 
 
-def print_result(result: CheckResult, goal, output_format: OutputFormat, written: list[Path],
+def print_result(result: CheckResult, goals: tuple, output_format: OutputFormat, written: list[Path],
                  model: str = "replication", invariants: tuple[str, ...] | None = None,
                  coverage: bool = False) -> None:
     """A run of the model named `model` on stdout: TLC-style traces (a trace that violates several
     invariants printed once) and the summary (with each action's `coverage` if asked), or one JSON
-    object; `goal`, the AG EF verdict (`checker.graph.check_goal`) if it was decided."""
+    object; `goals`, the AG EF verdicts decided (`checker.graph.check_goal`, `check_recoverability`,
+    `check_leader_again`)."""
     if output_format is OutputFormat.json:
         view = result_view(result, model)
-        if goal is not None:
-            view["goal"] = {"property": goal.property, "holds": goal.holds, "unrecoverable_states": goal.unrecoverable,
-                            "example": [str(a) for a in goal.example.actions] if goal.example else None}
+        if goals:
+            view["goals"] = [{"property": goal.property, "holds": goal.holds,
+                              "unrecoverable_states": goal.unrecoverable,
+                              "example": [str(a) for a in goal.example.actions] if goal.example else None}
+                             for goal in goals]
         view["reports"] = [str(path) for path in written]
         print(json.dumps(view, indent=2))
         return
     for trace, names in shared_traces(result):
         print(trace_text(trace, names))
         print()
-    if goal is not None and goal.example is not None:
-        print(f"{goal.property} can never be reached again from the last state of this trace:")
-        print(trace_text(goal.example, None))
-        print()
+    for goal in goals:
+        if goal.example is not None:
+            print(f"{goal.property} can never be reached again from the last state of this trace:")
+            print(trace_text(goal.example, None))
+            print()
     if model != "replication":
         print(f"The {model} model.")
-    print(result_text(result, goal, invariants, coverage))
+    print(result_text(result, goals, invariants, coverage))
     for path in written:
         print(f"wrote {path}")
 

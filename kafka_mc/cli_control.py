@@ -143,11 +143,11 @@ def run_system(system, *, keep_going: bool, budget, goal: bool, quiet: bool, as_
         result = (search or check)(system, keep_going=keep_going, budget=budget, progress=reporter)
     finally:
         reporter.close()
-    recovery = _check_goal(system) if goal else None
+    goals = (_check_goal(system),) if goal else ()
     written = write_violation_reports(result, out) if out else []
-    _print(system, result, recovery, as_json, written)
+    _print(system, result, goals, as_json, written)
     code = verdict_code(result)
-    if code == exitcodes.OK and recovery is not None and not recovery.holds:
+    if code == exitcodes.OK and not all(decided.holds for decided in goals):
         code = exitcodes.VIOLATION
     raise typer.Exit(code)
 
@@ -165,7 +165,7 @@ def _simulate(system, runs, depth, seed, keep_going, max_seconds, quiet, as_json
     if as_json:
         print(json.dumps(simulation_view(result, written, result_view(result, system.name)), indent=2))
     else:
-        _print(system, result, None, False, written)
+        _print(system, result, (), False, written)
         print(simulation_text(result))
     raise typer.Exit(simulation_code(result))
 
@@ -181,7 +181,7 @@ def _bounded(system, model: str, depth: Optional[str], keep_going: bool, max_sec
     if bound < 0:
         raise Exit(exitcodes.BAD_INPUT, f"--depth must be 0 or more, not {depth}")
     result = bounded_check(system, bound, keep_going=keep_going, max_seconds=max_seconds)
-    _print(system, result, None, as_json, write_violation_reports(result, out) if out else [])
+    _print(system, result, (), as_json, write_violation_reports(result, out) if out else [])
     raise typer.Exit(verdict_code(result))
 
 
@@ -198,6 +198,6 @@ def _check_goal(system):
             from None
 
 
-def _print(system, result, goal, as_json: bool, written: list[Path]) -> None:
-    print_result(result, goal, OutputFormat.json if as_json else OutputFormat.text, written, system.name,
+def _print(system, result, goals: tuple, as_json: bool, written: list[Path]) -> None:
+    print_result(result, goals, OutputFormat.json if as_json else OutputFormat.text, written, system.name,
                  tuple(p.name for p in system.properties if p.kind == ALWAYS))

@@ -168,7 +168,7 @@ def simulate_command(
     if formats[output_format] is OutputFormat.json:
         print(json.dumps(simulation_view(result, written), indent=2))
     else:
-        print_result(result, None, OutputFormat.text, written)
+        print_result(result, (), OutputFormat.text, written)
         print(simulation_text(result))
     raise typer.Exit(simulation_code(result))
 

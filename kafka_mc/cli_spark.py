@@ -110,5 +110,5 @@ def run_spark(config: Config, properties: tuple[Property, ...], *, keep_going: b
                     resumed_from_depth=run.resumed_from_depth, reports=[str(path) for path in written])
         print(json.dumps(view, indent=2))
     else:
-        print_result(result, None, output_format, written)
+        print_result(result, (), output_format, written)
     raise typer.Exit(verdict_code(result))

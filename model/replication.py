@@ -333,6 +333,10 @@ class ReplicationModel:
         """How many elections the controller has held: every epoch after the first, but bumps."""
         return controller.epoch - bin(controller.bumped).count("1")
 
+    def elections_spent(self, state: State) -> bool:
+        """The controller has held as many elections as the bound allows (`Config.elections`)."""
+        return self._elections(state.controller) >= self.config.elections
+
     def _history_with(self, history: tuple[tuple[int, int], ...], log: tuple[Record, ...], hw: int) -> tuple:
         """`history` with every (offset, msg) below `hw` in `log` added; the same tuple when none
         is new. Memoized: few histories and logs recur across millions of states."""
@@ -614,7 +618,7 @@ class ReplicationModel:
         the leader."""
         controller = state.controller
         candidate = state.replicas[index]
-        if controller.leader != NO_LEADER or self._elections(controller) >= self.config.elections:
+        if controller.leader != NO_LEADER or self.elections_spent(state):
             return None
         if candidate.status != UP or state.zk_cut >> index & 1:
             return None

@@ -18,3 +18,13 @@ def live_replicas_agree(state: State) -> bool:
 
 
 GOAL = Goal(RECOVERABILITY, RECOVERABILITY_SOURCE, live_replicas_agree)
+
+LEADER_AGAIN = "LeaderAgain"
+LEADER_AGAIN_SOURCE = ("KIP-966 (a partition whose ISR and ELR are empty stays offline until an unclean election); "
+                       "Vanlightly's kip-966 liveness properties")
+
+
+def live_leader(state: State) -> bool:
+    """The controller's leader is live and acts as leader."""
+    leader = state.leader
+    return leader is not None and leader.acts_as_leader

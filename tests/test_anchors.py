@@ -1,6 +1,7 @@
 """Vanlightly's KIP-966 invariants that kafka-mc's own do not state (`properties/anchors.py`): what
 they find under `kip-966` and `kafka-15583`, the same on the engines that lower them, and on the
-command line as `--property MODULE:NAME`."""
+command line as `--property MODULE:NAME`; and the liveness his specification asks for, a partition
+that gets a leader again (`checker.graph.check_leader_again`, `--recoverability`)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import pytest
 
 from kafka_mc import exitcodes
 from kafka_mc.checker import check
+from kafka_mc.checker.graph import check_leader_again, state_graph
 from kafka_mc.checker.kernel import kernel_check
 from kafka_mc.checker.symbolic.bmc import bounded_check
 from kafka_mc.cli import main
-from kafka_mc.model import Config
+from kafka_mc.model import Config, ReplicationModel
 from kafka_mc.properties.anchors import ANCHOR_PROPERTIES
 
 CANDIDATES, GLOBALLY = ANCHOR_PROPERTIES
@@ -72,3 +74,30 @@ def test_a_property_is_named_by_module_on_the_command_line(capsys):
 def test_a_bad_module_or_name_is_refused_by_name(capsys, spec, message):
     code, _, err = run_cli(capsys, "check", "--property", spec)
     assert code == exitcodes.BAD_SPEC and message in err and "Traceback" not in err, err
+
+
+def test_under_kip_966_two_crashes_leave_a_partition_without_a_leader_for_good():
+    """KIP-966's price: with unclean leader election off (and its unclean recovery, off by default, not
+    modelled), the two replicas crash, each restart is an unclean shutdown that takes it out of the ELR,
+    and no clean election may take either, although elections are left. Before KIP-966 (`kafka-15583`)
+    the last ISR member is elected again; with unclean leader election on, any live replica is."""
+    config = Config("kip-966", 2, 1, 2, 2, min_isr=2)
+    stuck = check_leader_again(config, state_graph(config))
+    assert not stuck.holds and [str(action) for action in stuck.example.actions] == ["ReplicaCrash(A)",
+                                                                                    "ReplicaCrash(B)"]
+    last = stuck.example.states()[-1]
+    assert not ReplicationModel(config).elections_spent(last)  # not the bound: elections are left
+    for holds in (Config("kafka-15583", 2, 1, 2, 2, min_isr=2),
+                  Config("kip-966", 2, 1, 2, 2, min_isr=2, unclean=True)):
+        assert check_leader_again(holds, state_graph(holds)).holds, holds
+
+
+def test_recoverability_on_the_command_line_decides_both_goals(capsys):
+    config = ("--protocol", "kip-966", "--replicas", "2", "--messages", "1", "--crashes", "2", "--elections", "2",
+              "--min-isr", "2", "--recoverability", "--quiet")
+    code, out, _ = run_cli(capsys, "check", *config, "--format", "json")
+    goals = {goal["property"]: goal for goal in json.loads(out)["goals"]}
+    assert code == exitcodes.VIOLATION and goals["LiveReplicasAgree"]["holds"] and not goals["LeaderAgain"]["holds"]
+    assert goals["LeaderAgain"]["example"] == ["ReplicaCrash(A)", "ReplicaCrash(B)"]
+    code, out, _ = run_cli(capsys, "check", *config)
+    assert code == exitcodes.VIOLATION and "LeaderAgain (recoverability)" in out

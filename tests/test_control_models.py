@@ -234,7 +234,7 @@ def test_cli_json_has_the_model_verdicts_and_goal(capsys):
     assert view["model"] == "rebalance" and view["config"]["imbalance_percentage"] == 50
     assert [v["invariant"] for v in view["violations"]] == ["PreferredLeadersRestored"]
     assert view["violations"][0]["trace"][0]["action"] == "Init"
-    assert view["goal"]["property"] == "PreferredLeadersCanReturn" and view["goal"]["holds"] is False
+    assert view["goals"][0]["property"] == "PreferredLeadersCanReturn" and view["goals"][0]["holds"] is False
 
 
 def test_cli_goal_failure_alone_exits_12(capsys):
@@ -437,7 +437,7 @@ def test_cli_check_with_controller_failures(capsys, tmp_path):
     code, out, _ = run(capsys, "check", "--controller-failures", "1", "--protocol", "leader-epoch", "--messages", "1",
                        "--recoverability", "--format", "json", "--quiet")
     view = json.loads(out)
-    assert code == exitcodes.OK and view["config"]["controller_failures"] == 1 and view["goal"]["holds"]
+    assert code == exitcodes.OK and view["config"]["controller_failures"] == 1 and view["goals"][0]["holds"]
 
 
 @pytest.mark.parametrize("argv, message", [
