@@ -117,7 +117,7 @@ SPARK_SEARCH_FLAGS = frozenset({"--spark-master", "--spark-partitions"})  # with
 EPOCH_BUMP_FLAGS = frozenset({"--max-states", "--property", "--coverage", "--write-tla"})
 KERNEL_EPOCH_BUMP_FLAGS = frozenset({"--symmetry", "--workers"})  # the kernel's symmetry and threads
 Z3_EPOCH_BUMP_FLAGS = frozenset({"--depth"})
-NO_EPOCH_BUMPS = (Engine.spark, Engine.gpu)
+NO_EPOCH_BUMPS = (Engine.spark,)
 DEFAULT_DEPTH = 10
 
 
@@ -211,8 +211,8 @@ def check_command(
         takes = EPOCH_BUMP_FLAGS | {Engine.kernel: KERNEL_EPOCH_BUMP_FLAGS, Engine.z3: Z3_EPOCH_BUMP_FLAGS}.get(engine, set())
         refuse_unusable("--epoch-bumps", takes, {**{f"--engine {e.value}": engine is e for e in NO_EPOCH_BUMPS},
                                                  "--controller-failures": bool(failures), **given},
-                        why=" (the GPU and Spark engines, the state graph and the python engine's workers and "
-                            "symmetry do not model the epoch bump)")
+                        why=" (the Spark engine, the state graph and the python engine's workers and symmetry "
+                            "do not model the epoch bump)")
     if failures:
         takes = FAILOVER_FLAGS | (SPARK_SEARCH_FLAGS if engine is Engine.spark else set())
         refuse_unusable("--controller-failures", takes, {"--engine z3": engine is Engine.z3, **given},

@@ -219,7 +219,7 @@ def test_check_epoch_bumps_on_the_command_line(capsys):
     lengths = [{v["invariant"]: v["length"] for v in json.loads(run_cli(capsys, *small, *engine)[1])["violations"]}
                for engine in (("--engine", "python"), ("--engine", "z3", "--depth", "10"))]
     assert lengths[0] == lengths[1] != {}
-    for refused, named in ((("--engine", "gpu"), "--engine gpu"), (("--engine", "spark"), "--engine spark"),
+    for refused, named in ((("--engine", "spark"), "--engine spark"),
                            (("--engine", "python", "--workers", "2"), "--workers"),
                            (("--crashes", "5", "--elections", "5"), "--crashes"),
                            (("--recoverability",), "--recoverability")):

@@ -22,6 +22,7 @@ from kafka_mc.checker.gpu import GpuUnavailable, gpu_check
 from kafka_mc.checker.kernel import kernel_check
 from kafka_mc.cli import main
 from kafka_mc.control import ControllerConfig, ControllerModel
+from kafka_mc.control.epoch_bumps import EpochBumpSystem
 from kafka_mc.model import Config
 from kafka_mc.properties import ALWAYS, PROPERTIES, Property
 from kafka_mc.properties.lowering import NotLowered
@@ -52,6 +53,8 @@ RUNS = {
                                                  "keep_going": True}, {}),
     "users' properties, a level a few states at a time": (Config("hw", replicas=2, messages=1, crashes=1, elections=1),
                                                           {"properties": USERS}, {"chunk": 7}),
+    "hw with the controller's epoch bumps": (EpochBumpSystem(Config("hw", replicas=2, messages=1, crashes=2,
+                                                                    elections=1)), {"keep_going": True}, {}),
 }
 CHILD = """
 import pickle, sys

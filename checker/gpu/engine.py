@@ -49,14 +49,16 @@ import numba
 import numpy as np
 from numba import cuda
 
+from kafka_mc.control.epoch_bumps import EpochBumpSystem
 from kafka_mc.control.replication import ReplicationSystem, model_of
 from kafka_mc.model import Config, ReplicationModel
+from kafka_mc.model.epoch_bumps import EpochBumpModel
 from kafka_mc.model.interface import Model
 from kafka_mc.properties import PROPERTIES, Property
 from kafka_mc.properties.lowering import NotLowered
 
 from ..bfs import Budget, Progress, search_result
-from ..kernel.engine import collision_probability, explore_levels, path_trace, shipped, slot_coverage
+from ..kernel.engine import collision_probability, explore_levels, lowering_config, path_trace, shipped, slot_coverage
 from ..kernel.explore import fingerprint, pack_represented, unpack
 from ..kernel.invariants import FOLLOWER_TRUNCATED, PROPERTY_NAMES, state_flags
 from ..kernel.layout import WIDTH, encode, packing, settings
@@ -174,13 +176,13 @@ class GpuSearch:
     `programs`: the users' properties among `properties`, lowered already (lowered here when None)."""
 
     def __init__(self, config: Config, properties: Iterable[Property], chunk: int | None = None,
-                 programs: list[Program] | None = None):
+                 programs: list[Program] | None = None, bumps: bool = False):
         properties = tuple(properties)
-        self.model = ReplicationModel(config)
-        self.cfg = settings(config)
+        self.model = EpochBumpModel(config) if bumps else ReplicationModel(config)
+        self.cfg = settings(config, bumps)
         self.slot_codes = slot_codes(self.model.action_names, config.replicas)
         self.slot_count = len(self.slot_codes)
-        self.layout = layout = packing(config)
+        self.layout = layout = packing(config, bumps)
         self.words = words = layout.word_count
         if words > MAX_WORDS or len(self.cfg) != SETTINGS or self.slot_count > MAX_SLOTS:
             raise ValueError(f"the GPU engine's kernels hold {MAX_WORDS} packed words, {SETTINGS} settings and "
@@ -191,7 +193,7 @@ class GpuSearch:
         wanted = {p.name for p in properties if shipped(p)}
         users = [p for p in properties if not shipped(p)]
         self.user = UserChecks(self.model, users, self.slot_count,
-                               gpu_programs(users, config) if programs is None else programs)
+                               gpu_programs(users, lowering_config(config, bumps)) if programs is None else programs)
         self.looking = sum(1 << index for index, name in enumerate(PROPERTY_NAMES) if name in wanted)
         self.found_nodes = np.full(len(PROPERTY_NAMES), NOT_FOUND, dtype=np.int64)
         self.found_slots = np.full(len(PROPERTY_NAMES), NOT_FOUND, dtype=np.int64)
@@ -410,13 +412,14 @@ def gpu_check(
     """`checker.kernel.kernel_check` on a GPU: the same counts, verdicts and traces. `chunk`: the
     frontier states a kernel launch expands (default: as many as about 1 GiB of candidates hold);
     any value gives the same result. A user's property runs lowered, as the kernel runs it
-    (`gpu_programs`: one that does not lower, or too long, is refused by name). Refused by name too:
-    another model than the replication model, `symmetry`, `workers` other than 1, and no GPU
-    (`GpuUnavailable`)."""
+    (`gpu_programs`: one that does not lower, or too long, is refused by name). It runs the replication
+    model, or with the controller's epoch bumps (`control.epoch_bumps`), as the kernel does. Refused by
+    name: another model, `symmetry`, `workers` other than 1, and no GPU (`GpuUnavailable`)."""
     model = model_of(model_or_config, properties)
-    if model.name != ReplicationSystem.name:
+    if model.name not in (ReplicationSystem.name, EpochBumpSystem.name):
         raise ValueError(f"the GPU engine encodes the replication model only, not the {model.name} model; "
                          "check it with checker.bfs.check or checker.spark.spark_check")
+    bumps = model.name == EpochBumpSystem.name
     config: Config = model.config
     properties = tuple(model.properties)
     if symmetry:
@@ -426,12 +429,12 @@ def gpu_check(
                          "workers")
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
         raise ValueError(f"chunk must be a positive integer, not {chunk!r}")
-    programs = gpu_programs(properties, config)  # refused before compiling
+    programs = gpu_programs(properties, lowering_config(config, bumps))  # refused before compiling
     require_gpu()
-    settings(config)  # a protocol choice the kernel lacks is refused (UnencodedChoice) before compiling
+    settings(config, bumps)  # a protocol choice the kernel lacks is refused (UnencodedChoice) before compiling
     compile_seconds = compile_gpu()
     started = time.perf_counter()
-    search = GpuSearch(config, properties, chunk, programs)
+    search = GpuSearch(config, properties, chunk, programs, bumps)
     depth, stopped_because = explore_levels(search, properties, keep_going, budget, progress, started)
     traces = search.found()
     seconds = time.perf_counter() - started

@@ -95,7 +95,7 @@ class _Search:
         wanted = {p.name for p in properties if shipped(p)}
         users = [p for p in properties if not shipped(p)]
         self.user = UserChecks(self.model, users, len(self.slot_codes),
-                               [lowered_program(p, _lowering_config(config, bumps)) for p in users]
+                               [lowered_program(p, lowering_config(config, bumps)) for p in users]
                                if programs is None else programs)
         self.looking = sum(1 << index for index, name in enumerate(PROPERTY_NAMES) if name in wanted)
         self.found_nodes = np.full(len(PROPERTY_NAMES), NOT_FOUND, dtype=np.int64)
@@ -295,7 +295,7 @@ def kernel_check(
     bumps = model.name == EpochBumpSystem.name
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, not {workers!r}")
-    programs = [lowered_program(p, _lowering_config(config, bumps))  # refused before compiling
+    programs = [lowered_program(p, lowering_config(config, bumps))  # refused before compiling
                 for p in properties if not shipped(p)]
     compile_seconds = compile_kernel()
     # numba.config sets its NUMBA_* settings at run time, from the environment
@@ -313,7 +313,7 @@ def kernel_check(
         stopped_because, search.coverage())
 
 
-def _lowering_config(config: Config, bumps: bool) -> Config:
+def lowering_config(config: Config, bumps: bool) -> Config:
     """The configuration whose bounds a user's property is lowered within: with the controller's
     epoch bumps, epochs run further than the elections bound (`model.epoch_bumps.bounding_config`)."""
     return bounding_config(config) if bumps else config
