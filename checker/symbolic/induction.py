@@ -38,7 +38,7 @@ from kafka_mc.checker.result import Trace
 from kafka_mc.model import PROTOCOLS, Action, Config, ReplicationModel, State
 from kafka_mc.model.config import SIMULATION_COUNT_LIMIT, ConfigError
 from kafka_mc.model.interface import Property
-from kafka_mc.model.state import NO_LEADER
+from kafka_mc.model.state import FENCED, LEADER, NO_LEADER
 
 from .bmc import EncodingMismatch, Unrolling
 from ..interrupts import deferred_interrupts
@@ -371,10 +371,13 @@ def replay_config(config: Config, unbounded: frozenset[str], states: Sequence[St
 
 def encoding_exact(state: State) -> bool:
     """The state meets what the encoding assumes to be exact (`transitions.py`): every epoch
-    cache's starts rise and the ISR is not empty but while the partition has no leader, as in every
-    reachable state (an empty ISR only with eligible leader replicas, KIP-966)."""
+    cache's starts rise, the ISR is not empty but while the partition has no leader (an empty ISR
+    only with eligible leader replicas, KIP-966), and a replica in a leader's role holds its view of
+    the others' LEOs (the encoding's `has_remote`; the explicit model would write into an empty
+    one), as in every reachable state."""
     return (state.controller.isr != 0 or state.controller.leader == NO_LEADER) and all(
-        all(a[1] <= b[1] for a, b in zip(replica.epochs, replica.epochs[1:])) for replica in state.replicas)
+        all(a[1] <= b[1] for a, b in zip(replica.epochs, replica.epochs[1:]))
+        and (replica.remote_leos or replica.role not in (LEADER, FENCED)) for replica in state.replicas)
 
 
 def replay_trace(config: Config, unbounded: frozenset[str], states: tuple[State, ...], actions: tuple[Action, ...],
@@ -406,8 +409,9 @@ def replay_trace(config: Config, unbounded: frozenset[str], states: tuple[State,
         if explicit != solved:
             if not encoding_exact(before):
                 return None, ("not replayed: from this state, which no behaviour reaches (an epoch cache whose starts "
-                              "fall, or an empty ISR), the encoding's transition differs from the explicit model's "
-                              "by design (see checker/symbolic/transitions.py)")
+                              "fall, an empty ISR, or a leader without its view of the LEOs), the encoding's "
+                              "transition differs from the explicit model's by design (see "
+                              "checker/symbolic/transitions.py)")
             raise EncodingMismatch(f"from {before}, {action}: the explicit model gives "
                                    f"{'no successor (not enabled)' if explicit is None else explicit}, "
                                    f"the solver {solved}")
