@@ -84,15 +84,19 @@ class Recoverability:
 
 
 def check_recoverability(config: Config, graph: nx.DiGraph) -> Recoverability:
-    return _recoverability(RECOVERABILITY, graph, live_replicas_agree,
-                           lambda initial, actions: Trace(ReplicationSystem(config), initial, actions))
+    return _recoverability(RECOVERABILITY, graph, live_replicas_agree, _replication_trace(config))
 
 
 def check_leader_again(config: Config, graph: nx.DiGraph) -> Recoverability:
     """AG EF (a live leader, or the elections bound spent) on the replication model's graph."""
     model = ReplicationModel(config)
     return _recoverability(LEADER_AGAIN, graph, lambda state: live_leader(state) or model.elections_spent(state),
-                           lambda initial, actions: Trace(ReplicationSystem(config), initial, actions))
+                           _replication_trace(config))
+
+
+def _replication_trace(config: Config) -> Callable:
+    """`trace(initial, actions)` of the replication model's graph: a path as a trace of `config`."""
+    return lambda initial, actions: Trace(ReplicationSystem(config), initial, actions)
 
 
 def check_goal(system, graph: nx.DiGraph) -> Recoverability:
