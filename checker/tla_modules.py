@@ -57,6 +57,8 @@ OPERATORS: dict[str, dict[object, dict[str, str]]] = {
     "bounce_noticed": _flag("BounceNoticed"),
     "hw_needs_min_isr": _flag("HwNeedsMinIsr"),
     "eligible_leaders": _flag("EligibleLeaders"),
+    "isr_shrink": {protocols.SHRINK_AFTER_LAG_TIME: {"DropsCaughtUp": "TRUE"},
+                   protocols.SHRINK_BEHIND_LEO: {"DropsCaughtUp": "FALSE"}},
     # no operator: the twin has no delayed AlterPartition (`delays`, refused by `tla_twins`) and no network
     # failures, so a fetching follower is always live and every value expands the ISR at once alike
     "isr_updates": {value: {} for value in (protocols.ZOOKEEPER_WRITES, protocols.ALTER_ISR, protocols.LIVE_MEMBERS,
@@ -69,7 +71,7 @@ TLA_DIR = Path(protocols.__file__).resolve().parent / "tla"
 PARAMETERS = ("BecomeFollowerReplica", "EpochCache", "AssignEpoch", "AssignOnElection", "EpochsAfterTruncate",
               "TruncationPoint", "MayJoinIsr", "FetchDivergence", "TruncateOnFetch", "RecordsDivergingFetch",
               "EpochOnElection", "TruncateAtEnd", "DivergingResponseHw",
-              "BounceNoticed", "HwNeedsMinIsr", "EligibleLeaders")
+              "BounceNoticed", "HwNeedsMinIsr", "EligibleLeaders", "DropsCaughtUp")
 WIDTH = 77
 
 

@@ -11,9 +11,10 @@ The history, one variant per fix (`HISTORY`; `register_protocol` adds a user's o
   hw               Kafka < 0.11  truncate to the local high watermark
   leader-epoch     0.11 - 1.1    KIP-101: OffsetsForLeaderEpoch, the leader's end of the epoch
   kip-279          2.0.0         KIP-279 (KAFKA-6361): agree on the largest common epoch
-  kip-320          2.0.1, 2.1    KAFKA-7415 (a new leader caches its epoch at election; a new entry
-                                 removes those it conflicts with) and KAFKA-7128 (join the ISR only
-                                 past the leader's epoch start); KIP-320 (2.1)
+  kip-320          2.1           KAFKA-7415 (a new leader caches its epoch at election; a new entry
+                                 removes those it conflicts with), KAFKA-7128 (join the ISR only
+                                 past the leader's epoch start), KAFKA-7152 (a follower at the
+                                 leader's LEO stays in the ISR); KIP-320
   diverging-epoch  2.8.0         truncation moves into the fetch response (KAFKA-10554)
   kafka-13141      2.8.1, 3.0    a diverging fetch no longer updates the leader's view
   kafka-14704      3.4.1, 3.5    a diverging fetch response truncates before the follower takes the HW
@@ -41,6 +42,7 @@ JOIN_AT_HW, JOIN_PAST_EPOCH_START = "leader-hw", "leader-epoch-start"
 NEWER_EPOCH_ONLY, TRUNCATE_CONFLICTING = "newer-epoch-only", "truncate-conflicting"
 ZOOKEEPER_WRITES, ALTER_ISR, LIVE_MEMBERS, BROKER_EPOCHS = "zookeeper", "alter-isr", "live-members", "broker-epochs"
 FOLLOWERS_SKIP_BUMP, FOLLOWERS_TAKE_BUMP, NO_BUMP = "followers-skip", "followers-take", "none"
+SHRINK_AFTER_LAG_TIME, SHRINK_BEHIND_LEO = "lag-time", "behind-leo"
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,16 @@ CHOICES: tuple[Choice, ...] = (
                        "(a restart) is refused (`ReplicationControlManager.ineligibleReplicasForIsr`, 'broker "
                        "epoch mismatch', read at 3.5.0; KAFKA-14139)",
     }, ("LeaderHandleFetchRequest", "ControllerHandleAlterPartition")),
+    Choice("isr_shrink", {
+        SHRINK_AFTER_LAG_TIME: "the leader drops an ISR follower that has not caught up to its LEO within "
+                               "replica.lag.time.max.ms, one at its LEO that stopped fetching too (`Partition."
+                               "getOutOfSyncReplicas`: `time.milliseconds - r.lastCaughtUpTimeMs > maxLagMs`, "
+                               "0.10.2.0 to 2.0.1); time is abstract in the model and fetches may wait, so any "
+                               "follower may be dropped",
+        SHRINK_BEHIND_LEO: "KAFKA-7152 (2.1.0): only a follower whose LEO, as the leader last saw it, is behind the "
+                           "leader's (`r.logEndOffset.messageOffset != leaderReplica.logEndOffset.messageOffset && "
+                           "...`): a caught-up follower that stopped fetching stays until the leader appends",
+    }, ("LeaderShrinkIsr", "LeaderShrinkIsrFails")),
     # read by the replication model with the controller's epoch bumps only (`model/epoch_bumps.py`,
     # `--epoch-bumps`): the replication model leaves the bump out
     Choice("isr_removal_bump", {
@@ -240,6 +252,7 @@ class Protocol:
     hw_needs_min_isr: bool = False
     eligible_leaders: bool = False
     isr_updates: str = ZOOKEEPER_WRITES
+    isr_shrink: str = SHRINK_AFTER_LAG_TIME
     isr_removal_bump: str = FOLLOWERS_SKIP_BUMP
     doc: str = ""
 
@@ -315,6 +328,11 @@ class Protocol:
         """A follower takes a bump of the leader it follows without truncating, and its requests carry no
         epoch (`isr_removal_bump`, to 2.0.0)."""
         return self.isr_removal_bump == FOLLOWERS_SKIP_BUMP
+
+    @property
+    def drops_caught_up_followers(self) -> bool:
+        """The leader may drop an ISR follower whatever its LEO (`isr_shrink`, before KAFKA-7152)."""
+        return self.isr_shrink == SHRINK_AFTER_LAG_TIME
 
     @property
     def checks_broker_epochs(self) -> bool:
@@ -512,22 +530,26 @@ HISTORY: tuple[Protocol, ...] = (
             "epoch in the follower's log and asks again while the epochs differ. `Partition.makeLeader` still "
             "leaves the cache alone (KAFKA-7415 came in 2.0.1)."),
     Protocol(
-        "kip-320", "2.0.1", "KAFKA-7415 and KAFKA-7128: a new leader caches its epoch at election, a follower "
-        "joins the ISR only past the leader's epoch start (Kafka 2.0.1; 2.1 with KIP-320)",
+        "kip-320", "2.1.0", "KAFKA-7415 and KAFKA-7128: a new leader caches its epoch at election, a follower "
+        "joins the ISR only past the leader's epoch start; KAFKA-7152: a caught-up follower stays in the ISR "
+        "(Kafka 2.1 with KIP-320)",
         epoch_cache=True, epoch_on_election=True, new_follower=ASK_LEADER, epoch_lookup=KIP_279_LOOKUP,
-        isr_join=JOIN_PAST_EPOCH_START, truncate_on_fetch=False, epoch_assign=TRUNCATE_CONFLICTING,
-        isr_removal_bump=FOLLOWERS_TAKE_BUMP,
+        isr_join=JOIN_PAST_EPOCH_START, isr_shrink=SHRINK_BEHIND_LEO, truncate_on_fetch=False,
+        epoch_assign=TRUNCATE_CONFLICTING, isr_removal_bump=FOLLOWERS_TAKE_BUMP,
         doc="Read at 2.0.1 and 2.1.0: `Partition.makeLeader` assigns (leader epoch, LEO) in the cache and keeps "
             "`leaderEpochStartOffsetOpt`; `LeaderEpochFileCache.endOffsetFor` answers an epoch older than the "
             "cache with the first entry's start, and `assign` removes the entries a new one conflicts with "
             "(`truncateAndAppend`; KAFKA-7415); `Partition.maybeExpandIsr` also needs "
             "`leaderEpochStartOffsetOpt.exists(fetchOffset >= _)` (KAFKA-7128). KIP-320's fencing in 2.1 "
             "(FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH) is no difference here: every variant fetches only from "
-            "the replica acting as leader in the follower's own epoch."),
+            "the replica acting as leader in the follower's own epoch. KAFKA-7152 (2.1.0): `Partition."
+            "getOutOfSyncReplicas` keeps a follower at the leader's LEO. 2.0.1 shipped KAFKA-7415 and KAFKA-7128 "
+            "but not KAFKA-7152 (it drops a caught-up follower that stopped fetching) nor 2.1's `makeFollower` "
+            "(it skips a LeaderAndIsr of the same leader one epoch on, KAFKA-7164): no variant is 2.0.1."),
     Protocol(
         "diverging-epoch", "2.8.0", "truncation on the fetch response's diverging epoch (Kafka 2.8.0)",
         epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
-        isr_join=JOIN_PAST_EPOCH_START,
+        isr_join=JOIN_PAST_EPOCH_START, isr_shrink=SHRINK_BEHIND_LEO,
         truncate_on_fetch=True, diverging_fetch_updates_leader=True, epoch_assign=TRUNCATE_CONFLICTING,
         truncate_at_end=True, bounce_noticed=True, isr_updates=ALTER_ISR, isr_removal_bump=FOLLOWERS_TAKE_BUMP,
         doc="Kafka 2.7 leader side, KAFKA-10554 follower side in 2.8.0: each fetch carries `lastFetchedEpoch`; "
@@ -546,7 +568,7 @@ HISTORY: tuple[Protocol, ...] = (
     Protocol(
         "kafka-13141", "3.0", "a diverging fetch leaves the leader's view of the follower alone (Kafka 2.8.1, 3.0 on)",
         epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
-        isr_join=JOIN_PAST_EPOCH_START,
+        isr_join=JOIN_PAST_EPOCH_START, isr_shrink=SHRINK_BEHIND_LEO,
         truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
         truncate_at_end=True, bounce_noticed=True, isr_updates=ALTER_ISR, isr_removal_bump=FOLLOWERS_TAKE_BUMP,
         doc="KAFKA-13141 (Kafka 2.7.2, 2.8.1, 3.0.0): `ReplicaManager.updateFollowerFetchState` (and "
@@ -556,7 +578,7 @@ HISTORY: tuple[Protocol, ...] = (
         "kafka-14704", "3.4.1", "a follower truncates on a diverging fetch response before it takes the HW "
                                "(Kafka 3.4.1, 3.5 on)",
         epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
-        isr_join=JOIN_PAST_EPOCH_START,
+        isr_join=JOIN_PAST_EPOCH_START, isr_shrink=SHRINK_BEHIND_LEO,
         truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
         truncate_at_end=True, diverging_response_hw=False, bounce_noticed=True, isr_updates=LIVE_MEMBERS,
         isr_removal_bump=FOLLOWERS_TAKE_BUMP,
@@ -569,7 +591,7 @@ HISTORY: tuple[Protocol, ...] = (
     Protocol(
         "kafka-15583", "3.7.0", "the HW stays put while the ISR is below min.insync.replicas (Kafka 3.7 on)",
         epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
-        isr_join=JOIN_PAST_EPOCH_START,
+        isr_join=JOIN_PAST_EPOCH_START, isr_shrink=SHRINK_BEHIND_LEO,
         truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
         truncate_at_end=True, diverging_response_hw=False, bounce_noticed=True, hw_needs_min_isr=True,
         isr_updates=LIVE_MEMBERS, isr_removal_bump=FOLLOWERS_TAKE_BUMP,
@@ -580,7 +602,7 @@ HISTORY: tuple[Protocol, ...] = (
         "kip-966", "4.1", "eligible leader replicas: below min.insync.replicas the ISR's leavers stay electable "
                           "(KIP-966; Kafka 4.1 for new clusters)",
         epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
-        isr_join=JOIN_PAST_EPOCH_START,
+        isr_join=JOIN_PAST_EPOCH_START, isr_shrink=SHRINK_BEHIND_LEO,
         truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
         truncate_at_end=True, diverging_response_hw=False, bounce_noticed=True, hw_needs_min_isr=True,
         eligible_leaders=True, isr_updates=BROKER_EPOCHS, isr_removal_bump=NO_BUMP,

@@ -494,8 +494,9 @@ class ReplicationModel:
         return self.with_replica(state, index, follower)
 
     def leader_shrink_isr(self, state: State, index: int) -> State | None:
-        """The leader drops a follower it has not seen reach its LEO; not while an AlterPartition of its
-        is in flight (`Partition.maybeShrinkIsr`: `!isInflight`)."""
+        """The leader drops a follower out of sync (`isr_shrink`: any follower before KAFKA-7152, one it
+        has not seen reach its LEO after); not while an AlterPartition of its is in flight
+        (`Partition.maybeShrinkIsr`: `!isInflight`)."""
         isr = state.controller.isr
         if not isr >> index & 1 or state.controller.proposal:
             return None
@@ -503,20 +504,21 @@ class ReplicationModel:
         if leader_index in (NO_LEADER, index) or not self._can_write_isr(state, leader_index):
             return None
         leader = state.replicas[leader_index]
-        if leader.remote_leos[index] >= leader.leo:
+        if leader.remote_leos[index] >= leader.leo and not self.protocol.drops_caught_up_followers:
             return None
         return self._with_isr(state, isr & ~(1 << index))
 
     def leader_shrink_isr_fails(self, state: State, index: int) -> State | None:
-        """A leader that cannot write to ZooKeeper (cut off, or deposed) tries to drop a lagging
-        follower, fails, and refuses writes from then on (Vanlightly's fault-tolerance article,
-        partition scenario 4)."""
+        """A leader that cannot write to ZooKeeper (cut off, or deposed) tries to drop a follower out
+        of sync (`isr_shrink`), fails, and refuses writes from then on (Vanlightly's fault-tolerance
+        article, partition scenario 4)."""
         leader = state.replicas[index]
         if not (leader.role == LEADER and leader.alive) or self._can_write_isr(state, index):
             return None
         if index == state.controller.leader and state.controller.proposal:
             return None  # no shrink begins while an AlterPartition is in flight
-        if not any(member != index and leader.remote_leos[member] < leader.leo
+        drops_any = self.protocol.drops_caught_up_followers
+        if not any(member != index and (drops_any or leader.remote_leos[member] < leader.leo)
                    for member in isr_members(self._isr_of(state, index))):
             return None
         return self.with_replica(state, index, leader._replace(role=FENCED))

@@ -108,8 +108,17 @@ def test_fetch_beyond_leader_leo_gets_out_of_range_and_truncates_to_leader_leo()
     assert logs(state) == [[], []] and state.replicas[B].hw == 0
 
 
+def test_before_kafka_7152_the_leader_may_drop_a_caught_up_follower():
+    """`Partition.getOutOfSyncReplicas` to 2.0.1: a follower at the leader's LEO that stopped fetching
+    is dropped once the lag time passes (`isr_shrink = 'lag-time'`); from 2.1.0 it stays."""
+    for protocol, drops in (("hw", True), ("leader-epoch", True), ("kip-279", True), ("kip-320", False)):
+        m = model(protocol=protocol)
+        state = run(m, A, "LeaderHandleFetchRequest(B)")  # B caught up with A's LEO, 0
+        assert enabled(m, state, "LeaderShrinkIsr(B)") is drops, protocol
+
+
 def test_shrink_only_lagging_followers_and_rejoin_on_fetch_at_hw():
-    m = model()
+    m = model(protocol="kip-320")
     state = m.initial_states()[A]
     assert enabled(m, state, "LeaderShrinkIsr(B)")  # never fetched: its LEO is unknown to A
     state = run(m, A, "LeaderHandleFetchRequest(B)")

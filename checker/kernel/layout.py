@@ -85,8 +85,8 @@ WIDTH = CONSUMED + MAX_MESSAGES
 (C_REPLICAS, C_MESSAGES, C_CRASHES, C_ELECTIONS, C_ACKS, C_MIN_ISR, C_UNCLEAN, C_FLUSH, C_PARTITIONS, C_DELAYS,
  C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_NEW_FOLLOWER, C_EPOCH_LOOKUP, C_ISR_JOIN, C_TRUNCATE_ON_FETCH,
  C_DIVERGING_FETCH_UPDATES_LEADER, C_EPOCH_ASSIGN, C_TRUNCATE_AT_END, C_DIVERGING_RESPONSE_HW, C_BOUNCE_NOTICED,
- C_HW_NEEDS_MIN_ISR, C_ELIGIBLE_LEADERS, C_ISR_UPDATES, C_ISR_REMOVAL_BUMP, C_ISR_BUMPS,
- C_SKIPS_SAME_LEADER) = range(27)
+ C_HW_NEEDS_MIN_ISR, C_ELIGIBLE_LEADERS, C_ISR_UPDATES, C_ISR_SHRINK, C_ISR_REMOVAL_BUMP, C_ISR_BUMPS,
+ C_SKIPS_SAME_LEADER) = range(28)
 SETTING_COUNT = C_SKIPS_SAME_LEADER + 1
 ACKS_CODES = {"all": 0, "1": 1, "0": 2}
 ACKS_ALL, ACKS_ONE, ACKS_ZERO = 0, 1, 2
@@ -97,6 +97,7 @@ LOOKUP_NONE, LOOKUP_KIP_101, LOOKUP_KIP_279 = 0, 1, 2
 JOIN_AT_HW, JOIN_PAST_EPOCH_START = 0, 1
 ASSIGN_NEWER_EPOCH_ONLY, ASSIGN_TRUNCATE_CONFLICTING = 0, 1
 ISR_ZOOKEEPER_WRITES, ISR_ALTER_ISR, ISR_LIVE_MEMBERS, ISR_BROKER_EPOCHS = 0, 1, 2, 3  # ordered: each checks more
+SHRINK_AFTER_LAG_TIME, SHRINK_BEHIND_LEO = 0, 1
 BUMP_FOLLOWERS_SKIP, BUMP_FOLLOWERS_TAKE, BUMP_NONE = 0, 1, 2
 CHOICE_CODES: dict[str, dict[object, int]] = {
     "epoch_cache": {False: 0, True: 1},
@@ -117,6 +118,8 @@ CHOICE_CODES: dict[str, dict[object, int]] = {
     "eligible_leaders": {False: 0, True: 1},
     "isr_updates": {protocols.ZOOKEEPER_WRITES: ISR_ZOOKEEPER_WRITES, protocols.ALTER_ISR: ISR_ALTER_ISR,
                     protocols.LIVE_MEMBERS: ISR_LIVE_MEMBERS, protocols.BROKER_EPOCHS: ISR_BROKER_EPOCHS},
+    "isr_shrink": {protocols.SHRINK_AFTER_LAG_TIME: SHRINK_AFTER_LAG_TIME,
+                   protocols.SHRINK_BEHIND_LEO: SHRINK_BEHIND_LEO},
     "isr_removal_bump": {protocols.FOLLOWERS_SKIP_BUMP: BUMP_FOLLOWERS_SKIP,
                          protocols.FOLLOWERS_TAKE_BUMP: BUMP_FOLLOWERS_TAKE, protocols.NO_BUMP: BUMP_NONE},
 }
@@ -125,7 +128,8 @@ assert tuple(CHOICE_CODES) == protocols.CHOICE_NAMES == ("epoch_cache", "epoch_o
                                                            "diverging_fetch_updates_leader", "epoch_assign",
                                                            "truncate_at_end", "diverging_response_hw",
                                                            "bounce_noticed", "hw_needs_min_isr",
-                                                           "eligible_leaders", "isr_updates", "isr_removal_bump")
+                                                           "eligible_leaders", "isr_updates", "isr_shrink",
+                                                           "isr_removal_bump")
 
 
 def settings(config: Config, bumps: bool = False) -> np.ndarray:

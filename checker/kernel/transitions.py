@@ -16,7 +16,8 @@ from .layout import (
     PROPOSAL, REREGISTERED, C_CRASHES, C_DIVERGING_FETCH_UPDATES_LEADER, C_ELECTIONS,
     C_BOUNCE_NOTICED, C_DIVERGING_RESPONSE_HW, C_ELIGIBLE_LEADERS, C_HW_NEEDS_MIN_ISR, C_EPOCH_ASSIGN, C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_EPOCH_LOOKUP, C_FLUSH, C_ISR_BUMPS, C_ISR_JOIN,
     C_SKIPS_SAME_LEADER, C_MESSAGES, C_TRUNCATE_AT_END, C_MIN_ISR, C_NEW_FOLLOWER, C_PARTITIONS,
-    C_REPLICAS, C_TRUNCATE_ON_FETCH, C_UNCLEAN, CACHE_COUNT, CACHE_EPOCH, CACHE_START, COMMITTED, CONSUMED,
+    C_REPLICAS, C_TRUNCATE_ON_FETCH, C_UNCLEAN, C_ISR_SHRINK, SHRINK_AFTER_LAG_TIME, SHRINK_BEHIND_LEO,
+    CACHE_COUNT, CACHE_EPOCH, CACHE_START, COMMITTED, CONSUMED,
     CONTROLLER_EPOCH, CRASHES, CUTS, ELR, EPOCH, HAS_REMOTE, HW, ISR, JOIN_AT_HW, LEADER, LEO, LOOKUP_KIP_101,
     NEW_FOLLOWER_FETCHES_IF_EPOCH, NEW_FOLLOWER_TRUNCATES, LOG_EPOCH, LOG_MSG, MAX_REPLICAS, PEER_CUT, REMOTE_LEO, REPLICA_WIDTH, RESPONSE,
     RESPONSE_COUNT, RESPONSE_EPOCH, RESPONSE_HW, RESPONSE_MSG, RESPONSE_OFFSET, RESPONSE_OUT_OF_RANGE, ROLE,
@@ -512,7 +513,8 @@ def leader_shrink_isr(cfg, s, t, i):
     leader = current_leader(s)
     if leader == NO_LEADER or leader == i or not can_write_isr(s, leader):
         return False
-    if s[leader * REPLICA_WIDTH + REMOTE_LEO + i] >= s[leader * REPLICA_WIDTH + LEO]:
+    caught_up = s[leader * REPLICA_WIDTH + REMOTE_LEO + i] >= s[leader * REPLICA_WIDTH + LEO]
+    if caught_up and cfg[C_ISR_SHRINK] == SHRINK_BEHIND_LEO:
         return False
     copy_state(s, t)
     with_isr(cfg, t, isr & ~(1 << i), 0)
@@ -528,7 +530,8 @@ def leader_shrink_isr_fails(cfg, s, t, i):
     isr, leo = isr_of(s, i), s[i * REPLICA_WIDTH + LEO]
     lagging = False
     for member in range(cfg[C_REPLICAS]):
-        if member != i and isr >> member & 1 and s[i * REPLICA_WIDTH + REMOTE_LEO + member] < leo:
+        behind = s[i * REPLICA_WIDTH + REMOTE_LEO + member] < leo
+        if member != i and isr >> member & 1 and (behind or cfg[C_ISR_SHRINK] == SHRINK_AFTER_LAG_TIME):
             lagging = True
     if not lagging:
         return False

@@ -433,15 +433,20 @@ class SymbolicModel:
         guard = z3.And(alive(follower), follower.has_response, z3.Not(s.peer_cut[i]))
         return guard, with_replica(s, i, merge(follower.resp_oor, truncated, appended))
 
+    def out_of_sync(self, leader: SymReplica, i: int):
+        """Whether `leader` may drop follower `i` from its ISR (`isr_shrink`)."""
+        if self.protocol.declaration.drops_caught_up_followers:
+            return z3.BoolVal(True)
+        return leader.remote_leo[i] < leader.log_len
+
     def leader_shrink_isr(self, s: SymState, i: int):
-        lagging = [z3.And(self.current_leader(s, j), self.can_write_isr(s, j),
-                          s.replicas[j].remote_leo[i] < s.replicas[j].log_len)
+        lagging = [z3.And(self.current_leader(s, j), self.can_write_isr(s, j), self.out_of_sync(s.replicas[j], i))
                    for j in range(self.shape.replicas) if j != i]
         return z3.And(s.isr[i], z3.Or(lagging)), self.with_isr(s, put(s.isr, i, z3.BoolVal(False)))
 
     def leader_shrink_isr_fails(self, s: SymState, i: int):
         leader = s.replicas[i]
-        lagging = [z3.And(member, leader.remote_leo[q] < leader.log_len)
+        lagging = [z3.And(member, self.out_of_sync(leader, q))
                    for q, member in enumerate(self.isr_of(s, i)) if q != i]
         guard = z3.And(leader.role == LEADER, alive(leader), z3.Not(self.can_write_isr(s, i)), z3.Or(lagging))
         return guard, with_replica(s, i, replace(leader, role=self.num(FENCED)))

@@ -26,8 +26,8 @@
 (* truncate_on_fetch = True; diverging_fetch_updates_leader = True;        *)
 (* epoch_assign = 'truncate-conflicting'; truncate_at_end = True;          *)
 (* diverging_response_hw = True; bounce_noticed = True; hw_needs_min_isr = *)
-(* False; eligible_leaders = False; isr_updates = 'alter-isr';             *)
-(* isr_removal_bump = 'followers-take'.                                    *)
+(* False; eligible_leaders = False; isr_updates = 'alter-isr'; isr_shrink  *)
+(* = 'behind-leo'; isr_removal_bump = 'followers-take'.                    *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -55,7 +55,8 @@ INSTANCE KafkaReplication WITH
     DivergingResponseHw   <- TRUE,
     BounceNoticed         <- TRUE,
     HwNeedsMinIsr         <- FALSE,
-    EligibleLeaders       <- FALSE
+    EligibleLeaders       <- FALSE,
+    DropsCaughtUp         <- FALSE
 
 Next == BaseNext
 

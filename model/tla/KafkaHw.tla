@@ -14,7 +14,7 @@
 (* epoch_assign = 'newer-epoch-only'; truncate_at_end = False;             *)
 (* diverging_response_hw = True; bounce_noticed = False; hw_needs_min_isr  *)
 (* = False; eligible_leaders = False; isr_updates = 'zookeeper';           *)
-(* isr_removal_bump = 'followers-skip'.                                    *)
+(* isr_shrink = 'lag-time'; isr_removal_bump = 'followers-skip'.           *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -44,7 +44,8 @@ INSTANCE KafkaReplication WITH
     DivergingResponseHw   <- TRUE,
     BounceNoticed         <- FALSE,
     HwNeedsMinIsr         <- FALSE,
-    EligibleLeaders       <- FALSE
+    EligibleLeaders       <- FALSE,
+    DropsCaughtUp         <- TRUE
 
 Next == BaseNext
 

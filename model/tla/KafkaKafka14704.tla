@@ -18,7 +18,7 @@
 (* epoch_assign = 'truncate-conflicting'; truncate_at_end = True;          *)
 (* diverging_response_hw = False; bounce_noticed = True; hw_needs_min_isr  *)
 (* = False; eligible_leaders = False; isr_updates = 'live-members';        *)
-(* isr_removal_bump = 'followers-take'.                                    *)
+(* isr_shrink = 'behind-leo'; isr_removal_bump = 'followers-take'.         *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -46,7 +46,8 @@ INSTANCE KafkaReplication WITH
     DivergingResponseHw   <- FALSE,
     BounceNoticed         <- TRUE,
     HwNeedsMinIsr         <- FALSE,
-    EligibleLeaders       <- FALSE
+    EligibleLeaders       <- FALSE,
+    DropsCaughtUp         <- FALSE
 
 Next == BaseNext
 

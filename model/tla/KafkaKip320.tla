@@ -1,8 +1,9 @@
 ---------------------------- MODULE KafkaKip320 -----------------------------
 (***************************************************************************)
-(* Variant `kip-320` (Kafka 2.0.1): KAFKA-7415 and KAFKA-7128: a new       *)
+(* Variant `kip-320` (Kafka 2.1.0): KAFKA-7415 and KAFKA-7128: a new       *)
 (* leader caches its epoch at election, a follower joins the ISR only past *)
-(* the leader's epoch start (Kafka 2.0.1; 2.1 with KIP-320).               *)
+(* the leader's epoch start; KAFKA-7152: a caught-up follower stays in the *)
+(* ISR (Kafka 2.1 with KIP-320).                                           *)
 (*                                                                         *)
 (* Read at 2.0.1 and 2.1.0: `Partition.makeLeader` assigns (leader epoch,  *)
 (* LEO) in the cache and keeps `leaderEpochStartOffsetOpt`;                *)
@@ -13,7 +14,12 @@
 (* `leaderEpochStartOffsetOpt.exists(fetchOffset >= _)` (KAFKA-7128).      *)
 (* KIP-320's fencing in 2.1 (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH) is *)
 (* no difference here: every variant fetches only from the replica acting  *)
-(* as leader in the follower's own epoch.                                  *)
+(* as leader in the follower's own epoch. KAFKA-7152 (2.1.0):              *)
+(* `Partition.getOutOfSyncReplicas` keeps a follower at the leader's LEO.  *)
+(* 2.0.1 shipped KAFKA-7415 and KAFKA-7128 but not KAFKA-7152 (it drops a  *)
+(* caught-up follower that stopped fetching) nor 2.1's `makeFollower` (it  *)
+(* skips a LeaderAndIsr of the same leader one epoch on, KAFKA-7164): no   *)
+(* variant is 2.0.1.                                                       *)
 (*                                                                         *)
 (* epoch_cache = True; epoch_on_election = True; new_follower = 'ask-      *)
 (* leader'; epoch_lookup = 'kip-279'; isr_join = 'leader-epoch-start';     *)
@@ -21,7 +27,7 @@
 (* epoch_assign = 'truncate-conflicting'; truncate_at_end = False;         *)
 (* diverging_response_hw = True; bounce_noticed = False; hw_needs_min_isr  *)
 (* = False; eligible_leaders = False; isr_updates = 'zookeeper';           *)
-(* isr_removal_bump = 'followers-take'.                                    *)
+(* isr_shrink = 'behind-leo'; isr_removal_bump = 'followers-take'.         *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -49,7 +55,8 @@ INSTANCE KafkaReplication WITH
     DivergingResponseHw   <- TRUE,
     BounceNoticed         <- FALSE,
     HwNeedsMinIsr         <- FALSE,
-    EligibleLeaders       <- FALSE
+    EligibleLeaders       <- FALSE,
+    DropsCaughtUp         <- FALSE
 
 Next == BaseNext
 

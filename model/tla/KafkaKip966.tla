@@ -27,7 +27,7 @@
 (* epoch_assign = 'truncate-conflicting'; truncate_at_end = True;          *)
 (* diverging_response_hw = False; bounce_noticed = True; hw_needs_min_isr  *)
 (* = True; eligible_leaders = True; isr_updates = 'broker-epochs';         *)
-(* isr_removal_bump = 'none'.                                              *)
+(* isr_shrink = 'behind-leo'; isr_removal_bump = 'none'.                   *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -55,7 +55,8 @@ INSTANCE KafkaReplication WITH
     DivergingResponseHw   <- FALSE,
     BounceNoticed         <- TRUE,
     HwNeedsMinIsr         <- TRUE,
-    EligibleLeaders       <- TRUE
+    EligibleLeaders       <- TRUE,
+    DropsCaughtUp         <- FALSE
 
 Next == BaseNext
 

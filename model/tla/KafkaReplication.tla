@@ -131,7 +131,10 @@ CONSTANTS
     \* than MinIsr members (Partition.maybeIncrementLeaderHW, isUnderMinIsr).
     HwNeedsMinIsr,
     \* KIP-966: eligible leader replicas (controller.elr).
-    EligibleLeaders
+    EligibleLeaders,
+    \* Before KAFKA-7152 (2.1.0) the leader drops a follower at its LEO that
+    \* stopped fetching too (Partition.getOutOfSyncReplicas).
+    DropsCaughtUp
 
 ASSUME
     /\ Replicas # {}
@@ -139,7 +142,7 @@ ASSUME
     /\ AcksAll \in BOOLEAN /\ Unclean \in BOOLEAN
     /\ EpochBump \in BOOLEAN /\ SkipsSameLeader \in BOOLEAN /\ ReplacedDisks \in BOOLEAN
     /\ SkipsSameLeader => EpochBump
-    /\ HwNeedsMinIsr \in BOOLEAN /\ EligibleLeaders \in BOOLEAN
+    /\ HwNeedsMinIsr \in BOOLEAN /\ EligibleLeaders \in BOOLEAN /\ DropsCaughtUp \in BOOLEAN
     /\ EligibleLeaders => HwNeedsMinIsr /\ BounceNoticed
     /\ MinIsr \in 1 .. Cardinality(Replicas)
 
@@ -422,14 +425,16 @@ FollowerHandleFetchResponse(r) ==
         /\ UNCHANGED <<controller, written, crashes, history>>
 
 (* replica.lag.time.max.ms: the leader drops follower r from the ISR, as   *)
-(* it has not seen r reach its LEO. Time is abstract: this may happen at   *)
-(* any moment while r is behind.                                           *)
+(* r has not caught up in time: before KAFKA-7152 (DropsCaughtUp) whatever *)
+(* r's LEO, from 2.1.0 only while it has not seen r reach its LEO. Time is *)
+(* abstract: this may happen at any moment. (An IF, not a disjunction: TLC *)
+(* would generate the successor once for each true disjunct.)             *)
 LeaderShrinkIsr(r) ==
     LET l == CurrentLeader
     IN  /\ l # NoLeader
         /\ l # r
         /\ r \in controller.isr
-        /\ replicas[l].remoteLeos[r] < Leo(replicas[l])
+        /\ IF DropsCaughtUp THEN TRUE ELSE replicas[l].remoteLeos[r] < Leo(replicas[l])
         /\ Commit(replicas, IsrChange(controller, controller.isr \ {r}, {}))
         /\ UNCHANGED <<written, crashes>>
 
