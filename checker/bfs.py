@@ -232,7 +232,8 @@ def _trace(model: Model, pool, where: tuple, symmetry: bool) -> Trace:
 def path_trace(model: Model, initial: int, actions: list, symmetry: bool,
                represent: Callable[[State], State] = canonical) -> Trace:
     """The trace of the path of `actions` from the initial state `initial`; with `symmetry`, a path
-    over class representatives of the replication model (as `represent` picks them), made concrete."""
-    if isinstance(model, ReplicationSystem):
+    over class representatives of the replication model, with the epoch bumps or without (as
+    `represent` picks them), made concrete."""
+    if isinstance(model, ReplicationSystem) or (symmetry and isinstance(model, ReplicationBehaviour)):
         return concrete_trace(model.transitions, initial, actions, symmetry, represent)
     return Trace(model, initial, tuple(actions))

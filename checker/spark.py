@@ -5,7 +5,8 @@ Each BFS level is one Spark job with one shuffle; the driver only loops over lev
 one small summary per partition (counts, the least key of each property's states, through an
 accumulator), never a frontier or the visited set.
 
-For the replication model with kafka-mc's own properties the executors run the compiled kernel
+For the replication model (with the controller's epoch bumps or without) with kafka-mc's own
+properties the executors run the compiled kernel
 (`checker.spark_kernel`: Arrow batches of packed states, no Python per state); for any other
 model, or a property the kernel lacks (a user's own predicate), they run the model itself, state
 by state, through its `model.interface.Capabilities` (the model's own packing, fingerprint, owner
@@ -76,6 +77,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from kafka_mc.control.epoch_bumps import EpochBumpSystem
 from kafka_mc.control.replication import ReplicationSystem, model_of
 from kafka_mc.model import Config
 from kafka_mc.model.interface import Model, capabilities, next_state
@@ -337,10 +339,11 @@ def read_checkpoint(location: str | Path, spark=None) -> tuple[dict, int]:
     return header, depth
 
 
-def checkpoint_config(directory: str | Path) -> tuple[Config, bool, bool]:
-    """The replication configuration, symmetry and keep_going a local checkpoint was started with."""
+def checkpoint_config(directory: str | Path, model: str = ReplicationSystem.name) -> tuple[Config, bool, bool]:
+    """The replication configuration, symmetry and keep_going a local checkpoint of the model named
+    `model` (the replication model, or `EpochBumpSystem.name`) was started with."""
     header, _ = read_checkpoint(directory)
-    if header.get("model", ReplicationSystem.name) != ReplicationSystem.name:
+    if header.get("model", ReplicationSystem.name) != model:
         raise CheckpointError(f"{directory} is a checkpoint of the {header['model']} model")
     try:
         return Config(**header["config"]), bool(header["symmetry"]), bool(header["keep_going"])
@@ -387,7 +390,8 @@ def run_spark_check(model: Model | Config, properties: Iterable[Property] | None
     """`spark_check`, also returning what it ran on. `resume` is a checkpoint directory of an
     interrupted run of the same model and configuration (it is then also the checkpoint
     directory). `level_hook(depth)` is called after each level is committed (tests use it).
-    `kernel`: the executors run the compiled kernel (the default for the replication model when
+    `kernel`: the executors run the compiled kernel (the default for the replication model, with the
+    controller's epoch bumps or without, when
     it has every property) or, false, the model itself."""
     if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
         raise ValueError(f"partitions must be a positive integer, not {partitions!r}")
@@ -395,7 +399,7 @@ def run_spark_check(model: Model | Config, properties: Iterable[Property] | None
     names = [p.name for p in model.properties]
     if len(set(names)) != len(names):
         raise ValueError("property names must be distinct")
-    replication = isinstance(model, ReplicationSystem)
+    replication = isinstance(model, (ReplicationSystem, EpochBumpSystem))
     if symmetry and not replication:
         raise ValueError(f"symmetry is for the replication model; the {model.name} model is explored without it")
     from .kernel import supports
@@ -403,8 +407,8 @@ def run_spark_check(model: Model | Config, properties: Iterable[Property] | None
     if kernel is None:
         kernel = replication and supports(model.properties)
     elif kernel and not (replication and supports(model.properties)):
-        raise ValueError("the kernel runs the replication model with kafka-mc's own properties only; run the "
-                         "executors with kernel=False")
+        raise ValueError("the kernel runs the replication model (with the epoch bumps or without) with kafka-mc's "
+                         "own properties only; run the executors with kernel=False")
     header = _header(model, symmetry, keep_going, kernel)
 
     own_session = spark is None
@@ -518,6 +522,7 @@ class _Engine:
     def __init__(self, spark, model: Model, symmetry: bool, keep_going: bool, count: int, files: HadoopDirectory,
                  kernel: bool, uid: str):
         self.spark, self.model, self.kernel, self.uid = spark, model, kernel, uid
+        self.bumps = isinstance(model, EpochBumpSystem)  # the kernel's model with the controller's epoch bumps
         self.config, self.properties, self.encoded = model.config, model.properties, capabilities(model)
         self.symmetry, self.keep_going, self.count, self.files = symmetry, keep_going, count, files
         self.invariants = {p.name for p in model.properties if p.kind == ALWAYS}
@@ -544,7 +549,7 @@ class _Engine:
         """The property bits still wanted, and the executors' function of packed states to them."""
         bits = {name: bit for name, bit in self.bits.items() if name not in settled}
         if self.kernel:
-            return bits, kernel_flags(self.config, self.symmetry, bits)
+            return bits, kernel_flags(self.config, self.symmetry, self.bumps, bits)
         return bits, _python_flags(self.model, self.state_props, bits)
 
     def _write_level(self, candidates, depth: int, settled: set[str], from_disk: bool) -> list[dict] | None:
@@ -582,7 +587,7 @@ class _Engine:
 
     def seed(self, totals: _Totals) -> None:
         initial_states = self.model.initial_states()
-        rows = seed_rows(self.config, self.symmetry) if self.kernel else self._seed_rows(initial_states)
+        rows = seed_rows(self.config, self.symmetry, self.bumps) if self.kernel else self._seed_rows(initial_states)
         reports = self._write_level(self.spark.createDataFrame(rows, self.level_schema), 0, set(), False)
         if reports is None:  # pragma: no cover - level 0 reads no visited set
             raise RuntimeError("level 0: a partition missed its visited set")
@@ -610,7 +615,7 @@ class _Engine:
         place = (self.uid, depth, self.count)
         if self.kernel:
             steps = tuple(p.name not in settled for p in self.step_props)
-            expand = kernel_expander(self.config, self.symmetry, steps, place, self.level_schema)
+            expand = kernel_expander(self.config, self.symmetry, self.bumps, steps, place, self.level_schema)
         else:
             wanted = tuple((index, p) for index, p in enumerate(self.step_props) if p.name not in settled)
             expand = _expander(self.model, self.symmetry, wanted, place, self.level_schema)
@@ -712,7 +717,7 @@ class _Engine:
         if self.kernel and self.symmetry:
             from .kernel.batch import KernelBatch
 
-            represent = KernelBatch(self.config, symmetry=True).represent
+            represent = KernelBatch(self.config, symmetry=True, bumps=self.bumps).represent
         traces = {}
         for name, path in paths.items():
             initial, *slots = reversed(path)

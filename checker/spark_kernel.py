@@ -48,16 +48,17 @@ def edge_keys(parent_fps: np.ndarray, slots: np.ndarray) -> np.ndarray:
 _BATCHES: dict = {}
 
 
-def kernel_batch(config: Config, symmetry: bool):
-    """The configuration's `KernelBatch`, built once per Python worker."""
-    batch = _BATCHES.get((config, symmetry))
+def kernel_batch(config: Config, symmetry: bool, bumps: bool):
+    """The configuration's `KernelBatch` (`bumps`: with the controller's epoch bumps), built once per
+    Python worker."""
+    batch = _BATCHES.get((config, symmetry, bumps))
     if batch is None:
         import numba
 
         from .kernel.batch import KernelBatch
 
         numba.set_num_threads(1)
-        batch = _BATCHES[(config, symmetry)] = KernelBatch(config, symmetry)
+        batch = _BATCHES[(config, symmetry, bumps)] = KernelBatch(config, symmetry, bumps)
     return batch
 
 
@@ -83,7 +84,8 @@ def binary_column(rows: np.ndarray):
     return pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(offsets), pa.py_buffer(rows.reshape(-1))])
 
 
-def kernel_expander(config: Config, symmetry: bool, steps: tuple[bool, ...], place: tuple[str, int, int], schema):
+def kernel_expander(config: Config, symmetry: bool, bumps: bool, steps: tuple[bool, ...], place: tuple[str, int, int],
+                    schema):
     """mapInArrow over level `depth - 1` (fp, state): the successors of its batches, each once
     per batch with its least edge key (ties: least parent, then slot; `spark_level.least_edges`),
     less those this machine knows visited (`spark_level.unvisited`), gathered and deduplicated
@@ -91,11 +93,11 @@ def kernel_expander(config: Config, symmetry: bool, steps: tuple[bool, ...], pla
     then the bookkeeping rows: how many successors were generated, and for each step witness
     still wanted (`steps`: the kernel's one step witness, FollowerTruncated) the least key and
     parent of an edge where a log got shorter. `place`: the checkpoint's uid, the level `depth`
-    and the partition count."""
+    and the partition count. `bumps`: the model with the controller's epoch bumps."""
     uid, depth, partitions = place
 
     def expand(batches: Iterator[Any]) -> Iterator[Any]:
-        kernel = kernel_batch(config, symmetry)
+        kernel = kernel_batch(config, symmetry, bumps)
         candidates = Candidates(routes_of(partitions)[0], arrow_schema(schema))
         for batch in batches:
             if not batch.num_rows:
@@ -117,13 +119,13 @@ def kernel_expander(config: Config, symmetry: bool, steps: tuple[bool, ...], pla
     return expand
 
 
-def kernel_flags(config: Config, symmetry: bool, bits: dict[str, int]):
+def kernel_flags(config: Config, symmetry: bool, bumps: bool, bits: dict[str, int]):
     """A function, built on the executor, of a binary column of packed states to their property
     masks: bit `bits[name]` for every property `name` a state violates (an invariant) or
     reaches (a state witness)."""
 
     def build():
-        kernel = kernel_batch(config, symmetry)
+        kernel = kernel_batch(config, symmetry, bumps)
         wanted = [(kernel.property_names.index(name), bit) for name, bit in bits.items()]
 
         def flags(states) -> np.ndarray:
@@ -138,11 +140,11 @@ def kernel_flags(config: Config, symmetry: bool, bits: dict[str, int]):
     return build
 
 
-def seed_rows(config: Config, symmetry: bool) -> list[tuple]:
+def seed_rows(config: Config, symmetry: bool, bumps: bool) -> list[tuple]:
     """The level-0 candidate rows (`spark_level.LEVEL_COLUMNS`) of the distinct initial states."""
     from .kernel.batch import KernelBatch
 
-    kernel = KernelBatch(config, symmetry)
+    kernel = KernelBatch(config, symmetry, bumps)
     rows, seen = [], set()
     for index, state in enumerate(kernel.model.initial_states()):
         row = kernel.pack(state)

@@ -117,7 +117,7 @@ SPARK_SEARCH_FLAGS = frozenset({"--spark-master", "--spark-partitions"})  # with
 EPOCH_BUMP_FLAGS = frozenset({"--max-states", "--property", "--coverage", "--write-tla"})
 KERNEL_EPOCH_BUMP_FLAGS = frozenset({"--symmetry", "--workers"})  # the kernel's symmetry and threads
 Z3_EPOCH_BUMP_FLAGS = frozenset({"--depth"})
-NO_EPOCH_BUMPS = (Engine.spark,)
+SPARK_EPOCH_BUMP_FLAGS = frozenset({"--symmetry", *cli_spark.SPARK_FLAGS})  # the executors run the kernel's bumps
 DEFAULT_DEPTH = 10
 
 
@@ -208,11 +208,11 @@ def check_command(
              **dict.fromkeys(cli_spark.SPARK_FLAGS, False),
              **dict.fromkeys(cli_spark.spark_options_given(spark_master, spark_partitions, checkpoint_dir, resume), True)}
     if epoch_bumps:
-        takes = EPOCH_BUMP_FLAGS | {Engine.kernel: KERNEL_EPOCH_BUMP_FLAGS, Engine.z3: Z3_EPOCH_BUMP_FLAGS}.get(engine, set())
-        refuse_unusable("--epoch-bumps", takes, {**{f"--engine {e.value}": engine is e for e in NO_EPOCH_BUMPS},
-                                                 "--controller-failures": bool(failures), **given},
-                        why=" (the Spark engine, the state graph and the python engine's workers and symmetry "
-                            "do not model the epoch bump)")
+        takes = EPOCH_BUMP_FLAGS | {Engine.kernel: KERNEL_EPOCH_BUMP_FLAGS, Engine.z3: Z3_EPOCH_BUMP_FLAGS,
+                                    Engine.spark: SPARK_EPOCH_BUMP_FLAGS}.get(engine, set())
+        refuse_unusable("--epoch-bumps", takes, {"--controller-failures": bool(failures), **given},
+                        why=" (the controller's failure, the state graph and the python engine's workers and "
+                            "symmetry do not model the epoch bump)")
     if failures:
         takes = FAILOVER_FLAGS | (SPARK_SEARCH_FLAGS if engine is Engine.spark else set())
         refuse_unusable("--controller-failures", takes, {"--engine z3": engine is Engine.z3, **given},
@@ -239,7 +239,8 @@ def check_command(
         print_result(result, (), output_format, written)
         raise typer.Exit(verdict_code(result))
     if engine is Engine.spark:
-        cli_spark.run_spark(config, chosen, keep_going=keep_going, symmetry=symmetry, budget=budget, quiet=quiet,
+        cli_spark.run_spark(config, chosen, bumps=epoch_bumps, keep_going=keep_going, symmetry=symmetry,
+                            budget=budget, quiet=quiet,
                             spark_master=spark_master, spark_partitions=spark_partitions,
                             checkpoint_dir=checkpoint_dir, resume=resume, output_format=output_format, out=out)
     explore: Callable[..., CheckResult] = check

@@ -65,6 +65,48 @@ def test_same_as_local_engine(spark, config, keep_going, symmetry, kernel):
     assert levels and levels[-1].distinct_states == result.stats.distinct_states
 
 
+BUMPED = Config(protocol="hw", messages=1, crashes=2, elections=1)  # a loss with the bump, 10 steps
+
+
+@pytest.mark.parametrize("symmetry,kernel", [(False, True), (True, True), (False, False)],
+                         ids=["kernel", "kernel-symmetry", "explicit-model"])
+def test_the_controllers_epoch_bumps_run_on_spark_as_on_the_local_engines(spark, symmetry, kernel):
+    """`--epoch-bumps` on Spark: the executors run the kernel with the bump (or the bump model
+    itself), with the local engines' counts, verdicts, shortest lengths, and traces of the bump
+    model."""
+    from kafka_mc.checker.kernel import kernel_check
+    from kafka_mc.control.epoch_bumps import EpochBumpSystem
+
+    system = EpochBumpSystem(BUMPED)
+    result, run = run_spark_check(system, keep_going=True, symmetry=symmetry, spark=spark, kernel=kernel)
+    assert run.kernel == kernel and result.violations
+    local = kernel_check(system, keep_going=True, symmetry=symmetry)
+    assert_same(result, local)
+    plain = check(BUMPED, keep_going=True)  # without the bump: another state space
+    assert plain.stats.distinct_states != result.stats.distinct_states
+    for violation in result.violations:  # every trace is one of the bump model
+        assert violation.trace.model.name == EpochBumpSystem.name
+
+
+def test_check_epoch_bumps_on_spark_from_the_command_line(tmp_path):
+    import subprocess
+    import sys
+
+    from kafka_mc.checker.kernel import kernel_check
+    from kafka_mc.control.epoch_bumps import EpochBumpSystem
+
+    argv = ["--protocol", "hw", "--messages", "1", "--crashes", "2", "--elections", "1", "--keep-going", "--symmetry",
+            "--epoch-bumps", "--format", "json", "--quiet"]
+    run = subprocess.run([sys.executable, "-m", "kafka_mc", "check", "--engine", "spark", "--spark-master", "local[1]",
+                          *argv], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    local = kernel_check(EpochBumpSystem(BUMPED), keep_going=True, symmetry=True)
+    assert run.returncode == 12, run.stderr[-3000:]
+    view = json.loads(run.stdout)
+    assert view["model"] == "replication-epoch-bumps" and view["distinct_states"] == local.stats.distinct_states
+    assert {v["invariant"]: v["length"] for v in view["violations"]} == \
+        {v.invariant: len(v.trace) for v in local.violations}
+
+
 def test_a_step_witness_reached_by_any_edge_key_is_reported():
     """Edge keys are signed: a level's least key of a step witness may be negative (a run once
     dropped those as if the witness had not been reached)."""
