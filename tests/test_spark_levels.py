@@ -1,0 +1,38 @@
+"""`benchmarks/spark_levels.py`'s reading of Spark's event log: a level's jobs, stages and Python time."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from spark_levels import level_rows  # noqa: E402
+
+
+def task(stage: int, python_ms: int, written: int = 0, read: int = 0) -> dict:
+    return {"Event": "SparkListenerTaskEnd", "Stage ID": stage,
+            "Task Info": {"Accumulables": [{"Name": "time to execute Python code", "Update": str(python_ms)},
+                                           {"Name": "duration", "Update": "5"}]},
+            "Task Metrics": {"Shuffle Write Metrics": {"Shuffle Bytes Written": written},
+                             "Shuffle Read Metrics": {"Local Bytes Read": read, "Remote Bytes Read": 0}}}
+
+
+def job(number: int, start: int, end: int, stages: tuple[int, int], walls: tuple[int, int]) -> list[dict]:
+    events = [{"Event": "SparkListenerJobStart", "Job ID": number, "Submission Time": start, "Stage IDs": list(stages)}]
+    at = start
+    for stage, wall in zip(stages, walls):
+        events.append({"Event": "SparkListenerStageCompleted",
+                       "Stage Info": {"Stage ID": stage, "Submission Time": at, "Completion Time": at + wall}})
+        at += wall
+    return events + [{"Event": "SparkListenerJobEnd", "Job ID": number, "Completion Time": end}]
+
+
+def test_each_level_gets_its_jobs_stages_python_and_the_drivers_rest():
+    log = (job(0, 1_010, 1_300, (0, 1), (100, 150)) + [task(0, 40, written=2 ** 20), task(1, 30), task(1, 5)]
+           + job(1, 1_420, 1_800, (2, 3), (200, 160)) + [task(2, 120, written=3 * 2 ** 20), task(3, 70)]
+           + job(2, 1_900, 1_950, (4, 5), (20, 20)))  # a lookup after the last level: no level's
+    rows = level_rows(log, [1_000, 1_400, 1_850], [3, 24])
+    assert [(r["level"], r["new_states"], r["wall_ms"], r["driver_ms"]) for r in rows] == [(0, 3, 400, 110),
+                                                                                            (1, 24, 450, 70)]
+    assert [(r["expand_ms"], r["expand_python_ms"], r["step_ms"], r["step_python_ms"], r["shuffle_mb"])
+            for r in rows] == [(100, 40, 150, 35, 1.0), (200, 120, 160, 70, 3.0)]
