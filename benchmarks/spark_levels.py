@@ -3,6 +3,7 @@ into the Python the executors ran and the JVM around it, from Spark's own event 
 
     python benchmarks/spark_levels.py                                  # leader-epoch 3,2,3,1 on local[1]
     python benchmarks/spark_levels.py --config 3,4,2,1 --master local[2] --json levels.json
+    python benchmarks/spark_levels.py --conf spark.shuffle.compress=false     # what a setting changes
 
 One run of the Spark engine (`checker.spark`, the kernel on the executors) with Spark's event log
 on (uncompressed, in a temporary directory). Each level is one Spark job of two stages: the
@@ -102,11 +103,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--config", default="3,2,3,1", help="R,M,C,E (replicas, messages, crashes, elections)")
     parser.add_argument("--master", default="local[1]")
     parser.add_argument("--json", type=Path, help="write the rows here")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting for the run (repeatable), to measure what it changes")
     args = parser.parse_args(argv)
     try:
         replicas, messages, crashes, elections = (int(part) for part in args.config.split(","))
     except ValueError:
         parser.error(f"--config is R,M,C,E (four integers), not {args.config!r}")
+    settings = dict(item.split("=", 1) for item in args.conf if "=" in item)
+    if len(settings) != len(args.conf):
+        parser.error(f"--conf is KEY=VALUE, not {next(item for item in args.conf if '=' not in item)!r}")
     config = Config(args.protocol, replicas, messages, crashes, elections)
     compile_kernel()
     started = time.perf_counter()
@@ -118,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
         spark = session(args.master, extra={"spark.eventLog.enabled": "true", "spark.eventLog.dir": folder.as_uri(),
                                             "spark.eventLog.compress": "false",
                                             "spark.eventLog.rolling.enabled": "false",
-                                            "spark.driver.memory": "4g"})
+                                            "spark.driver.memory": "4g", **settings})
         initial = len(set(ReplicationModel(config).initial_states()))
         boundaries, sizes, totals = [time.time() * 1000], [initial], [initial]
 
@@ -151,7 +157,7 @@ def main(argv: list[str] | None = None) -> None:
           f"{kernel_seconds:.1f} s on the kernel with one thread "
           f"({local.stats.distinct_states / kernel_seconds:,.0f} states/s)", file=sys.stderr)
     if args.json:
-        args.json.write_text(json.dumps({"config": config.to_dict(), "master": args.master,
+        args.json.write_text(json.dumps({"config": config.to_dict(), "master": args.master, "settings": settings,
                                          "spark_seconds": spark_seconds, "kernel_seconds": kernel_seconds,
                                          "levels": rows}, indent=1))
 
