@@ -440,15 +440,15 @@ class SymbolicModel:
         return leader.remote_leo[i] < leader.log_len
 
     def leader_shrink_isr(self, s: SymState, i: int):
-        lagging = [z3.And(self.current_leader(s, j), self.can_write_isr(s, j), self.out_of_sync(s.replicas[j], i))
-                   for j in range(self.shape.replicas) if j != i]
-        return z3.And(s.isr[i], z3.Or(lagging)), self.with_isr(s, put(s.isr, i, z3.BoolVal(False)))
+        dropping = [z3.And(self.current_leader(s, j), self.can_write_isr(s, j), self.out_of_sync(s.replicas[j], i))
+                    for j in range(self.shape.replicas) if j != i]
+        return z3.And(s.isr[i], z3.Or(dropping)), self.with_isr(s, put(s.isr, i, z3.BoolVal(False)))
 
     def leader_shrink_isr_fails(self, s: SymState, i: int):
         leader = s.replicas[i]
-        lagging = [z3.And(member, self.out_of_sync(leader, q))
-                   for q, member in enumerate(self.isr_of(s, i)) if q != i]
-        guard = z3.And(leader.role == LEADER, alive(leader), z3.Not(self.can_write_isr(s, i)), z3.Or(lagging))
+        out_of_sync = [z3.And(member, self.out_of_sync(leader, q))
+                       for q, member in enumerate(self.isr_of(s, i)) if q != i]
+        guard = z3.And(leader.role == LEADER, alive(leader), z3.Not(self.can_write_isr(s, i)), z3.Or(out_of_sync))
         return guard, with_replica(s, i, replace(leader, role=self.num(FENCED)))
 
     def become_follower(self, s: SymState, i: int):
