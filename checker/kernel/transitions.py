@@ -528,12 +528,12 @@ def leader_shrink_isr_fails(cfg, s, t, i):
     if i == s[LEADER] and s[PROPOSAL]:
         return False  # no shrink begins while an AlterPartition is in flight
     isr, leo = isr_of(s, i), s[i * REPLICA_WIDTH + LEO]
-    lagging = False
+    out_of_sync = False
     for member in range(cfg[C_REPLICAS]):
         behind = s[i * REPLICA_WIDTH + REMOTE_LEO + member] < leo
         if member != i and isr >> member & 1 and (behind or cfg[C_ISR_SHRINK] == SHRINK_AFTER_LAG_TIME):
-            lagging = True
-    if not lagging:
+            out_of_sync = True
+    if not out_of_sync:
         return False
     copy_state(s, t)
     t[i * REPLICA_WIDTH + ROLE] = FENCED
