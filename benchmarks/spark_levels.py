@@ -29,6 +29,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
 
 from tabulate import tabulate
@@ -51,15 +52,15 @@ def events(folder: Path) -> list[dict]:
 
 def stage_costs(log: list[dict]) -> dict[int, dict]:
     """Per stage id: wall ms, Python ms (summed over tasks), shuffle bytes written and read."""
-    stages: dict[int, dict] = {}
+    stages: dict[int, dict] = defaultdict(lambda: {"wall_ms": 0, "python_ms": 0, "shuffle_written": 0,
+                                                   "shuffle_read": 0})
     for event in log:
         kind = event["Event"]
         if kind == "SparkListenerStageCompleted":
             info = event["Stage Info"]
-            stages.setdefault(info["Stage ID"], {"python_ms": 0, "shuffle_written": 0, "shuffle_read": 0}).update(
-                wall_ms=info["Completion Time"] - info["Submission Time"])
+            stages[info["Stage ID"]]["wall_ms"] = info["Completion Time"] - info["Submission Time"]
         elif kind == "SparkListenerTaskEnd":
-            stage = stages.setdefault(event["Stage ID"], {"python_ms": 0, "shuffle_written": 0, "shuffle_read": 0})
+            stage = stages[event["Stage ID"]]
             for accumulable in event["Task Info"].get("Accumulables", []):
                 if accumulable.get("Name") == PYTHON_CODE:
                     stage["python_ms"] += int(accumulable["Update"])

@@ -239,7 +239,7 @@ def check_command(
         print_result(result, (), output_format, written)
         raise typer.Exit(verdict_code(result))
     if engine is Engine.spark:
-        cli_spark.run_spark(config, chosen, bumps=epoch_bumps, keep_going=keep_going, symmetry=symmetry,
+        cli_spark.run_spark(bumped or ReplicationSystem(config, chosen), keep_going=keep_going, symmetry=symmetry,
                             budget=budget, quiet=quiet,
                             spark_master=spark_master, spark_partitions=spark_partitions,
                             checkpoint_dir=checkpoint_dir, resume=resume, output_format=output_format, out=out)

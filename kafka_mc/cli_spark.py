@@ -18,8 +18,6 @@ from kafka_mc.cli_common import (Exit, OutputFormat, number, out_dir, print_resu
 from kafka_mc.control.epoch_bumps import EpochBumpSystem
 from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.counterexamples.views import result_view
-from kafka_mc.model import Config
-from kafka_mc.properties import Property
 from kafka_mc.properties.user import UserPropertyError
 from kafka_mc.progress import ProgressReporter
 
@@ -55,14 +53,14 @@ def spark_system_search(spark_master: Optional[str], spark_partitions: Optional[
                    partitions=number("--spark-partitions", spark_partitions, positive=True))
 
 
-def run_spark(config: Config, properties: tuple[Property, ...], *, bumps: bool, keep_going: bool, symmetry: bool,
-              budget: Budget, quiet: bool,
+def run_spark(system: ReplicationSystem | EpochBumpSystem, *, keep_going: bool, symmetry: bool, budget: Budget,
+              quiet: bool,
               spark_master: Optional[str], spark_partitions: Optional[str], checkpoint_dir: Optional[str],
               resume: Optional[str], output_format: OutputFormat,
               out: Optional[Path]) -> None:
-    """Check `config` for `properties` on Spark (a user's own run on the executors' Python, kafka-mc's
-    on the compiled kernel; `bumps`: the model with the controller's epoch bumps), print the result
-    as `check` does (JSON adds master, executors,
+    """Check the replication model `system` (with the controller's epoch bumps or without) for its
+    properties on Spark (a user's own run on the executors' Python, kafka-mc's on the compiled
+    kernel), print the result as `check` does (JSON adds master, executors,
     partitions), and leave with the verdict's exit code. `checkpoint_dir` and `resume` are local
     paths or URIs (`hdfs://`, `s3a://`, `file://`): a local one is checked here, before Spark
     starts; another by the engine, once its session is up."""
@@ -70,7 +68,7 @@ def run_spark(config: Config, properties: tuple[Property, ...], *, bumps: bool, 
     from kafka_mc.checker.spark import CheckpointError, checkpoint_config, run_spark_check
     from kafka_mc.checker.spark_storage import StorageError, local_path, uri_of
 
-    subject = EpochBumpSystem(config, properties) if bumps else ReplicationSystem(config, properties)
+    config, properties = system.config, tuple(system.properties)
     partitions = number("--spark-partitions", spark_partitions, positive=True)
     master = spark_master_url(spark_master)
     if resume is not None:
@@ -78,7 +76,7 @@ def run_spark(config: Config, properties: tuple[Property, ...], *, bumps: bool, 
             raise Exit(exitcodes.BAD_INPUT, "--resume DIR continues in DIR: do not give another --checkpoint-dir")
         if local_path(resume) is not None:
             try:
-                saved, saved_symmetry, saved_keep_going = checkpoint_config(resume, subject.name)
+                saved, saved_symmetry, saved_keep_going = checkpoint_config(resume, system.name)
             except CheckpointError as error:
                 raise Exit(exitcodes.BAD_INPUT, f"--resume: {error}") from None
             if (saved, saved_symmetry, saved_keep_going) != (config, symmetry, keep_going):
@@ -94,7 +92,7 @@ def run_spark(config: Config, properties: tuple[Property, ...], *, bumps: bool, 
                                                 "directory (to continue a run, give --resume)")
     reporter = ProgressReporter(enabled=not quiet)
     try:
-        result, run = run_spark_check(subject, keep_going=keep_going, symmetry=symmetry, master=master,
+        result, run = run_spark_check(system, keep_going=keep_going, symmetry=symmetry, master=master,
                                       partitions=partitions, checkpoint_dir=checkpoint_dir, resume=resume,
                                       budget=budget, progress=lambda p: reporter.note(reporter.describe(p)))
     except (CheckpointError, StorageError) as error:
@@ -108,11 +106,11 @@ def run_spark(config: Config, properties: tuple[Property, ...], *, bumps: bool, 
         raise Exit(exitcodes.BAD_SPEC, f"--property: {error}") from None
     written = write_violation_reports(result, out) if out else []
     if output_format.value == "json":
-        view = result_view(result, subject.name)
+        view = result_view(result, system.name)
         view.update(master=run.master, executors=run.executors, partitions=run.partitions,
                     checkpoint_dir=checkpoint_dir or resume,
                     resumed_from_depth=run.resumed_from_depth, reports=[str(path) for path in written])
         print(json.dumps(view, indent=2))
     else:
-        print_result(result, (), output_format, written, model=subject.name)
+        print_result(result, (), output_format, written, model=system.name)
     raise typer.Exit(verdict_code(result))

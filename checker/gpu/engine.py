@@ -49,8 +49,7 @@ import numba
 import numpy as np
 from numba import cuda
 
-from kafka_mc.control.epoch_bumps import EpochBumpSystem
-from kafka_mc.control.replication import ReplicationSystem, model_of
+from kafka_mc.control.replication import model_of
 from kafka_mc.model import Config, ReplicationModel
 from kafka_mc.model.epoch_bumps import EpochBumpModel
 from kafka_mc.model.interface import Model
@@ -58,7 +57,8 @@ from kafka_mc.properties import PROPERTIES, Property
 from kafka_mc.properties.lowering import NotLowered
 
 from ..bfs import Budget, Progress, search_result
-from ..kernel.engine import collision_probability, explore_levels, lowering_config, path_trace, shipped, slot_coverage
+from ..kernel.engine import (collision_probability, encoded_bumps, explore_levels, lowering_config, path_trace,
+                             shipped, slot_coverage)
 from ..kernel.explore import fingerprint, pack_represented, unpack
 from ..kernel.invariants import FOLLOWER_TRUNCATED, PROPERTY_NAMES, state_flags
 from ..kernel.layout import WIDTH, encode, packing, settings
@@ -416,10 +416,7 @@ def gpu_check(
     model, or with the controller's epoch bumps (`control.epoch_bumps`), as the kernel does. Refused by
     name: another model, `symmetry`, `workers` other than 1, and no GPU (`GpuUnavailable`)."""
     model = model_of(model_or_config, properties)
-    if model.name not in (ReplicationSystem.name, EpochBumpSystem.name):
-        raise ValueError(f"the GPU engine encodes the replication model only, not the {model.name} model; "
-                         "check it with checker.bfs.check or checker.spark.spark_check")
-    bumps = model.name == EpochBumpSystem.name
+    bumps = encoded_bumps(model, "the GPU engine")
     config: Config = model.config
     properties = tuple(model.properties)
     if symmetry:

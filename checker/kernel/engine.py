@@ -287,12 +287,9 @@ def kernel_check(
     (`control.replication.model_of`), or the replication model with the controller's epoch bumps
     (`control.epoch_bumps`); another model is refused by name."""
     model = model_of(model_or_config, properties)
-    if model.name not in (ReplicationSystem.name, EpochBumpSystem.name):
-        raise ValueError(f"the compiled kernel encodes the replication model only, not the {model.name} model; "
-                         "check it with checker.bfs.check or checker.spark.spark_check")
+    bumps = encoded_bumps(model, "the compiled kernel")
     config: Config = model.config
     properties = tuple(model.properties)
-    bumps = model.name == EpochBumpSystem.name
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, not {workers!r}")
     programs = [lowered_program(p, lowering_config(config, bumps))  # refused before compiling
@@ -311,6 +308,15 @@ def kernel_check(
         KernelStats(search.distinct, search.generated, depth, seconds, compile_seconds,
                     collision_probability(search.distinct, search.generated)),
         stopped_because, search.coverage())
+
+
+def encoded_bumps(model: Model, encoding: str) -> bool:
+    """Whether the kernel's encoding runs `model` with the controller's epoch bumps (the replication
+    model: False); ValueError naming `encoding` for any other model."""
+    if model.name not in (ReplicationSystem.name, EpochBumpSystem.name):
+        raise ValueError(f"{encoding} encodes the replication model only, not the {model.name} model; "
+                         "check it with checker.bfs.check or checker.spark.spark_check")
+    return model.name == EpochBumpSystem.name
 
 
 def lowering_config(config: Config, bumps: bool) -> Config:
