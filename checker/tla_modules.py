@@ -59,11 +59,18 @@ OPERATORS: dict[str, dict[object, dict[str, str]]] = {
     "eligible_leaders": _flag("EligibleLeaders"),
     "isr_shrink": {protocols.SHRINK_AFTER_LAG_TIME: {"DropsCaughtUp": "TRUE"},
                    protocols.SHRINK_BEHIND_LEO: {"DropsCaughtUp": "FALSE"}},
+    # `Protocol.skips_leader_and_isr` and `remembers_leader`: KafkaProtocols' skip rules and the leaderId field
+    "follower_skips": {
+        protocols.SKIP_SAME_LEADER: {"SkipsLeaderAndIsr": "SkipsLeaderFollowed", "RemembersLeader": "TRUE"},
+        protocols.SKIP_NEXT_EPOCH: {"SkipsLeaderAndIsr": "SkipsLeaderFollowedNextEpoch", "RemembersLeader": "TRUE"},
+        protocols.SKIP_SAME_EPOCH: {"SkipsLeaderAndIsr": "SkipsOwnEpochOnly", "RemembersLeader": "FALSE"},
+    },
     # no operator: the twin has no delayed AlterPartition (`delays`, refused by `tla_twins`) and no network
     # failures, so a fetching follower is always live and every value expands the ISR at once alike
     "isr_updates": {value: {} for value in (protocols.ZOOKEEPER_WRITES, protocols.ALTER_ISR, protocols.LIVE_MEMBERS,
                                             protocols.BROKER_EPOCHS)},
-    # no operator: the bump model's .cfg sets `EpochBump` and `SkipsSameLeader` from it (`tla_twins`)
+    # no operator: the bump model's .cfg sets `EpochBump` and `SkipsSameLeader` (requests carrying no epoch) from
+    # it (`tla_twins`); a follower's skip of the bump is `follower_skips`
     "isr_removal_bump": {value: {} for value in (protocols.FOLLOWERS_SKIP_BUMP, protocols.FOLLOWERS_TAKE_BUMP,
                                                  protocols.NO_BUMP)},
 }
@@ -71,7 +78,8 @@ TLA_DIR = Path(protocols.__file__).resolve().parent / "tla"
 PARAMETERS = ("BecomeFollowerReplica", "EpochCache", "AssignEpoch", "AssignOnElection", "EpochsAfterTruncate",
               "TruncationPoint", "MayJoinIsr", "FetchDivergence", "TruncateOnFetch", "RecordsDivergingFetch",
               "EpochOnElection", "TruncateAtEnd", "DivergingResponseHw",
-              "BounceNoticed", "HwNeedsMinIsr", "EligibleLeaders", "DropsCaughtUp")
+              "BounceNoticed", "HwNeedsMinIsr", "EligibleLeaders", "DropsCaughtUp", "SkipsLeaderAndIsr",
+              "RemembersLeader")
 WIDTH = 77
 
 

@@ -9,8 +9,10 @@ kafka-mc's names, and the TLC configuration (.cfg) of a run checking some of the
 - The replication model with the controller's epoch bumps (`control.epoch_bumps.EpochBumpSystem`):
   the same modules, the .cfg setting, from the variant's choice `isr_removal_bump`, the constant
   `EpochBump` (the controller bumps the epoch when it removes a dead follower from the ISR; not the
-  KRaft controller from 3.6) and `SkipsSameLeader` (to 2.0: a follower skips a bump of the leader it
-  follows, and its requests carry no epoch); both are FALSE for the replication model. Like the replication model's twin it
+  KRaft controller from 3.6) and `SkipsSameLeader` (to 2.0.1: a follower's requests carry no epoch,
+  `Protocol.followers_skip_bumps`); both are FALSE for the replication model. Whether a follower skips the
+  bump of the leader it follows is the variant's `follower_skips`, as for any LeaderAndIsr (the twin's
+  `SkipsLeaderAndIsr`). Like the replication model's twin it
   leaves out network failures (`partitions`), and with them the bump a leader cut off from ZooKeeper
   takes when it reconnects.
 - The controller model: `model/tla/KafkaController.tla`, with `OneControllerPerEpoch` as an

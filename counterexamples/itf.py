@@ -155,7 +155,7 @@ AUXILIARY = re.compile(r"^(mbt::|_)")
 TWIN_SHAPE = {"vars": Required([str]), "states": Required([{"*": ANY}]), "params": [str], "*": ANY}
 # A bound not given: the least the trace needs, the most its view reaches (any larger bound replays it alike).
 _REACHED = {"messages": "written", "crashes": "crashes", "elections": "controller.epoch"}
-_REPLICA_FIELDS = ("log", "hw", "epochs", "status", "role", "epoch", "response", "remoteLeos")
+_REPLICA_FIELDS = ("log", "hw", "epochs", "status", "role", "epoch", "response", "remoteLeos", "leaderId")
 _RESPONSE_FIELDS = ("offset", "hw", "records", "outOfRange")
 _CONTROLLER_FIELDS = ("leader", "epoch", "isr")
 # the eligible leader replicas: a field of the twin's controller with EligibleLeaders only (KIP-966)
@@ -195,7 +195,8 @@ def twin_view(state: State) -> dict[str, Any]:
     `controller.isr`, `acked`): what `decode_twin_state` reads from a trace of the twin. The twin
     has no page cache, network failures or `consumed` history, so this leaves out fields that keep
     their initial values in every configuration it models. `controller.elr` is the eligible leader
-    replicas (KIP-966), empty where the protocol keeps none (the twin's controller then has no `elr`)."""
+    replicas (KIP-966), empty where the protocol keeps none (the twin's controller then has no `elr`);
+    `replicas[A].leaderId` the leader A follows (`Replica.leader_id`), the twin's NoLeader for none."""
     names = [replica_name(index) for index in range(len(state.replicas))]
     view: dict[str, Any] = {}
     for name, replica in zip(names, state.replicas):
@@ -211,6 +212,7 @@ def twin_view(state: State) -> dict[str, Any]:
                                   (response.offset, response.hw, tuple(tuple(r) for r in response.records),
                                    response.out_of_range))
         view[f"{at}.remoteLeos"] = tuple(replica.remote_leos) if replica.remote_leos else None  # NoRemoteLeos
+        view[f"{at}.leaderId"] = _NO_LEADER if replica.leader_id == NO_LEADER else names[replica.leader_id]
     controller = state.controller
     view["controller.leader"] = _NO_LEADER if controller.leader == NO_LEADER else names[controller.leader]
     view["controller.epoch"] = controller.epoch
@@ -256,13 +258,12 @@ def decode_twin_state(raw: dict, names: tuple[str, ...], where: str) -> dict[str
         else:
             known = _function(leos, f"{here}.remoteLeos", names)
             view[f"{at}.remoteLeos"] = tuple(_int(known[m], f"{here}.remoteLeos[{m}]") for m in names)
+        view[f"{at}.leaderId"] = _leader(fields["leaderId"], f"{here}.leaderId", names)
     raw_controller = values["controller"]
     with_elr = _is_record(raw_controller) and _ELR_FIELD in raw_controller._fields
     controller = _record(raw_controller, f"{where}.controller",
                          (*_CONTROLLER_FIELDS, _ELR_FIELD) if with_elr else _CONTROLLER_FIELDS)
-    leader = controller["leader"]
-    view["controller.leader"] = (_NO_LEADER if leader == _NO_LEADER
-                                 else _replica(leader, f"{where}.controller.leader", names, f"or {_NO_LEADER!r}"))
+    view["controller.leader"] = _leader(controller["leader"], f"{where}.controller.leader", names)
     view["controller.epoch"] = _int(controller["epoch"], f"{where}.controller.epoch")
     view["controller.isr"] = frozenset(_replica(member, f"{where}.controller.isr", names)
                                        for member in _set(controller["isr"], f"{where}.controller.isr"))
@@ -576,6 +577,11 @@ def _replica(value: Any, where: str, names: tuple[str, ...] | None, other: str =
         allowed = (", ".join(names) if names is not None else "A to E") + (f" {other}" if other else "")
         raise ValueError(f"{where} must be a replica ({allowed}), not {short_repr(value)}")
     return match.group(1)
+
+
+def _leader(value: Any, where: str, names: tuple[str, ...]) -> str:
+    """A replica's name or the twin's NoLeader (`controller.leader`, a replica's `leaderId`)."""
+    return _NO_LEADER if value == _NO_LEADER else _replica(value, where, names, f"or {_NO_LEADER!r}")
 
 
 def _function(value: Any, where: str, names: tuple[str, ...] | None) -> dict[str, Any]:

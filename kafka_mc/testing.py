@@ -37,6 +37,7 @@ CONFORMANCE_CONFIGS: tuple[Config, ...] = (
     Config("leader-epoch", replicas=5, messages=0, crashes=1, elections=0, min_isr=3, acks="0"),
     Config("kip-279", messages=1, crashes=1, elections=1, unclean=True),
     Config("kip-279", messages=1, crashes=0, elections=1, partitions=1),
+    Config("kafka-7415", replicas=3, messages=0, crashes=2, elections=2),
     Config("kip-320", replicas=3, messages=1, crashes=1, elections=1),
     Config("diverging-epoch", messages=2, crashes=1, elections=2),
     Config("diverging-epoch", messages=1, crashes=0, elections=1, partitions=1, flush=False),

@@ -16,11 +16,12 @@ What each replica does with the bumped epoch, read at the release tags:
   2.0.1 on (KAFKA-7415) assigns (new epoch, LEO) in its epoch cache at once. As at an election,
   the LeaderAndIsr reaches the leader in the event that writes it.
 - A follower of that leader: `Partition.makeFollower` returns false for a LeaderAndIsr naming the
-  leader it follows, up to 2.0.0 (`leaderReplicaIdOpt.get == newLeaderBrokerId`): it takes the
-  epoch and goes on fetching, with no truncation. From 2.1.0 it returns false only for the same
-  epoch (`leaderEpoch == oldLeaderEpoch`), so the bump sends it through truncation again; 2.1's
-  fetches carry the follower's epoch (KIP-320), so until then the leader fences them.
-  (2.0.1 also skips a bump of exactly one, KAFKA-7164; no variant is 2.0.1.)
+  leader it follows, up to 2.0.0 (`leaderReplicaIdOpt.get == newLeaderBrokerId`; 2.0.1 for the
+  next epoch only, KAFKA-7164): it takes the epoch and goes on fetching, with no truncation, as
+  the replication model's `become_follower` does (`follower_skips`). From 2.1.0 it returns false
+  only for the same epoch (`leaderEpoch == oldLeaderEpoch`), so the bump sends it through
+  truncation again; 2.1's fetches carry the follower's epoch (KIP-320), so until then the leader
+  fences them.
 - The dead follower gets nothing (it is the one removed).
 
 A bump with no leader (the last ISR member died, `NoLeader`) reaches no replica that acts on it
@@ -43,7 +44,7 @@ from dataclasses import replace
 
 from .config import CHECK_COUNT_LIMIT, Config, ConfigError
 from .replication import ReplicationModel
-from .state import FOLLOWER, NO_LEADER, TRUNCATING, State
+from .state import NO_LEADER, State
 
 
 def greatest_epoch(config: Config) -> int:
@@ -123,14 +124,3 @@ class EpochBumpModel(ReplicationModel):
                 or reconnected.replicas[index].epoch == reconnected.controller.epoch:
             return reconnected
         return self._take_bump(reconnected, index)
-
-    def become_follower(self, state: State, index: int) -> State | None:
-        """Up to 2.0, a follower told of a bump of the leader it follows takes the epoch only."""
-        replica = state.replicas[index]
-        controller = state.controller
-        if (self.protocol.followers_skip_bumps and replica.role in (FOLLOWER, TRUNCATING) and replica.alive
-                and controller.leader not in (NO_LEADER, index) and replica.epoch < controller.epoch
-                and not state.zk_cut >> index & 1
-                and self._leadership_start(state, controller.epoch) <= replica.epoch):
-            return self.with_replica(state, index, replica._replace(epoch=controller.epoch))
-        return super().become_follower(state, index)

@@ -11,10 +11,12 @@ The history, one variant per fix (`HISTORY`; `register_protocol` adds a user's o
   hw               Kafka < 0.11  truncate to the local high watermark
   leader-epoch     0.11 - 1.1    KIP-101: OffsetsForLeaderEpoch, the leader's end of the epoch
   kip-279          2.0.0         KIP-279 (KAFKA-6361): agree on the largest common epoch
-  kip-320          2.1           KAFKA-7415 (a new leader caches its epoch at election; a new entry
+  kafka-7415       2.0.1         KAFKA-7415 (a new leader caches its epoch at election; a new entry
                                  removes those it conflicts with), KAFKA-7128 (join the ISR only
-                                 past the leader's epoch start), KAFKA-7152 (a follower at the
-                                 leader's LEO stays in the ISR); KIP-320
+                                 past the leader's epoch start), KAFKA-7164 (a follower that missed
+                                 an epoch of the leader it follows truncates again)
+  kip-320          2.1           KAFKA-7152 (a follower at the leader's LEO stays in the ISR), a
+                                 follower truncates at every new epoch; KIP-320
   diverging-epoch  2.8.0         truncation moves into the fetch response (KAFKA-10554)
   kafka-13141      2.8.1, 3.0    a diverging fetch no longer updates the leader's view
   kafka-14704      3.4.1, 3.5    a diverging fetch response truncates before the follower takes the HW
@@ -43,6 +45,7 @@ NEWER_EPOCH_ONLY, TRUNCATE_CONFLICTING = "newer-epoch-only", "truncate-conflicti
 ZOOKEEPER_WRITES, ALTER_ISR, LIVE_MEMBERS, BROKER_EPOCHS = "zookeeper", "alter-isr", "live-members", "broker-epochs"
 FOLLOWERS_SKIP_BUMP, FOLLOWERS_TAKE_BUMP, NO_BUMP = "followers-skip", "followers-take", "none"
 SHRINK_AFTER_LAG_TIME, SHRINK_BEHIND_LEO = "lag-time", "behind-leo"
+SKIP_SAME_LEADER, SKIP_NEXT_EPOCH, SKIP_SAME_EPOCH = "same-leader", "same-leader-next-epoch", "same-epoch"
 
 
 @dataclass(frozen=True)
@@ -182,19 +185,30 @@ CHOICES: tuple[Choice, ...] = (
                            "leader's (`r.logEndOffset.messageOffset != leaderReplica.logEndOffset.messageOffset && "
                            "...`): a caught-up follower that stopped fetching stays until the leader appends",
     }, ("LeaderShrinkIsr", "LeaderShrinkIsrFails")),
+    Choice("follower_skips", {
+        SKIP_SAME_LEADER: "a replica skips a LeaderAndIsr naming the leader it already follows, whatever the epoch "
+                          "(`Partition.makeFollower`: `leaderReplicaIdOpt.get == newLeaderBrokerId` returns false, "
+                          "0.10.2.0 to 2.0.0): it takes the epoch and goes on fetching, with no truncation and "
+                          "its fetch response in flight kept; the leader it follows is forgotten in a crash",
+        SKIP_NEXT_EPOCH: "KAFKA-7164 (2.0.1): only when the epoch is also the one after its own "
+                         "(`leaderEpoch == oldLeaderEpoch || leaderEpoch == oldLeaderEpoch + 1`): a replica that "
+                         "missed an epoch truncates again",
+        SKIP_SAME_EPOCH: "2.1.0 on: only a LeaderAndIsr of its own epoch (`leaderEpoch == oldLeaderEpoch`; "
+                         "`isNewLeaderEpoch` from 3.x), which the model never sends: every newer epoch sends the "
+                         "replica through `new_follower` again",
+    }, ("BecomeFollower",)),
     # read by the replication model with the controller's epoch bumps only (`model/epoch_bumps.py`,
     # `--epoch-bumps`): the replication model leaves the bump out
     Choice("isr_removal_bump", {
         FOLLOWERS_SKIP_BUMP: "the controller removing a dead follower from the ISR writes a new leader epoch with the "
                              "same leader (`KafkaController.removeReplicaFromIsr`, 0.11.0.0); a follower of that "
-                             "leader takes the epoch only, skipping the LeaderAndIsr (`Partition.makeFollower` "
-                             "returns false for the leader it follows, to 2.0.0), and its requests carry no epoch "
-                             "of their own, so they reach the leader in any epoch of its leadership",
+                             "leader skips the LeaderAndIsr as `follower_skips` says (to 2.0.1), and its requests "
+                             "carry no epoch of their own, so they reach the leader in any epoch of its leadership",
         FOLLOWERS_TAKE_BUMP: "the same bump (`ReplicaStateMachine.doRemoveReplicasFromIsr` -> `LeaderAndIsr."
                              "newLeaderAndIsr`, epoch + 1, from 2.1.0 to 3.7.0 in ZooKeeper mode); a follower skips "
-                             "only a LeaderAndIsr of its own epoch (`makeFollower`, 2.1.0; `isNewLeaderEpoch` at "
-                             "3.7.0), so the bump sends it through truncation again, and the leader fences requests "
-                             "of an older epoch (KIP-320)",
+                             "only a LeaderAndIsr of its own epoch (`follower_skips` = 'same-epoch'), so the bump "
+                             "sends it through truncation again, and the leader fences requests of an older epoch "
+                             "(KIP-320)",
         NO_BUMP: "no bump: the KRaft controller from metadata version 3.6 keeps the leader epoch when the ISR shrinks "
                  "(KAFKA-15021: `PartitionChangeBuilder.triggerLeaderEpochBumpIfNeeded`, `MetadataVersion."
                  "isLeaderEpochBumpRequiredOnIsrShrink` false from IBP_3_6_IV0, read at 3.7.0; "
@@ -253,6 +267,7 @@ class Protocol:
     eligible_leaders: bool = False
     isr_updates: str = ZOOKEEPER_WRITES
     isr_shrink: str = SHRINK_AFTER_LAG_TIME
+    follower_skips: str = SKIP_SAME_LEADER
     isr_removal_bump: str = FOLLOWERS_SKIP_BUMP
     doc: str = ""
 
@@ -291,6 +306,10 @@ class Protocol:
              "HW stays put below min.insync.replicas, KIP-966)"),
             (self.eligible_leaders, self.bounce_noticed,
              "eligible_leaders needs bounce_noticed (the controller sees each broker's new incarnation)"),
+            (self.isr_removal_bump == FOLLOWERS_SKIP_BUMP, self.follower_skips != SKIP_SAME_EPOCH,
+             "isr_removal_bump = 'followers-skip' needs follower_skips = 'same-leader' or 'same-leader-next-epoch'"),
+            (self.isr_removal_bump == FOLLOWERS_TAKE_BUMP, self.follower_skips == SKIP_SAME_EPOCH,
+             "isr_removal_bump = 'followers-take' needs follower_skips = 'same-epoch'"),
         ]
         for applies, holds, message in needs:
             if applies and not holds:
@@ -325,9 +344,22 @@ class Protocol:
 
     @property
     def followers_skip_bumps(self) -> bool:
-        """A follower takes a bump of the leader it follows without truncating, and its requests carry no
-        epoch (`isr_removal_bump`, to 2.0.0)."""
+        """A follower's requests carry no epoch of their own, so they reach the leader in any epoch of its
+        leadership, and it skips a bump of the leader it follows (`isr_removal_bump`, to 2.0.1)."""
         return self.isr_removal_bump == FOLLOWERS_SKIP_BUMP
+
+    @property
+    def remembers_leader(self) -> bool:
+        """A replica's skip reads the leader it follows (`follower_skips`, to 2.0.1); later variants keep
+        `Replica.leader_id` at NO_LEADER, which they never read."""
+        return self.follower_skips != SKIP_SAME_EPOCH
+
+    def skips_leader_and_isr(self, replica: Replica, leader: int, epoch: int) -> bool:
+        """`Partition.makeFollower` returns false for a LeaderAndIsr naming `leader` in `epoch`, newer than the
+        replica's (`follower_skips`)."""
+        if self.follower_skips == SKIP_SAME_EPOCH or replica.leader_id != leader:
+            return False
+        return self.follower_skips == SKIP_SAME_LEADER or epoch == replica.epoch + 1
 
     @property
     def drops_caught_up_followers(self) -> bool:
@@ -509,7 +541,9 @@ HISTORY: tuple[Protocol, ...] = (
         isr_join=JOIN_AT_HW,
         truncate_on_fetch=False,
         doc="Kafka 0.10.2: `ReplicaManager.makeFollowers` truncates each new follower to its high watermark "
-            "(`logManager.truncateTo(partitionsToMakeFollower ... highWatermark)`); no epoch cache."),
+            "(`logManager.truncateTo(partitionsToMakeFollower ... highWatermark)`), those whose "
+            "`Partition.makeFollower` returns true: a LeaderAndIsr naming the leader a replica already follows "
+            "is skipped; no epoch cache."),
     Protocol(
         "leader-epoch", "0.11", "truncate to the leader's end offset for the follower's latest epoch (KIP-101, "
         "Kafka 0.11.0 to 1.1)",
@@ -530,28 +564,40 @@ HISTORY: tuple[Protocol, ...] = (
             "epoch in the follower's log and asks again while the epochs differ. `Partition.makeLeader` still "
             "leaves the cache alone (KAFKA-7415 came in 2.0.1)."),
     Protocol(
-        "kip-320", "2.1.0", "KAFKA-7415 and KAFKA-7128: a new leader caches its epoch at election, a follower "
-        "joins the ISR only past the leader's epoch start; KAFKA-7152: a caught-up follower stays in the ISR "
-        "(Kafka 2.1 with KIP-320)",
+        "kafka-7415", "2.0.1", "KAFKA-7415 and KAFKA-7128: a new leader caches its epoch at election, a follower "
+        "joins the ISR only past the leader's epoch start; KAFKA-7164: a follower that missed an epoch of the "
+        "leader it follows truncates again (Kafka 2.0.1)",
         epoch_cache=True, epoch_on_election=True, new_follower=ASK_LEADER, epoch_lookup=KIP_279_LOOKUP,
-        isr_join=JOIN_PAST_EPOCH_START, isr_shrink=SHRINK_BEHIND_LEO, truncate_on_fetch=False,
-        epoch_assign=TRUNCATE_CONFLICTING, isr_removal_bump=FOLLOWERS_TAKE_BUMP,
-        doc="Read at 2.0.1 and 2.1.0: `Partition.makeLeader` assigns (leader epoch, LEO) in the cache and keeps "
+        isr_join=JOIN_PAST_EPOCH_START, truncate_on_fetch=False, epoch_assign=TRUNCATE_CONFLICTING,
+        follower_skips=SKIP_NEXT_EPOCH,
+        doc="Read at 2.0.1: `Partition.makeLeader` assigns (leader epoch, LEO) in the cache and keeps "
             "`leaderEpochStartOffsetOpt`; `LeaderEpochFileCache.endOffsetFor` answers an epoch older than the "
             "cache with the first entry's start, and `assign` removes the entries a new one conflicts with "
-            "(`truncateAndAppend`; KAFKA-7415); `Partition.maybeExpandIsr` also needs "
-            "`leaderEpochStartOffsetOpt.exists(fetchOffset >= _)` (KAFKA-7128). KIP-320's fencing in 2.1 "
+            "(`truncateAndAppend`; KAFKA-7415, commit 18b25773b11); `Partition.maybeExpandIsr` also needs "
+            "`leaderEpochStartOffsetOpt.exists(fetchOffset >= _)` (KAFKA-7128, 7a352117c20); "
+            "`Partition.makeFollower` skips a LeaderAndIsr of the leader the replica follows only in its own "
+            "epoch or the next (`leaderEpoch == oldLeaderEpoch || leaderEpoch == oldLeaderEpoch + 1`; KAFKA-7164, "
+            "5152c80129c). Still as 2.0.0: `Partition.getOutOfSyncReplicas` drops a follower that has not caught "
+            "up within the lag time, one at the leader's LEO too, and requests carry no leader epoch (KIP-320 "
+            "came in 2.1)."),
+    Protocol(
+        "kip-320", "2.1.0", "KAFKA-7152: a caught-up follower stays in the ISR; a follower truncates at every "
+        "new epoch (Kafka 2.1 with KIP-320)",
+        epoch_cache=True, epoch_on_election=True, new_follower=ASK_LEADER, epoch_lookup=KIP_279_LOOKUP,
+        isr_join=JOIN_PAST_EPOCH_START, isr_shrink=SHRINK_BEHIND_LEO, truncate_on_fetch=False,
+        epoch_assign=TRUNCATE_CONFLICTING, follower_skips=SKIP_SAME_EPOCH, isr_removal_bump=FOLLOWERS_TAKE_BUMP,
+        doc="As `kafka-7415` (KAFKA-7415, KAFKA-7128), read at 2.1.0. KIP-320's fencing in 2.1 "
             "(FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH) is no difference here: every variant fetches only from "
             "the replica acting as leader in the follower's own epoch. KAFKA-7152 (2.1.0): `Partition."
-            "getOutOfSyncReplicas` keeps a follower at the leader's LEO. 2.0.1 shipped KAFKA-7415 and KAFKA-7128 "
-            "but not KAFKA-7152 (it drops a caught-up follower that stopped fetching) nor 2.1's `makeFollower` "
-            "(it skips a LeaderAndIsr of the same leader one epoch on, KAFKA-7164): no variant is 2.0.1."),
+            "getOutOfSyncReplicas` keeps a follower at the leader's LEO. `Partition.makeFollower` skips only a "
+            "LeaderAndIsr of the replica's own epoch (2.1.0)."),
     Protocol(
         "diverging-epoch", "2.8.0", "truncation on the fetch response's diverging epoch (Kafka 2.8.0)",
         epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
         isr_join=JOIN_PAST_EPOCH_START, isr_shrink=SHRINK_BEHIND_LEO,
         truncate_on_fetch=True, diverging_fetch_updates_leader=True, epoch_assign=TRUNCATE_CONFLICTING,
-        truncate_at_end=True, bounce_noticed=True, isr_updates=ALTER_ISR, isr_removal_bump=FOLLOWERS_TAKE_BUMP,
+        truncate_at_end=True, bounce_noticed=True, isr_updates=ALTER_ISR, follower_skips=SKIP_SAME_EPOCH,
+        isr_removal_bump=FOLLOWERS_TAKE_BUMP,
         doc="Kafka 2.7 leader side, KAFKA-10554 follower side in 2.8.0: each fetch carries `lastFetchedEpoch`; "
             "`Partition.readRecords` answers a diverging one with `divergingEpoch` and no records; the follower "
             "sets its HW from the response (`updateHighWatermark`) and truncates "
@@ -570,7 +616,8 @@ HISTORY: tuple[Protocol, ...] = (
         epoch_cache=True, epoch_on_election=True, new_follower=FETCH_IF_EPOCH, epoch_lookup=KIP_279_LOOKUP,
         isr_join=JOIN_PAST_EPOCH_START, isr_shrink=SHRINK_BEHIND_LEO,
         truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
-        truncate_at_end=True, bounce_noticed=True, isr_updates=ALTER_ISR, isr_removal_bump=FOLLOWERS_TAKE_BUMP,
+        truncate_at_end=True, bounce_noticed=True, isr_updates=ALTER_ISR, follower_skips=SKIP_SAME_EPOCH,
+        isr_removal_bump=FOLLOWERS_TAKE_BUMP,
         doc="KAFKA-13141 (Kafka 2.7.2, 2.8.1, 3.0.0): `ReplicaManager.updateFollowerFetchState` (and "
             "`Partition.fetchRecords` since 3.3) updates a follower's fetch state only from a fetch that does "
             "not diverge."),
@@ -581,7 +628,7 @@ HISTORY: tuple[Protocol, ...] = (
         isr_join=JOIN_PAST_EPOCH_START, isr_shrink=SHRINK_BEHIND_LEO,
         truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
         truncate_at_end=True, diverging_response_hw=False, bounce_noticed=True, isr_updates=LIVE_MEMBERS,
-        isr_removal_bump=FOLLOWERS_TAKE_BUMP,
+        follower_skips=SKIP_SAME_EPOCH, isr_removal_bump=FOLLOWERS_TAKE_BUMP,
         doc="KAFKA-14704 (Kafka 3.4.1, 3.5.0; commit d038cf79191): `AbstractFetcherThread.processFetchRequest` "
             "collects a response's diverging epoch for `truncateOnFetchResponse` and skips "
             "`processPartitionData`, so the follower's HW and log start offset wait for the next fetch. The "
@@ -594,7 +641,7 @@ HISTORY: tuple[Protocol, ...] = (
         isr_join=JOIN_PAST_EPOCH_START, isr_shrink=SHRINK_BEHIND_LEO,
         truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
         truncate_at_end=True, diverging_response_hw=False, bounce_noticed=True, hw_needs_min_isr=True,
-        isr_updates=LIVE_MEMBERS, isr_removal_bump=FOLLOWERS_TAKE_BUMP,
+        isr_updates=LIVE_MEMBERS, follower_skips=SKIP_SAME_EPOCH, isr_removal_bump=FOLLOWERS_TAKE_BUMP,
         doc="KAFKA-15583 (Kafka 3.7.0): `Partition.maybeIncrementLeaderHW` starts with `if (isUnderMinIsr) "
             "return false`, in ZooKeeper and KRaft mode alike. The rest as `kafka-14704`, read at 3.7.0 in ZooKeeper "
             "mode, which KIP-903's broker epochs do not reach (\"this proposal just fixes it in Kraft mode\")."),
@@ -605,7 +652,7 @@ HISTORY: tuple[Protocol, ...] = (
         isr_join=JOIN_PAST_EPOCH_START, isr_shrink=SHRINK_BEHIND_LEO,
         truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
         truncate_at_end=True, diverging_response_hw=False, bounce_noticed=True, hw_needs_min_isr=True,
-        eligible_leaders=True, isr_updates=BROKER_EPOCHS, isr_removal_bump=NO_BUMP,
+        eligible_leaders=True, isr_updates=BROKER_EPOCHS, follower_skips=SKIP_SAME_EPOCH, isr_removal_bump=NO_BUMP,
         doc="KIP-966, read on the 3.9 branch and trunk of October 2024 (the code 4.0 ships off and 4.1 turns on "
             "for new clusters): `PartitionChangeBuilder.maybePopulateTargetElr`, `isValidNewLeader`, "
             "`tryElection`, `maybeUpdateRecordElr` and `build`; `ReplicationControlManager."

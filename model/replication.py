@@ -40,16 +40,18 @@ What is simplified, and why:
   ZooKeeper session expired, by a crash or a cut (no preferred-leader or
   controlled-shutdown elections); removing a dead follower from the ISR does not bump
   the leader epoch (the ZooKeeper controller's `ReplicaStateMachine` does, through
-  `LeaderAndIsr.newLeaderAndIsr`: `model/epoch_bumps.py` models it, and shortens one
-  shortest counterexample, docs/model.md); the last ISR member
+  `LeaderAndIsr.newLeaderAndIsr`: `model/epoch_bumps.py` models it; leaving it out changes no
+  verdict and no shortest length of the history table, docs/model.md); the last ISR member
   is never removed but with eligible leader replicas (KIP-966). The controller's own
   failure is `control/failover.py`, a wrapper of this model (`check --controller-failures N`).
-- A replica told of a new epoch always acts on it as a new follower (`BecomeFollower`), as
-  Kafka does from 2.1 on. Before that, `Partition.makeFollower` skipped a LeaderAndIsr naming
-  the leader the replica already followed (0.10.2 to 2.0.0; in 2.0.1 unless an epoch was
-  missed, KAFKA-7164): the follower kept fetching without truncating. The model keeps no record
-  of which leader a follower follows, so every variant takes 2.1's rule; without epoch bumps on
-  ISR removal it matters only when a leader is elected again after its own noticed failure.
+- A replica told of a new epoch acts on it as a new follower (`BecomeFollower`), but where
+  `Partition.makeFollower` skips the LeaderAndIsr (`follower_skips`): up to 2.0.0 one naming
+  the leader the replica already follows (`Replica.leader_id`, forgotten in a crash), in 2.0.1
+  only if it is also the next epoch (KAFKA-7164). Then the replica takes the epoch and goes on
+  fetching as it was, without truncating. Without the controller's epoch bumps this happens when
+  a leader is elected again while a follower of its earlier leadership has not yet acted on a
+  newer epoch. Until it acts on the new epoch, such a follower's fetches find no leader (the
+  model's leader answers its own epoch only), as though they waited.
 - Network failures cut one broker off from ZooKeeper and the controller together
   (`ZkDisconnect`), or from every other broker (`PeerDisconnect`); a full isolation is
   both. Clients always reach every broker. A leader cut off from ZooKeeper keeps its
@@ -183,7 +185,7 @@ class ReplicationModel:
 
     def _initial_state(self, leader: int) -> State:
         n = self.config.replicas
-        follower = Replica((), 0, 0, (), UP, FOLLOWER, 0, (), 0, ())
+        follower = Replica((), 0, 0, (), UP, FOLLOWER, 0, (), 0, (), self._remembered(leader))
         replicas = tuple(
             follower._replace(
                 role=LEADER,
@@ -195,6 +197,10 @@ class ReplicationModel:
             for index in range(n)
         )
         return State(replicas, Controller(leader, 0, (1 << n) - 1), 0, 0, (), (), 0, 0, 0, 0)
+
+    def _remembered(self, leader: int) -> int:
+        """The `Replica.leader_id` of a replica acting on a LeaderAndIsr naming `leader`."""
+        return leader if self.protocol.remembers_leader else NO_LEADER
 
     def indexed_successors(self, state: State) -> Iterator[tuple[int, State]]:
         """Every enabled action, as its slot index (`action_index`), with its successor, in a
@@ -525,14 +531,18 @@ class ReplicationModel:
 
     def become_follower(self, state: State, index: int) -> State | None:
         """The replica acts on a LeaderAndIsr naming another leader in a newer epoch; the
-        truncation protocol decides what it does to its log."""
+        truncation protocol decides what it does to its log, unless the replica skips it
+        (`follower_skips`: `Partition.makeFollower` returns false) and only takes the epoch."""
         replica = state.replicas[index]
         controller = state.controller
         if not replica.alive or controller.leader in (NO_LEADER, index) or replica.epoch >= controller.epoch:
             return None
         if state.zk_cut >> index & 1:
             return None
-        replica = replica._replace(epoch=controller.epoch, response=(), stale_isr=0, remote_leos=())
+        if self.protocol.skips_leader_and_isr(replica, controller.leader, controller.epoch):
+            return self.with_replica(state, index, replica._replace(epoch=controller.epoch))
+        replica = replica._replace(epoch=controller.epoch, response=(), stale_isr=0, remote_leos=(),
+                                   leader_id=self._remembered(controller.leader))
         return self.with_replica(state, index, self.protocol.become_follower(replica))
 
     def replica_flush(self, state: State, index: int) -> State | None:
@@ -552,7 +562,7 @@ class ReplicationModel:
             return None
         replica = truncate(replica, replica.leo - replica.unflushed, self.protocol, log_load=True)
         replica = replica._replace(status=OFFLINE if replica.status == EXPIRED else CRASHED, role=NO_ROLE,
-                                   epoch=UNKNOWN, response=(), stale_isr=0, remote_leos=())
+                                   epoch=UNKNOWN, response=(), stale_isr=0, remote_leos=(), leader_id=NO_LEADER)
         return self.with_replica(state, index, replica)._replace(crashes=state.crashes + 1)
 
     def replica_disk_failure(self, state: State, index: int) -> State | None:
@@ -643,6 +653,7 @@ class ReplicationModel:
             stale_isr=0,
             remote_leos=(UNKNOWN,) * self.config.replicas,
             epochs=self.protocol.epochs_on_become_leader(candidate.epochs, epoch, candidate.leo),
+            leader_id=self._remembered(index),
         )
         controller = controller._replace(leader=index, epoch=epoch, isr=isr, elr=elr)
         state = self.with_replica(state, index, leader)._replace(controller=controller)

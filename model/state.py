@@ -85,6 +85,9 @@ class Replica(NamedTuple):
     response: FetchResponse | tuple[()]  # () or a FetchResponse in flight to this replica
     stale_isr: int  # a deposed leader cut off from the controller: the ISR it still believes in
     remote_leos: tuple[int, ...]  # leader only: its view of every replica's LEO
+    # the leader named by the last LeaderAndIsr it acted on, itself as leader (`Partition.leaderReplicaIdOpt`);
+    # NO_LEADER after a start, and always where the variant never reads it (`Protocol.remembers_leader`)
+    leader_id: int = NO_LEADER
 
     @property
     def leo(self) -> int:
@@ -189,12 +192,12 @@ _REPLICAS: dict = {}  # per process: plain replica -> Replica, shared between th
 def _replica(plain: tuple) -> Replica:
     replica = _REPLICAS.get(plain)
     if replica is None:
-        log, unflushed, hw, epochs, status, role, epoch, response, stale_isr, remote_leos = plain
+        log, unflushed, hw, epochs, status, role, epoch, response, stale_isr, remote_leos, leader_id = plain
         if response:
             offset, response_hw, records, out_of_range = response
             response = FetchResponse(offset, response_hw, tuple([Record(*r) for r in records]), out_of_range)
         replica = Replica(tuple([Record(*r) for r in log]), unflushed, hw, epochs, status, role, epoch,
-                          response, stale_isr, remote_leos)
+                          response, stale_isr, remote_leos, leader_id)
         if len(_REPLICAS) > 500_000:
             _REPLICAS.clear()
         _REPLICAS[plain] = replica

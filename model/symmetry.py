@@ -18,19 +18,24 @@ def _permute_mask(mask: int, order: tuple[int, ...]) -> int:
     return sum(1 << new for new, old in enumerate(order) if mask >> old & 1)
 
 
+def _renamed(index: int, order: tuple[int, ...]) -> int:
+    return NO_LEADER if index == NO_LEADER else order.index(index)
+
+
 def permute(state: State, order: tuple[int, ...]) -> State:
     """The state whose replica i is `state`'s replica order[i], with every reference renamed."""
     replicas = tuple(
-        replica._replace(remote_leos=tuple(replica.remote_leos[old] for old in order),
-                         stale_isr=_permute_mask(replica.stale_isr, order))
-        if replica.remote_leos else replica
+        replica._replace(remote_leos=tuple([replica.remote_leos[old] for old in order]) if replica.remote_leos else (),
+                         stale_isr=_permute_mask(replica.stale_isr, order),
+                         leader_id=_renamed(replica.leader_id, order))
+        if replica.remote_leos or replica.leader_id != NO_LEADER else replica
         for replica in (state.replicas[old] for old in order)
     )
     controller = state.controller
-    leader = NO_LEADER if controller.leader == NO_LEADER else order.index(controller.leader)
     return state._replace(
         replicas=replicas,
-        controller=controller._replace(leader=leader, isr=_permute_mask(controller.isr, order),
+        controller=controller._replace(leader=_renamed(controller.leader, order),
+                                       isr=_permute_mask(controller.isr, order),
                                        elr=_permute_mask(controller.elr, order),
                                        proposal=_permute_mask(controller.proposal, order),
                                        reregistered=_permute_mask(controller.reregistered, order)),
@@ -42,7 +47,7 @@ def permute(state: State, order: tuple[int, ...]) -> State:
 def _candidate_orders(state: State):
     """The replica orders that sort replicas by everything but their (order-dependent) view of
     the others; only these can give the least permuted state."""
-    keys = [replica[:-2] for replica in state.replicas]  # not stale_isr, remote_leos
+    keys = [replica[:-3] for replica in state.replicas]  # not stale_isr, remote_leos, leader_id
     ranked = sorted(range(len(keys)), key=keys.__getitem__)
     groups: list[list[int]] = []
     for index in ranked:

@@ -39,6 +39,7 @@ class ReplicaVar(NamedTuple):
     status: str
     role: str
     leaderEpoch: int
+    leaderId: str  # the leader it follows (`Replica.leader_id`); "-": none, as always where the variant never reads it
     response: FetchResponseVar | list  # the FetchResponse in flight to it, or <<>> (none), as the TLA+ twin
     remoteLeos: dict[str, int] | list  # on a leader, its view of every replica's LEO (-1: unknown); else <<>>
     staleIsr: SortedSet  # a deposed leader cut off from the controller: the ISR it still believes in
@@ -111,6 +112,7 @@ def _replica_var(state: State, index: int) -> ReplicaVar:
         status=STATUS_NAMES[replica.status],
         role=ROLE_NAMES[replica.role],
         leaderEpoch=replica.epoch,
+        leaderId="-" if replica.leader_id == NO_LEADER else replica_name(replica.leader_id),
         response=FetchResponseVar(replica.response.offset, replica.response.hw,
                                   [LogRecord(record_name(r), r.epoch) for r in replica.response.records],
                                   replica.response.out_of_range) if replica.response else [],

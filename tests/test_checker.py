@@ -96,10 +96,10 @@ def test_three_replicas_explore_and_find_hw_loss():
 # Regression pins: TLC on the TLA+ twin finds the same numbers (tests/test_tla_twin.py runs
 # the cross-check on smaller configurations; `kafka-mc check --write-tla DIR` writes these).
 PINNED = [
-    ("case-l-hw", 5526),
-    ("case-l-leader-epoch", 6290),
-    ("case-d-hw", 17280),
-    ("case-d-leader-epoch", 19470),
+    ("case-l-hw", 5946),
+    ("case-l-leader-epoch", 6398),
+    ("case-d-hw", 18572),
+    ("case-d-leader-epoch", 19830),
 ]
 
 

@@ -35,7 +35,7 @@ FUZZ = settings(max_examples=int(LONG) if LONG else 100, deadline=None, derandom
 SHIPPED = shipped_scenarios()
 # A few scenarios of each kind: replication (checkpoints with epochs, roles), control-plane, failover.
 MUTATED = ("case-l-hw", "case-d-leader-epoch", "epoch-acceptance-basic-workflow-2.0.1", "controller-deposed",
-           "partition-8", "fast-failover-kip-320")
+           "partition-8", "fast-failover-kafka-7415")
 DOCUMENTS = {name: tomllib.loads(SHIPPED[name].read_text(encoding="utf-8")) for name in MUTATED}
 KNOWN_KEYS = sorted({"title", "source", "description", "initial_leader", "steps", "config", "checkpoint", "model",
                      "expected_violations", "exhaustive_violations", "article", "initial", "after", "figure", "A",

@@ -67,6 +67,7 @@ def twin_state(state, name=replica_name) -> dict:
                                                  "outOfRange": response.out_of_range},
             "remoteLeos": [] if not r.remote_leos else {"#map": [[names[m], big(leo)]
                                                                  for m, leo in enumerate(r.remote_leos)]},
+            "leaderId": "none" if r.leader_id == NO_LEADER else names[r.leader_id],
         }
 
     controller = state.controller
@@ -414,7 +415,8 @@ def test_a_step_that_is_no_transition_names_it_with_the_enabled_actions_and_the_
     code, _, err = run(capsys, "replay", str(path))
     assert code == exitcodes.BAD_SPEC
     assert f"{path}: step 6: no action of the model leads from the trace's state 5 to its state 6, which changes " \
-           "replicas[B].status, replicas[B].role, replicas[B].epoch, replicas[B].response; enabled there: " \
+           "replicas[B].status, replicas[B].role, replicas[B].epoch, replicas[B].response, replicas[B].leaderId; " \
+           "enabled there: " \
            "FollowerHandleFetchResponse(B), ReplicaCrash(B), ControllerNoticeFailure(A); the closest, " \
            "ReplicaCrash(B), gives other crashes\n" in err
     assert "\nThe configuration: protocol=hw (the trace's #meta.source), replicas=2 (the trace's replicas), " in err
@@ -457,6 +459,10 @@ def test_a_trace_made_with_other_settings_than_the_defaults_says_which_were_defa
      r"states\[1\]\.replicas\[A\]\.log\[0\] must be a record with the fields msg, epoch: it lacks epoch"),
     (lambda d: d["states"][0]["controller"].update(leader="Z"),
      r"states\[0\]\.controller\.leader must be a replica \(A, B or 'none'\), not 'Z'"),
+    (lambda d: d["states"][0]["replicas"]["#map"][1][1].update(leaderId="Z"),
+     r"states\[0\]\.replicas\[B\]\.leaderId must be a replica \(A, B or 'none'\), not 'Z'"),
+    (lambda d: d["states"][0]["replicas"]["#map"][1][1].pop("leaderId"),
+     r"states\[0\]\.replicas\[B\] must be a record with the fields .*remoteLeos, leaderId: it lacks leaderId"),
     (lambda d: d["states"][4].update(committed=[]), r"states\[4\]\.committed must be a set \(#set\), not \[\]"),
     (lambda d: d["states"][0]["replicas"]["#map"][1].__setitem__(0, "C"),
      r"states\[0\]\.replicas: the replicas must be named A, B \(kafka-mc's names"),

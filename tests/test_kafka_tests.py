@@ -36,7 +36,7 @@ VARIANT_AT = {
     "0.10.2.0": "hw",
     "0.11.0.0": "leader-epoch", "1.1.1": "leader-epoch",
     "2.0.0": "kip-279",
-    "2.0.1": "kip-320", "2.1.0": "kip-320",
+    "2.0.1": "kafka-7415", "2.1.0": "kip-320",
     "2.8.0": "diverging-epoch",
     "2.8.1": "kafka-13141", "3.0.0": "kafka-13141",
     "3.5.0": "kafka-14704",
@@ -106,6 +106,7 @@ CONTROLLER = {
     ("unclean-election-disabled-", 2): (None, 0),  # UncleanLeaderElectionTest.scala:236, leader -1
     ("epoch-acceptance-divergent-logs-0.11.0.0", 1): (None, 1),  # no leader while 101 is down (lines 163-173)
     ("epoch-acceptance-divergent-logs-2.0.1", 1): (None, 1),
+    ("epoch-acceptance-divergent-logs-2.1.0", 1): (None, 1),
     ("elr-clean-election-", 1): ("C", 1),  # ReplicationControlManagerTest.java:1128, leader 2
     ("elr-unclean-shutdown-", 2): (None, 0),  # no leader: the ELR's C is fenced
 }
@@ -117,6 +118,7 @@ NOT_ENABLED = {
     # ISR with unclean election off, so the ten larger sends (lines 170-173) find no leader
     ("epoch-acceptance-divergent-logs-0.11.0.0", 1): ("ControllerElectLeader(A)", "ProducerWrite(A)"),
     ("epoch-acceptance-divergent-logs-2.0.1", 1): ("ControllerElectLeader(A)", "ProducerWrite(A)"),
+    ("epoch-acceptance-divergent-logs-2.1.0", 1): ("ControllerElectLeader(A)", "ProducerWrite(A)"),
 }
 # partition.isr and partition.elr (KIP-966), as replica names
 ISR_AND_ELR = {
@@ -188,12 +190,13 @@ def _epoch_at(epochs: tuple, offset: int) -> int:
     return current
 
 
-def make_replica(epochs=(), leo=0, hw=0, role=FOLLOWER, epoch=0, log=None, remote_leos=()) -> Replica:
+def make_replica(epochs=(), leo=0, hw=0, role=FOLLOWER, epoch=0, log=None, remote_leos=(),
+                 leader_id=NO_LEADER) -> Replica:
     """A live replica; without `log`, `leo` filler records whose epochs follow the cache."""
     epochs = tuple(tuple(entry) for entry in epochs)
     if log is None:
         log = tuple(Record(100 + offset, _epoch_at(epochs, offset)) for offset in range(leo))
-    return Replica(tuple(log), 0, hw, epochs, UP, role, epoch, (), 0, tuple(remote_leos))
+    return Replica(tuple(log), 0, hw, epochs, UP, role, epoch, (), 0, tuple(remote_leos), leader_id)
 
 
 def make_state(leader: Replica, follower: Replica, epoch: int, isr: int = 0b11) -> State:
@@ -743,12 +746,6 @@ def test_isr_join(tag, lines, fetch_offset, joins):
 
 
 ISR = "ISRExpirationTest.scala:"
-BEFORE_KAFKA_7152 = (
-    "Kafka 2.0.1's Partition.getOutOfSyncReplicas drops any ISR follower that has not caught up within "
-    "replica.lag.time.max.ms, including one at the leader's log end offset that stopped fetching (KAFKA-7152 came "
-    "in 2.1.0); kip-320, the variant of 2.0.1's tags, is 2.1.0 (`isr_shrink = 'behind-leo'`): no variant is 2.0.1")
-
-
 NO_CLOCK = (
     "Before KAFKA-7152 a follower at the leader's LEO is dropped once replica.lag.time.max.ms passes without a fetch "
     "(`isr_shrink = 'lag-time'`); the model has no clock, so such a follower may be dropped at any moment, and it "
@@ -757,8 +754,7 @@ NO_CLOCK = (
 
 def _isr_case(tag, line, method, leader_leo, follower_leo, out_of_sync, note=""):
     caught_up = leader_leo == follower_leo
-    reason = (BEFORE_KAFKA_7152 if tag == "2.0.1" and out_of_sync and caught_up
-              else NO_CLOCK if tag == "0.11.0.0" and not out_of_sync else None)
+    reason = NO_CLOCK if caught_up and not out_of_sync and protocol_at(tag).drops_caught_up_followers else None
     marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
     return pytest.param(tag, ISR + line, leader_leo, follower_leo, out_of_sync,
                         id=f"ISRExpirationTest.{method}@{tag}{note}", marks=marks)
@@ -793,19 +789,11 @@ def test_isr_expiration(tag, lines, leader_leo, follower_leo, out_of_sync):
     assert (dropped is not None) is out_of_sync, lines
 
 
-SAME_LEADER_SKIPPED = (
-    "Kafka 2.0.1's Partition.makeFollower skips a LeaderAndIsr that names the leader the replica already "
-    "follows when the epoch rose by exactly one (KAFKA-7164 truncates only after a missed epoch); from 2.1.0 on "
-    "only the same epoch is skipped. The model's BecomeFollower acts on every newer epoch (replication.py "
-    "docstring), 2.1's rule, and kip-320 stands for both 2.0.1 and 2.1.0")
-
-
 @pytest.mark.parametrize("tag, lines, follower_epoch, leader_epoch, becomes_follower", [
     pytest.param("2.0.1", PT + "263", 1, 3, True,
                  id="PartitionTest.testMakeFollowerWithNoLeaderIdChange@2.0.1 (epoch 1 -> 3)"),
     pytest.param("2.0.1", PT + "267", 3, 4, False,
-                 id="PartitionTest.testMakeFollowerWithNoLeaderIdChange@2.0.1 (epoch 3 -> 4)",
-                 marks=pytest.mark.xfail(strict=True, reason=SAME_LEADER_SKIPPED)),
+                 id="PartitionTest.testMakeFollowerWithNoLeaderIdChange@2.0.1 (epoch 3 -> 4)"),
     pytest.param("2.0.1", PT + "271", 4, 4, False,
                  id="PartitionTest.testMakeFollowerWithNoLeaderIdChange@2.0.1 (epoch 4 -> 4)"),
     *[pytest.param(tag, PT + lines, old, new, expected,
@@ -818,9 +806,11 @@ def test_make_follower_with_no_leader_id_change(tag, lines, follower_epoch, lead
     returns whether the replica does the become-follower steps (truncation, a new fetcher)."""
     model = ReplicationModel(config_for(tag))
     leader = make_replica([(0, 0)], leo=1, role=LEADER, epoch=leader_epoch, remote_leos=(UNKNOWN, UNKNOWN))
-    follower = make_replica([(0, 0)], leo=1, epoch=follower_epoch)
+    follower = make_replica([(0, 0)], leo=1, epoch=follower_epoch, leader_id=0)
     state = make_state(leader, follower, leader_epoch)
-    acted = model.next_state(state, Action("BecomeFollower", 1)) is not None
+    after = model.next_state(state, Action("BecomeFollower", 1))
+    # makeFollower's false: no LeaderAndIsr acted on (the same epoch) or a skipped one (the epoch only taken)
+    acted = after is not None and after.replicas[1] != follower._replace(epoch=leader_epoch)
     assert acted is becomes_follower, lines
 
 

@@ -1,5 +1,6 @@
 """`kafka-mc prove`: the shipped lemmas prove NoCommittedDataLoss and NoLogDivergence for leader
-epochs (0.11.0, 2.0.0 and 2.0.1: with and without KAFKA-7415's epoch at election) with any number
+epochs (0.11.0, 2.0.0, 2.0.1 and 2.1.0: with and without KAFKA-7415's epoch at election, with a
+follower's skip of its leader's LeaderAndIsr in any epoch, the next only, or none) with any number
 of crashes and elections, and hold in every reachable state, also where the variants' steps mix;
 for the diverging-fetch variants and under hw they fail with a counterexample to induction, and
 bounded model checking shows hw's violation reachable; a variant whose choices make shipped lemmas
@@ -29,14 +30,14 @@ from kafka_mc.checker.symbolic.layout import Shape, constant
 from kafka_mc.checker.symbolic.lemmas import LEMMAS, WrittenBound
 from kafka_mc.checker.symbolic.transitions import EncodingError
 from kafka_mc.cli_prove import prove_command
-from kafka_mc.model import Config, ReplicationModel
+from kafka_mc.model import PROTOCOLS, Config, ReplicationModel
 from kafka_mc.model.protocols import latest_epoch
 from kafka_mc.model.state import NO_LEADER
 from kafka_mc.properties import INVARIANTS
 from kafka_mc.testing import reachable_states
 
 PROPERTIES = {p.name: p for p in INVARIANTS}
-PROVED = ["leader-epoch", "kip-279", "kip-320"]  # the variants the shipped lemmas prove
+PROVED = ["leader-epoch", "kip-279", "kafka-7415", "kip-320"]  # the variants the shipped lemmas prove
 
 if not any(command.name == "prove" for command in cli.app.registered_commands):
     cli.app.command("prove")(prove_command)
@@ -69,17 +70,25 @@ def test_every_shipped_lemma_holds_in_every_reachable_state_of_a_bounded_run(pro
 
 def test_one_lemma_set_serves_the_variants_with_and_without_an_epoch_at_election():
     """Each variant's consecution is checked against the same lemmas, so they must hold wherever
-    the variants' steps mix; and both ways an epoch enters a cache are exercised."""
+    the variants' steps mix; and both ways an epoch enters a cache are exercised, and the skip of a
+    LeaderAndIsr (`follower_skips`) as well as the truncation."""
     bounds = dict(messages=2, crashes=2, elections=2)
     states = list(reachable_states(*(Config(protocol, **bounds) for protocol in PROVED)))
-    shape = Shape.of(Config("kip-320", **bounds), integers=True)
-    assert failing_in(LEMMAS, shape, states) == {}
+    shape = Shape.of(Config("kafka-7415", **bounds), integers=True)  # a layout with the leader each replica follows
+    assert shape.leader_ids and failing_in(LEMMAS, shape, states) == {}
     assert all(PROPERTIES[name].holds(state) for state in states for name in DEFAULT_PROPERTIES)
     # a leader that has not cached its epoch (before KAFKA-7415: LeaderCacheLatest's second case),
     # and a latest cached epoch without a record (KAFKA-7415: EmptyLatestAtHw's premise)
     assert any(state.controller.leader != NO_LEADER
                and latest_epoch(state.replicas[state.controller.leader]) != state.controller.epoch for state in states)
     assert any(replica.epochs and replica.epochs[-1][1] == replica.leo for state in states for replica in state.replicas)
+    # a follower told of a newer epoch of the leader it follows, re-elected, that skips it (and so in 0.11.0
+    # and 2.0.0 too; never in 2.1.0, where no replica keeps its leader) with records to keep
+    skips = PROTOCOLS["kafka-7415"].skips_leader_and_isr
+    assert any(skips(replica, controller.leader, controller.epoch) and replica.alive and replica.log
+               and replica.epoch < controller.epoch and controller.leader != index
+               for state, controller in ((state, state.controller) for state in states)
+               for index, replica in enumerate(state.replicas))
 
 
 # kafka-15583 with min.insync.replicas 1: its HW rule holds the HW of an empty ISR only, which it never

@@ -73,7 +73,7 @@ def test_the_shortest_fast_failover_divergence_outlives_kip_279_and_kafka_7415_c
     assert kip101.mismatches == [] and kip101.first_breaks == {"NoLogDivergence": 16}
     kip279 = replay(load_scenario(FINDINGS["fast-failover-kip-279"]))  # Kafka 2.0.0
     assert kip279.mismatches == [] and kip279.first_breaks == {"NoLogDivergence": 16}
-    fixed = replay(load_scenario(FINDINGS["fast-failover-kip-320"]))  # Kafka 2.0.1
+    fixed = replay(load_scenario(FINDINGS["fast-failover-kafka-7415"]))  # Kafka 2.0.1
     assert fixed.mismatches == [] and fixed.first_breaks == {}
     b, c = fixed.steps[-1].state.replicas[1:]
     assert b.log == c.log and b.hw == c.hw == 2
@@ -86,7 +86,7 @@ def test_back_to_back_elections_lose_a_committed_record_until_kafka_7415():
             scenario.trace, model=ReplicationSystem(dataclasses.replace(scenario.config, protocol=name))))
         replayed = replay(scenario)
         assert replayed.first_breaks == {"NoCommittedDataLoss": 24, "NoAckedDataLoss": 24, "NoConsumedRecordLost": 24}
-    assert replay(load_scenario(FINDINGS["back-to-back-elections-kip-320"])).first_breaks == {}
+    assert replay(load_scenario(FINDINGS["back-to-back-elections-kafka-7415"])).first_breaks == {}
 
 
 def write(tmp_path, text):

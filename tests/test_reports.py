@@ -80,7 +80,8 @@ def test_itf_has_every_variable_in_every_state(violations):
     assert actions == ["Init", *map(str, trace.actions)]
     replica = itf_py.value_from_json(data["states"][-1]["replicas"])["A"]
     assert set(replica._fields) == {"log", "unflushed", "hw", "leo", "epochCache", "status", "role", "leaderEpoch",
-                                    "response", "remoteLeos", "staleIsr", "reachesZooKeeper", "reachesBrokers"}
+                                    "leaderId", "response", "remoteLeos", "staleIsr", "reachesZooKeeper",
+                                    "reachesBrokers"}
 
 
 def test_itf_sets_and_maps_are_sorted(violations):

@@ -18,9 +18,11 @@ from kafka_mc.checker.tla_modules import variant_module
 from kafka_mc.control.epoch_bumps import EpochBumpSystem
 from kafka_mc.model import PROTOCOLS, Config
 from kafka_mc.model.epoch_bumps import EpochBumpModel
+from kafka_mc.model.replication import ReplicationModel
 from kafka_mc.model.state import FOLLOWER, NO_LEADER, TRUNCATING, replica_name
 from kafka_mc.properties import PROPERTIES
 from kafka_mc.properties.user import user_property
+from kafka_mc.testing import reachable_states
 
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="TLC needs java on PATH")
 
@@ -42,6 +44,8 @@ TWIN_CONFIGS = [
     pytest.param(Config(protocol="hw", replicas=2, messages=2, crashes=2, elections=1), id="hw-2r-case-l-d"),
     # the later variants; diverging-epoch loses committed data when a diverging fetch joins the ISR
     pytest.param(Config(protocol="kip-279", replicas=2, messages=2, crashes=1, elections=2), id="kip279-2r"),
+    # KAFKA-7164: a follower skips a LeaderAndIsr of the leader it follows in the next epoch only
+    pytest.param(Config(protocol="kafka-7415", replicas=2, messages=1, crashes=2, elections=2), id="kafka7415-2r"),
     pytest.param(Config(protocol="kip-320", replicas=2, messages=2, crashes=1, elections=2), id="kip320-2r"),
     pytest.param(Config(protocol="diverging-epoch", replicas=2, messages=2, crashes=2, elections=2),
                  id="diverging-2r"),
@@ -96,6 +100,29 @@ def test_every_protocol_has_a_twin_and_others_are_refused():
         tla_module_for("raft")
     with pytest.raises(ValueError, match="no invariant"):
         tlc_config_text(Config(), invariants=("Liveness",))
+
+
+@pytest.mark.parametrize("config, rules", [
+    pytest.param(Config("hw", 2, 2, 1, 1), {"skipped"}, id="hw-2r"),
+    pytest.param(Config("kafka-7415", 2, 1, 2, 2), {"skipped", "missed an epoch"}, id="kafka7415-2r"),
+    pytest.param(Config("kip-320", 2, 2, 1, 2), set(), id="kip320-2r"),
+])
+def test_the_twin_configurations_use_each_rule_of_the_skip(config, rules):
+    """Configurations of `test_tlc_and_kafka_mc_agree` reach each rule of the skip (`follower_skips`, the
+    twin's SkipsLeaderAndIsr): a replica told of a newer epoch of the leader it follows takes the epoch only,
+    or, under KAFKA-7164, acts on it as a new follower as it missed an epoch; variants from 2.1 remember no
+    leader (`Replica.leader_id`, the twin's leaderId, stays NoLeader)."""
+    model = ReplicationModel(config)
+    fired: set[str] = set()
+    for state in reachable_states(config):
+        assert model.protocol.remembers_leader or all(r.leader_id == NO_LEADER for r in state.replicas)
+        for action, after in model.successors(state):
+            before, controller = state.replicas[action.replica], state.controller
+            if action.name == "BecomeFollower" and before.leader_id == controller.leader:
+                skips = model.protocol.skips_leader_and_isr(before, controller.leader, controller.epoch)
+                assert not skips or after.replicas[action.replica] == before._replace(epoch=controller.epoch)
+                fired.add("skipped" if skips else "missed an epoch")
+    assert fired == rules
 
 
 def test_the_variant_modules_in_the_repository_are_the_generated_ones():
@@ -174,10 +201,10 @@ BUMP_CONFIGS = [
 
 def bump_rules_fired(config: Config) -> set[str]:
     """The rules of `model.epoch_bumps` that the reachable steps of `config` use: the bump taken by the
-    leader or lost with it (crashed); a follower of the leader skipping it (up to 2.0: `SkipsSameLeader`
-    in the twin); a request from an epoch the bump passed over reaching the leader (up to 2.0) or fenced
-    (from 2.1); a write acknowledged by a leader in an epoch bumped after it took the write; an election
-    after a bump (the elections bound counts elections, not epochs). On the way it checks what
+    leader or lost with it (crashed); a follower of the leader skipping it (up to 2.0.1: `follower_skips`,
+    `SkipsLeaderAndIsr` in the twin); a request from an epoch the bump passed over reaching the leader (up
+    to 2.0) or fenced (from 2.1); a write acknowledged by a leader in an epoch bumped after it took the
+    write; an election after a bump (the elections bound counts elections, not epochs). On the way it checks what
     `checker/tla_properties.py` assumes of the states of the configurations the twin covers: no
     consumed record but the committed ones, and no step that leaves a state unchanged."""
     model = EpochBumpModel(config)
@@ -207,8 +234,8 @@ def bump_rules_fired(config: Config) -> set[str]:
                 if action.name == "ControllerNoticeFailure" and after.controller.bumped != controller.bumped:
                     fired.add("taken" if after.replicas[after.controller.leader].epoch == after.controller.epoch
                               else "lost")
-                if action.name == "BecomeFollower" and model.protocol.followers_skip_bumps \
-                        and before.role in (FOLLOWER, TRUNCATING) and start <= before.epoch:
+                if action.name == "BecomeFollower" and start <= before.epoch \
+                        and model.protocol.skips_leader_and_isr(before, controller.leader, controller.epoch):
                     fired.add("skipped by a follower" if before.role == FOLLOWER else "skipped while truncating")
                 if action.name == "ControllerElectLeader" and controller.bumped:
                     fired.add("election after")

@@ -27,9 +27,10 @@ MODEL_DIR = Path(__file__).parent.parent / "model"
 # the counterexample the fix disables: None when every step stays enabled)
 FIXES = [
     ("kafka-6361-leader-epoch", "kafka-6361-kip-279", None),  # KIP-279, 2.0.0
-    ("fast-failover-kip-279", "fast-failover-kip-320", None),  # KAFKA-7415, 2.0.1
-    ("back-to-back-elections-kip-279", "back-to-back-elections-kip-320", None),  # KAFKA-7415, 2.0.1
-    ("isr-join-lagging-hw-kip-279", "isr-join-lagging-hw-kip-320", 17),  # KAFKA-7128, 2.0.1
+    ("fast-failover-kip-279", "fast-failover-kafka-7415", None),  # KAFKA-7415, 2.0.1
+    ("back-to-back-elections-kip-279", "back-to-back-elections-kafka-7415", None),  # KAFKA-7415, 2.0.1
+    ("isr-join-lagging-hw-kip-279", "isr-join-lagging-hw-kafka-7415", 17),  # KAFKA-7128, 2.0.1
+    ("kafka-7164-kip-279", "kafka-7164-kafka-7415", 16),  # KAFKA-7164, 2.0.1
     ("diverging-fetch-joins-isr-diverging-epoch", "diverging-fetch-joins-isr-kafka-13141", 11),
     ("kafka-14704-kafka-13141", "kafka-14704-kafka-14704", None),  # KAFKA-14704, 3.4.1
     ("last-replica-standing-kafka-14704", "last-replica-standing-kafka-15583", None),  # KAFKA-15583, 3.7.0
@@ -66,8 +67,8 @@ def test_truncation_on_fetch_loses_an_acks_all_write_with_min_isr_2_and_kafka_13
 
 
 def test_the_history_is_oldest_first_and_every_variant_is_a_distinct_declaration():
-    assert [p.name for p in HISTORY] == ["hw", "leader-epoch", "kip-279", "kip-320", "diverging-epoch", "kafka-13141",
-                                            "kafka-14704", "kafka-15583", "kip-966"]
+    assert [p.name for p in HISTORY] == ["hw", "leader-epoch", "kip-279", "kafka-7415", "kip-320", "diverging-epoch",
+                                            "kafka-13141", "kafka-14704", "kafka-15583", "kip-966"]
     assert [p.name for p in HISTORY] == [name for name in PROTOCOLS if PROTOCOLS[name] in HISTORY]
     assert len({tuple(p.choices().items()) for p in HISTORY}) == len(HISTORY)
 

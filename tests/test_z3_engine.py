@@ -52,6 +52,11 @@ AGREEMENT_CONFIGS = [
     # fires (`test_the_min_isr_and_elr_configurations_fire_every_new_rule`); three replicas are too many states
     Config("kafka-15583", messages=1, crashes=1, elections=1, min_isr=2),
     Config("kip-966", messages=1, crashes=2, elections=2, min_isr=2, unclean=True),
+    # KAFKA-7164's skip of the next epoch only (`follower_skips`): a follower skips the LeaderAndIsr of the
+    # leader it follows, re-elected; with two crashes and elections one misses an epoch of it and truncates
+    # (`test_the_agreement_configurations_fire_every_follower_skip`), without writes (one: 6.5 times the states)
+    Config("kafka-7415", messages=1, crashes=1, elections=1),
+    Config("kafka-7415", messages=0, crashes=2, elections=2),
 ]
 
 
@@ -100,6 +105,29 @@ def test_the_min_isr_and_elr_configurations_fire_every_new_rule():
                      "ELR grows: ControllerNoticeFailure", "ELR emptied: LeaderHandleFetchRequest",
                      "ELR emptied: ReplicaRestart", "ISR emptied", "elected from the ELR",
                      "unclean election clears the ELR", "election keeps the ELR"}
+
+
+def test_the_agreement_configurations_fire_every_follower_skip():
+    """On the model alone: a follower skips the LeaderAndIsr of the leader it follows (`follower_skips`),
+    its fetch response in flight kept, up to 2.0.0 and in 2.0.1; in 2.0.1 one that missed an epoch
+    of that leader acts on it; from 2.1 none skips."""
+    fired: set[tuple[str, str]] = set()
+    for config in AGREEMENT_CONFIGS:
+        model, skips = ReplicationModel(config), PROTOCOLS[config.protocol].follower_skips
+        for state in reachable_states(config):
+            for slot, after in model.indexed_successors(state):
+                action = model.action_at(slot)
+                if action.name != "BecomeFollower":
+                    continue
+                replica, taken = state.replicas[action.replica], after.replicas[action.replica]
+                if model.protocol.skips_leader_and_isr(replica, state.controller.leader, state.controller.epoch):
+                    assert taken == replica._replace(epoch=state.controller.epoch)
+                    fired.add((skips, "skips with a response in flight" if replica.response else "skips"))
+                elif replica.leader_id == state.controller.leader:
+                    fired.add((skips, "acts on the leader it follows"))
+    assert fired == {("same-leader", "skips"), ("same-leader", "skips with a response in flight"),
+                     ("same-leader-next-epoch", "skips"), ("same-leader-next-epoch", "skips with a response in flight"),
+                     ("same-leader-next-epoch", "acts on the leader it follows")}
 
 
 def _scenario_config(name: str) -> Config:
@@ -310,19 +338,29 @@ PURGATORY = (*C_DIES[:4], "ProducerWrite(A)", *C_DIES[4:], "BecomeFollower(B)", 
 CUT_OFF = ("ProducerWrite(A)", "ZkDisconnect(A)", "ReplicaCrash(C)", "ControllerNoticeFailure(C)", "BecomeFollower(B)",
            "LeaderHandleFetchRequest(B)", "FollowerHandleFetchResponse(B)", "FollowerTruncateByLeaderEpoch(B)",
            "ZkReconnect(A)", *B_CATCHES_UP)
+# C dies twice, rejoining between: two bumps that B, following A, misses
+MISSED_BUMP = (*C_DIES[:4], "ProducerWrite(A)", *C_DIES[4:], "ReplicaRestart(C)", "BecomeFollower(C)",
+               "FollowerTruncateByLeaderEpoch(C)", "LeaderHandleFetchRequest(C)", "FollowerHandleFetchResponse(C)",
+               "LeaderHandleFetchRequest(C)", "ReplicaCrash(C)", "ControllerNoticeFailure(C)", "BecomeFollower(B)",
+               *B_CATCHES_UP)
 
 
 @pytest.mark.parametrize("config, steps", [(Config("kip-279", 3, 1, 1, 1), PURGATORY),
+                                           (Config("kafka-7415", 3, 1, 1, 1), PURGATORY),
                                            (Config("kip-320", 3, 1, 1, 1), PURGATORY),
                                            (Config("kip-279", 3, 1, 1, 0, partitions=1), CUT_OFF),
-                                           (Config("kip-320", 3, 1, 1, 0, partitions=1), CUT_OFF)],
-                         ids=["kip-279-purgatory", "kip-320-purgatory", "kip-279-cut-off", "kip-320-cut-off"])
+                                           (Config("kip-320", 3, 1, 1, 0, partitions=1), CUT_OFF),
+                                           (Config("kip-279", 3, 1, 2, 1), MISSED_BUMP),
+                                           (Config("kafka-7415", 3, 1, 2, 1), MISSED_BUMP)],
+                         ids=["kip-279-purgatory", "kafka-7415-purgatory", "kip-320-purgatory", "kip-279-cut-off",
+                              "kip-320-cut-off", "kip-279-missed-bump", "kafka-7415-missed-bump"])
 def test_z3_with_the_bump_agrees_with_the_model_along_three_replica_behaviours(config, steps):
     """Where three replicas are too many states for the agreement above: along the behaviours of
     `tests/test_epoch_bumps.py`, a write taken before the bump acknowledged after it (the leader's
-    purgatory, across its leadership), a follower that skips the bump (kip-279) or truncates
-    (kip-320), fetches that reach a leader cut off in the older epoch or are fenced by it. Each
-    state's successors and invariant values, as the harness compares them."""
+    purgatory, across its leadership), a follower that skips the bump (kip-279, and kafka-7415 for
+    the next epoch) or truncates (kip-320, and kafka-7415 after a missed bump), fetches that reach a
+    leader cut off in the older epoch or are fenced by it. Each state's successors and invariant
+    values, as the harness compares them."""
     model = EpochBumpModel(config)
     states = [model.initial_states()[0]]
     for text in steps:

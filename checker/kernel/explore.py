@@ -46,7 +46,7 @@ from numba import njit, prange
 from .invariants import FOLLOWER_TRUNCATED, follower_truncated, state_flags
 from kafka_mc.model.state import NO_LEADER
 
-from .layout import (C_REPLICAS, ELR, HAS_REMOTE, ISR, LEADER, PEER_CUT, PROPOSAL, REMOTE_LEO, REPLICA_WIDTH,
+from .layout import (C_REPLICAS, ELR, FOLLOWS, HAS_REMOTE, ISR, LEADER, PEER_CUT, PROPOSAL, REMOTE_LEO, REPLICA_WIDTH,
                      REREGISTERED, STALE_ISR, WIDTH, ZK_CUT)
 from .transitions import apply
 
@@ -99,6 +99,11 @@ def permute(cfg, t, order, u):
             for other in range(n):
                 u[base + REMOTE_LEO + other] = t[old_base + REMOTE_LEO + order[other]]
         u[base + STALE_ISR] = permute_mask(t[order[new] * REPLICA_WIDTH + STALE_ISR], order, n)
+        follows = u[base + FOLLOWS]
+        if follows:
+            for renamed in range(n):
+                if order[renamed] == follows - 1:
+                    u[base + FOLLOWS] = renamed + 1
     leader = t[LEADER]
     if leader != NO_LEADER:
         for new in range(n):

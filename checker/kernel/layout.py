@@ -10,7 +10,8 @@ words (`Packing`); frontiers hold states in this form and fingerprints hash it.
 Replica cells (at `replica * REPLICA_WIDTH`): the log as message numbers and record epochs,
 LEO, unflushed count, HW, the epoch cache (count, epochs, start offsets), status, role,
 epoch, the fetch response in flight (present, offset, HW, out of range, record count,
-records), the stale ISR and the view of the others' LEOs (present, one per replica).
+records), the stale ISR, the view of the others' LEOs (present, one per replica) and the leader
+it follows (`Replica.leader_id`, stored plus one so that none is 0).
 After the replicas: the controller (leader, epoch, ISR), records written, crashes, acked
 writes, the cut masks, cuts, the epochs the controller's bumps made (`model/epoch_bumps.py`), the
 controller's eligible leader replicas (KIP-966), the AlterPartition in flight and the delays so far,
@@ -55,7 +56,8 @@ RESPONSE_EPOCH = RESPONSE_MSG + MAX_MESSAGES
 STALE_ISR = RESPONSE_EPOCH + MAX_MESSAGES
 HAS_REMOTE = STALE_ISR + 1
 REMOTE_LEO = HAS_REMOTE + 1
-REPLICA_WIDTH = REMOTE_LEO + MAX_REPLICAS
+FOLLOWS = REMOTE_LEO + MAX_REPLICAS  # `Replica.leader_id` + 1: 0 for NO_LEADER
+REPLICA_WIDTH = FOLLOWS + 1
 
 # state cells
 GLOBAL = MAX_REPLICAS * REPLICA_WIDTH
@@ -80,14 +82,14 @@ WIDTH = CONSUMED + MAX_MESSAGES
 # the settings the kernel reads, as cells of one int64 array: the bounds (delays last), then one cell per protocol
 # choice (`model/protocols.py` CHOICES, in that order), then, for the model with the controller's epoch bumps
 # (`model/epoch_bumps.py`), what its choice `isr_removal_bump` means there: whether the controller bumps the epoch
-# on ISR removal, and whether a follower then skips a LeaderAndIsr naming the leader it follows (both 0 without
-# the bumps)
+# on ISR removal, and whether a follower's requests then reach the leader in any epoch of its leadership (both 0
+# without the bumps)
 (C_REPLICAS, C_MESSAGES, C_CRASHES, C_ELECTIONS, C_ACKS, C_MIN_ISR, C_UNCLEAN, C_FLUSH, C_PARTITIONS, C_DELAYS,
  C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_NEW_FOLLOWER, C_EPOCH_LOOKUP, C_ISR_JOIN, C_TRUNCATE_ON_FETCH,
  C_DIVERGING_FETCH_UPDATES_LEADER, C_EPOCH_ASSIGN, C_TRUNCATE_AT_END, C_DIVERGING_RESPONSE_HW, C_BOUNCE_NOTICED,
- C_HW_NEEDS_MIN_ISR, C_ELIGIBLE_LEADERS, C_ISR_UPDATES, C_ISR_SHRINK, C_ISR_REMOVAL_BUMP, C_ISR_BUMPS,
- C_SKIPS_SAME_LEADER) = range(28)
-SETTING_COUNT = C_SKIPS_SAME_LEADER + 1
+ C_HW_NEEDS_MIN_ISR, C_ELIGIBLE_LEADERS, C_ISR_UPDATES, C_ISR_SHRINK, C_FOLLOWER_SKIPS, C_ISR_REMOVAL_BUMP,
+ C_ISR_BUMPS, C_UNFENCED_REQUESTS) = range(29)
+SETTING_COUNT = C_UNFENCED_REQUESTS + 1
 ACKS_CODES = {"all": 0, "1": 1, "0": 2}
 ACKS_ALL, ACKS_ONE, ACKS_ZERO = 0, 1, 2
 
@@ -98,6 +100,7 @@ JOIN_AT_HW, JOIN_PAST_EPOCH_START = 0, 1
 ASSIGN_NEWER_EPOCH_ONLY, ASSIGN_TRUNCATE_CONFLICTING = 0, 1
 ISR_ZOOKEEPER_WRITES, ISR_ALTER_ISR, ISR_LIVE_MEMBERS, ISR_BROKER_EPOCHS = 0, 1, 2, 3  # ordered: each checks more
 SHRINK_AFTER_LAG_TIME, SHRINK_BEHIND_LEO = 0, 1
+SKIP_SAME_LEADER, SKIP_NEXT_EPOCH, SKIP_SAME_EPOCH = 0, 1, 2
 BUMP_FOLLOWERS_SKIP, BUMP_FOLLOWERS_TAKE, BUMP_NONE = 0, 1, 2
 CHOICE_CODES: dict[str, dict[object, int]] = {
     "epoch_cache": {False: 0, True: 1},
@@ -120,6 +123,8 @@ CHOICE_CODES: dict[str, dict[object, int]] = {
                     protocols.LIVE_MEMBERS: ISR_LIVE_MEMBERS, protocols.BROKER_EPOCHS: ISR_BROKER_EPOCHS},
     "isr_shrink": {protocols.SHRINK_AFTER_LAG_TIME: SHRINK_AFTER_LAG_TIME,
                    protocols.SHRINK_BEHIND_LEO: SHRINK_BEHIND_LEO},
+    "follower_skips": {protocols.SKIP_SAME_LEADER: SKIP_SAME_LEADER, protocols.SKIP_NEXT_EPOCH: SKIP_NEXT_EPOCH,
+                       protocols.SKIP_SAME_EPOCH: SKIP_SAME_EPOCH},
     "isr_removal_bump": {protocols.FOLLOWERS_SKIP_BUMP: BUMP_FOLLOWERS_SKIP,
                          protocols.FOLLOWERS_TAKE_BUMP: BUMP_FOLLOWERS_TAKE, protocols.NO_BUMP: BUMP_NONE},
 }
@@ -129,7 +134,7 @@ assert tuple(CHOICE_CODES) == protocols.CHOICE_NAMES == ("epoch_cache", "epoch_o
                                                            "truncate_at_end", "diverging_response_hw",
                                                            "bounce_noticed", "hw_needs_min_isr",
                                                            "eligible_leaders", "isr_updates", "isr_shrink",
-                                                           "isr_removal_bump")
+                                                           "follower_skips", "isr_removal_bump")
 
 
 def settings(config: Config, bumps: bool = False) -> np.ndarray:
@@ -175,6 +180,7 @@ def encode(state: State) -> np.ndarray:
         if replica.remote_leos:
             wide[base + HAS_REMOTE] = 1
             wide[base + REMOTE_LEO:base + REMOTE_LEO + len(replica.remote_leos)] = replica.remote_leos
+        wide[base + FOLLOWS] = replica.leader_id + 1
     controller = state.controller
     wide[LEADER], wide[CONTROLLER_EPOCH], wide[ISR] = controller.leader, controller.epoch, controller.isr
     wide[WRITTEN], wide[CRASHES], wide[ACKED] = state.written, state.crashes, state.acked
@@ -205,7 +211,8 @@ def decode(wide: np.ndarray, replicas: int) -> State:
                                      bool(cells[base + RESPONSE_OUT_OF_RANGE]))
         remote = tuple(cells[base + REMOTE_LEO:base + REMOTE_LEO + replicas]) if cells[base + HAS_REMOTE] else ()
         decoded.append(Replica(log, cells[base + UNFLUSHED], cells[base + HW], epochs, cells[base + STATUS],
-                               cells[base + ROLE], cells[base + EPOCH], response, cells[base + STALE_ISR], remote))
+                               cells[base + ROLE], cells[base + EPOCH], response, cells[base + STALE_ISR], remote,
+                               cells[base + FOLLOWS] - 1))
 
     def history(first: int) -> tuple:
         return tuple((offset, msg) for offset in range(MAX_MESSAGES) for msg in range(MAX_MESSAGES + 1)
@@ -263,6 +270,8 @@ def _ranges(config: Config, bumps: bool = False) -> list[tuple[int, int, int]]:
             ranges.append((base + STALE_ISR, 0, masks))
         ranges.append((base + HAS_REMOTE, 0, 1))
         ranges += [(base + REMOTE_LEO + other, -1, messages) for other in range(n)]
+        if PROTOCOLS[config.protocol].remembers_leader:
+            ranges.append((base + FOLLOWS, 0, n))
     ranges += [(LEADER, -1, n - 1), (CONTROLLER_EPOCH, 0, elections), (ISR, 0, masks), (WRITTEN, 0, messages),
                (CRASHES, 0, config.crashes), (ACKED, 0, (1 << (messages + 1)) - 1)]
     if config.partitions:

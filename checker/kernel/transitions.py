@@ -15,10 +15,11 @@ from .layout import (
     ACKED, ACKS_ALL, ACKS_ZERO, BUMPED, C_ACKS, C_DELAYS, C_ISR_UPDATES, DELAYS, ISR_BROKER_EPOCHS, ISR_LIVE_MEMBERS,
     PROPOSAL, REREGISTERED, C_CRASHES, C_DIVERGING_FETCH_UPDATES_LEADER, C_ELECTIONS,
     C_BOUNCE_NOTICED, C_DIVERGING_RESPONSE_HW, C_ELIGIBLE_LEADERS, C_HW_NEEDS_MIN_ISR, C_EPOCH_ASSIGN, C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_EPOCH_LOOKUP, C_FLUSH, C_ISR_BUMPS, C_ISR_JOIN,
-    C_SKIPS_SAME_LEADER, C_MESSAGES, C_TRUNCATE_AT_END, C_MIN_ISR, C_NEW_FOLLOWER, C_PARTITIONS,
-    C_REPLICAS, C_TRUNCATE_ON_FETCH, C_UNCLEAN, C_ISR_SHRINK, SHRINK_AFTER_LAG_TIME, SHRINK_BEHIND_LEO,
+    C_UNFENCED_REQUESTS, C_FOLLOWER_SKIPS, C_MESSAGES, C_TRUNCATE_AT_END, C_MIN_ISR, C_NEW_FOLLOWER, C_PARTITIONS,
+    C_REPLICAS, C_TRUNCATE_ON_FETCH, C_UNCLEAN, C_ISR_SHRINK, SHRINK_AFTER_LAG_TIME, SHRINK_BEHIND_LEO, SKIP_SAME_EPOCH,
+    SKIP_SAME_LEADER,
     CACHE_COUNT, CACHE_EPOCH, CACHE_START, COMMITTED, CONSUMED,
-    CONTROLLER_EPOCH, CRASHES, CUTS, ELR, EPOCH, HAS_REMOTE, HW, ISR, JOIN_AT_HW, LEADER, LEO, LOOKUP_KIP_101,
+    CONTROLLER_EPOCH, CRASHES, CUTS, ELR, EPOCH, FOLLOWS, HAS_REMOTE, HW, ISR, JOIN_AT_HW, LEADER, LEO, LOOKUP_KIP_101,
     NEW_FOLLOWER_FETCHES_IF_EPOCH, NEW_FOLLOWER_TRUNCATES, LOG_EPOCH, LOG_MSG, MAX_REPLICAS, PEER_CUT, REMOTE_LEO, REPLICA_WIDTH, RESPONSE,
     RESPONSE_COUNT, RESPONSE_EPOCH, RESPONSE_HW, RESPONSE_MSG, RESPONSE_OFFSET, RESPONSE_OUT_OF_RANGE, ROLE,
     STALE_ISR, STATUS, UNFLUSHED, WRITTEN, ZK_CUT, MAX_MESSAGES,
@@ -106,7 +107,7 @@ def current_leader(s):
 
 @inlined
 def acting_leader(cfg, s, n, epoch):
-    if cfg[C_SKIPS_SAME_LEADER]:  # `EpochBumpModel._acting_leader`: requests carry no epoch (up to 2.0)
+    if cfg[C_UNFENCED_REQUESTS]:  # `EpochBumpModel._acting_leader`: requests carry no epoch (up to 2.0.1)
         for index in range(n):
             if not acts_as_leader(s, index):
                 continue
@@ -229,6 +230,12 @@ def may_join_isr(cfg, s, leader, offset):
 
 
 # ------------------------------------------------------------------------------- writing
+
+@inlined
+def remembered(cfg, leader):
+    """`ReplicationModel._remembered`, as the FOLLOWS cell holds it."""
+    return 0 if cfg[C_FOLLOWER_SKIPS] == SKIP_SAME_EPOCH else leader + 1
+
 
 @inlined
 def clear_memory(t, i):
@@ -549,11 +556,12 @@ def become_follower(cfg, s, t, i):
         return False
     copy_state(s, t)
     t[i * REPLICA_WIDTH + EPOCH] = s[CONTROLLER_EPOCH]
-    role = s[i * REPLICA_WIDTH + ROLE]
-    if cfg[C_SKIPS_SAME_LEADER] and (role == FOLLOWER or role == TRUNCATING) \
-            and leadership_start(s, s[CONTROLLER_EPOCH]) <= s[i * REPLICA_WIDTH + EPOCH]:
-        return True  # `EpochBumpModel.become_follower`: a bump of the leader it follows (up to 2.0)
+    skips = cfg[C_FOLLOWER_SKIPS]
+    if skips != SKIP_SAME_EPOCH and s[i * REPLICA_WIDTH + FOLLOWS] == leader + 1 \
+            and (skips == SKIP_SAME_LEADER or s[CONTROLLER_EPOCH] == s[i * REPLICA_WIDTH + EPOCH] + 1):
+        return True  # `Protocol.skips_leader_and_isr`: the leader it follows (to 2.0.1)
     clear_memory(t, i)
+    t[i * REPLICA_WIDTH + FOLLOWS] = remembered(cfg, leader)
     new_follower = cfg[C_NEW_FOLLOWER]
     if new_follower == NEW_FOLLOWER_TRUNCATES:
         truncate(t, i, t[i * REPLICA_WIDTH + HW], cfg[C_TRUNCATE_AT_END])
@@ -584,6 +592,7 @@ def replica_crash(cfg, s, t, i):
     t[i * REPLICA_WIDTH + ROLE] = NO_ROLE
     t[i * REPLICA_WIDTH + EPOCH] = UNKNOWN
     clear_memory(t, i)
+    t[i * REPLICA_WIDTH + FOLLOWS] = 0
     t[CRASHES] = s[CRASHES] + 1
     return True
 
@@ -682,6 +691,7 @@ def controller_elect_leader(cfg, s, t, i):
     t[i * REPLICA_WIDTH + HAS_REMOTE] = 1
     for member in range(n):
         t[i * REPLICA_WIDTH + REMOTE_LEO + member] = UNKNOWN
+    t[i * REPLICA_WIDTH + FOLLOWS] = remembered(cfg, i)
     on_become_leader(cfg, t, i, epoch)
     t[LEADER] = i
     t[CONTROLLER_EPOCH] = epoch

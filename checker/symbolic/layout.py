@@ -22,6 +22,10 @@ layout, and the proofs over it, are unchanged.
 The controller's `elr` (the eligible leader replicas, KIP-966) is one Bool per replica where the
 protocol has `eligible_leaders` (`Shape.elr`), and none otherwise: the other variants' states have
 an empty ELR, so their layout, and the proofs over it, are unchanged too.
+
+A replica's `leader_id` (the leader it follows, `Replica.leader_id`: NO_LEADER or a replica index)
+is one number per replica where the protocol remembers it (`Protocol.remembers_leader`,
+`follower_skips` before 2.1; `Shape.leader_ids`), and none otherwise: there it is always NO_LEADER.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ import z3
 
 from kafka_mc.model import PROTOCOLS, Config, State
 from kafka_mc.model.epoch_bumps import bounding_config
-from kafka_mc.model.state import Controller, FetchResponse, Record, Replica
+from kafka_mc.model.state import NO_LEADER, Controller, FetchResponse, Record, Replica
 
 __all__ = ["Shape", "SymReplica", "SymState", "replace"]
 
@@ -45,7 +49,8 @@ class Shape:
     bit-blasts them), or unbounded integers when `bits` is None (proofs over any epoch); and
     `epochs`, the epochs the controller's `bumped` flags cover (0: no epoch bumps, the
     replication model; `greatest_epoch + 1` for the bump model); `elr`: the controller keeps
-    eligible leader replicas, one flag per replica (the protocol's `eligible_leaders`, KIP-966)."""
+    eligible leader replicas, one flag per replica (the protocol's `eligible_leaders`, KIP-966);
+    `leader_ids`: each replica keeps the leader it follows (the protocol's `remembers_leader`)."""
 
     replicas: int
     log: int
@@ -53,6 +58,7 @@ class Shape:
     bits: int | None = None
     epochs: int = 0
     elr: bool = False
+    leader_ids: bool = False
 
     @staticmethod
     def of(config: Config, cache: int | None = None, integers: bool = False, bumps: bool = False) -> "Shape":
@@ -66,8 +72,9 @@ class Shape:
             cache = config.elections + 1 if PROTOCOLS[config.protocol].epoch_cache else 0
         largest = max(config.messages + 1, config.elections + 1, config.crashes + 1, config.partitions + 1, cache + 1,
                       config.replicas)
+        protocol = PROTOCOLS[config.protocol]
         return Shape(config.replicas, config.messages, cache, None if integers else largest.bit_length() + 2, epochs,
-                     PROTOCOLS[config.protocol].eligible_leaders)
+                     protocol.eligible_leaders, protocol.remembers_leader)
 
     def num(self, value: int) -> z3.ExprRef:
         return z3.IntVal(value) if self.bits is None else z3.BitVecVal(value, self.bits)
@@ -104,6 +111,7 @@ class SymReplica:
     stale_isr: list  # one per replica
     leading: Any  # the replica keeps a view of the others' LEOs (it was made leader)
     remote_leo: list  # one per replica
+    leader_id: list  # the leader it follows (`Replica.leader_id`): one where `Shape.leader_ids`, none otherwise
 
 
 @dataclass(frozen=True)
@@ -129,7 +137,7 @@ def _sizes(shape: Shape) -> dict[str, int]:
     return {"log_msg": m, "log_epoch": m, "cache_epoch": shape.cache, "cache_start": shape.cache, "resp_msg": m,
             "resp_epoch": m, "stale_isr": n, "remote_leo": n, "isr": n, "committed": m * m, "consumed": m * m,
             "acked": m, "zk_cut": n, "peer_cut": n, "bumped": shape.epochs,
-            "elr": n if shape.elr else 0}
+            "elr": n if shape.elr else 0, "leader_id": 1 if shape.leader_ids else 0}
 
 
 def _build(cls, shape: Shape, leaf, path: str):
@@ -193,7 +201,7 @@ def shape_of(s) -> Shape:
     whole = isinstance(s, SymState)
     return Shape(len(replica.stale_isr), len(replica.log_msg), len(replica.cache_epoch),
                  sort.size() if z3.is_bv_sort(sort) else None, len(s.bumped) if whole else 0,
-                 bool(s.elr) if whole else False)
+                 bool(s.elr) if whole else False, bool(replica.leader_id))
 
 
 # ------------------------------------------------------------------ concrete states
@@ -232,6 +240,9 @@ def values_of(shape: Shape, state: State) -> SymState:
 
     replicas = []
     for replica in state.replicas:
+        if replica.leader_id != NO_LEADER and not shape.leader_ids:
+            raise CapacityError(f"a replica follows leader {replica.leader_id}; the encoding of a protocol that does "
+                                "not remember the leader has none")
         response = replica.response or FetchResponse(0, 0, (), False)
         replicas.append(SymReplica(
             log_len=replica.leo,
@@ -255,6 +266,7 @@ def values_of(shape: Shape, state: State) -> SymState:
             stale_isr=bits(replica.stale_isr),
             leading=bool(replica.remote_leos),
             remote_leo=padded(list(replica.remote_leos), n, "a leader's view of LEOs"),
+            leader_id=[replica.leader_id] if shape.leader_ids else [],
         ))
     return SymState(
         replicas=replicas,
@@ -307,6 +319,7 @@ def to_state(shape: Shape, values: SymState) -> State:
             response=response,
             stale_isr=mask(r.stale_isr),
             remote_leos=tuple(r.remote_leo) if r.leading else (),
+            leader_id=r.leader_id[0] if r.leader_id else NO_LEADER,
         ))
     return State(
         replicas=tuple(replicas),

@@ -1,15 +1,18 @@
 """The shipped strengthening lemmas: with them, `prove` shows NoCommittedDataLoss and
-NoLogDivergence for `leader-epoch` (Kafka 0.11.0), `kip-279` (2.0.0) and `kip-320` (2.0.1) with
-2 replicas, acks=all, clean elections, flushed writes and no network failure, for any number of
-crashes and elections (2 or 3 messages). `diverging-epoch`, `kafka-13141`, `kafka-14704` and
-`kafka-15583` are not proved: `ResponseAtLeo` does not hold for a diverging fetch's response.
-`prove` refuses `kip-966` (its ISR may be empty: `LeaderInIsr`) and `hw_needs_min_isr` with
-min.insync.replicas above 1 (a new leader's HW stays put: `EmptyLatestAtHw`,
+NoLogDivergence for `leader-epoch` (Kafka 0.11.0), `kip-279` (2.0.0), `kafka-7415` (2.0.1) and
+`kip-320` (2.1.0) with 2 replicas, acks=all, clean elections, flushed writes and no network
+failure, for any number of crashes and elections (2 or 3 messages). `diverging-epoch`,
+`kafka-13141`, `kafka-14704` and `kafka-15583` are not proved: `ResponseAtLeo` does not hold for a
+diverging fetch's response. `prove` refuses `kip-966` (its ISR may be empty: `LeaderInIsr`) and
+`hw_needs_min_isr` with min.insync.replicas above 1 (a new leader's HW stays put: `EmptyLatestAtHw`,
 `LeaderHwCoversCommitted`) by name (`induction.UNCOVERED`).
 
 One set serves the variants before and after KAFKA-7415: a new leader's epoch enters its cache at
-election (`kip-320`) or with its first appended record (`leader-epoch`, `kip-279`), and the
-lemmas that speak of it (`LeaderCacheLatest`, `EmptyLatestAtHw`) say so. Since each variant's
+election (`kafka-7415`, `kip-320`) or with its first appended record (`leader-epoch`, `kip-279`),
+and the lemmas that speak of it (`LeaderCacheLatest`, `EmptyLatestAtHw`) say so. It serves them
+whatever a follower does with a LeaderAndIsr of the leader it follows (`follower_skips`): one that
+skips it takes the epoch only (`ReplicationModel.become_follower`), and no lemma speaks of a
+follower's epoch or of the leader it follows (`leader_id`). Since each variant's
 consecution is checked against the same set, the set also holds in every state reachable by
 mixing the variants' steps (a leader that caches its epoch at one election and not at the next);
 `tests/test_prove.py` checks it on every such state of a bounded run.

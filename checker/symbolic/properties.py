@@ -160,4 +160,5 @@ def well_formed(s: SymState) -> z3.BoolRef:
                                 z3.And(r.resp_offset == 0, r.resp_hw == 0, r.resp_len == 0, z3.Not(r.resp_oor))))
         terms.append(z3.Implies(z3.Not(r.leading), z3.And([leo == 0 for leo in r.remote_leo])))
         terms += [z3.Implies(r.leading, z3.And(leo >= UNKNOWN, leo <= m)) for leo in r.remote_leo]
+        terms += [z3.And(leader >= NO_LEADER, leader < n) for leader in r.leader_id]
     return z3.And(terms)

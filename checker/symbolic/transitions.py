@@ -15,6 +15,12 @@ an epoch cache is truncated as a prefix (starts rise along every reachable cache
 with an empty ISR keeps its HW (the explicit model never meets one: an ISR is empty only with
 eligible leader replicas, and then the partition has no leader).
 
+A replica told of a newer epoch of the leader it follows (`leader_id`, a number per replica in the
+layout of the variants that keep it, `Shape.leader_ids`) skips the LeaderAndIsr as `follower_skips`
+says (`ReplicationModel.become_follower`, `Protocol.skips_leader_and_isr`): it takes the epoch only,
+up to 2.0.0 in any newer epoch, in 2.0.1 in the next only (KAFKA-7164); an election makes the new
+leader follow itself and any other new follower the controller's leader, a crash forgets the leader.
+
 Two choices act on the controller's ISR changes: `hw_needs_min_isr` (KAFKA-15583: the HW stays
 put while the leader's ISR is below min.insync.replicas, `advance_hw`) and `eligible_leaders`
 (KIP-966: the ELR, one flag per replica in the layout, kept by every ISR change, `isr_change`; the
@@ -29,13 +35,13 @@ With `bumps` it is the encoding of the bump model instead (`model/epoch_bumps.py
 `EpochBumpModel`, the model `control.epoch_bumps.EpochBumpSystem`, whose docstrings cite the Kafka
 code of each rule): the ZooKeeper controller bumps the leader epoch when it removes a dead
 follower from the ISR (`controller_notice_failure`), and the leader takes the bump at once
-(`take_bump`) or, cut off from ZooKeeper, when it reconnects (`zk_reconnect`); up to 2.0 a
-follower of the same leader takes the bumped epoch only (`become_follower`) and a request reaches
-the leader whose leadership includes its epoch (`acting_leaders`). The controller's `bumped`
-flags mark the epochs bumps made: a leadership starts at the last epoch no bump made
-(`leadership_start`), and the elections bound counts elections, not epochs (`elections`). The
-replication model's states have no flags (`Shape.epochs` 0), and every formula is then the one
-it was before the bump was encoded.
+(`take_bump`) or, cut off from ZooKeeper, when it reconnects (`zk_reconnect`); a follower of that
+leader skips the bump as it skips a re-election (`become_follower`, up to 2.0.1), and a request,
+carrying no epoch up to 2.0.1, reaches the leader whose leadership includes its epoch
+(`acting_leaders`). The controller's `bumped` flags mark the epochs bumps made: a leadership starts
+at the last epoch no bump made (`leadership_start`), and the elections bound counts elections, not
+epochs (`elections`). The replication model's states have no flags (`Shape.epochs` 0), and every
+formula is then the one it was before the bump was encoded.
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.model import PROTOCOLS, Action, Config, State
 from kafka_mc.model.epoch_bumps import bounding_config, greatest_epoch
 from kafka_mc.model.interface import ALWAYS, Property
-from kafka_mc.model.protocols import UnencodedChoice
+from kafka_mc.model.protocols import SKIP_NEXT_EPOCH, UnencodedChoice
 from kafka_mc.properties.lowering import NotLowered, lower
 from kafka_mc.model.state import (
     CRASHED,
@@ -100,10 +106,14 @@ class SymbolicModel:
         if bumps and self.shape.epochs <= greatest_epoch(config):
             raise EncodingError(f"the {EpochBumpSystem.name} model needs a flag for each epoch up to "
                                 f"{greatest_epoch(config)}; the shape has {self.shape.epochs}")
+        if self.shape.leader_ids != PROTOCOLS[config.protocol].remembers_leader:
+            raise EncodingError(f"protocol {config.protocol!r} {'does not keep' if self.shape.leader_ids else 'keeps'} "
+                                "the leader each replica follows (`follower_skips`); the shape's `leader_ids` is "
+                                f"{self.shape.leader_ids}")
         # `isr_removal_bump` under the bump model: whether the controller bumps (not KRaft from 3.6), and whether a
-        # follower skips a bump of its leader and its requests carry no epoch (up to 2.0)
+        # follower's requests carry no epoch, reaching the leader in any epoch of its leadership (up to 2.0.1)
         self.isr_bumps = bumps and PROTOCOLS[config.protocol].bumps_on_isr_removal
-        self.same_leader = bumps and PROTOCOLS[config.protocol].followers_skip_bumps
+        self.unfenced_requests = bumps and PROTOCOLS[config.protocol].followers_skip_bumps
         self.unbounded = unbounded
         self.explicit = self.model.transitions
         if config.delays:
@@ -251,7 +261,7 @@ class SymbolicModel:
         2.0 with the bump (`EpochBumpModel._acting_leader`): the first replica acting as leader
         whose leadership includes `epoch`, the controller's leader leading up to the controller's
         epoch (bumps it has not yet taken included)."""
-        if self.same_leader:
+        if self.unfenced_requests:
             reaches = [z3.And(acts_as_leader(r), self.leadership_start(s, r.epoch) <= epoch,
                               epoch <= z3.If(self.current_leader(s, j), s.epoch, r.epoch))
                        for j, r in enumerate(s.replicas)]
@@ -452,18 +462,32 @@ class SymbolicModel:
         return guard, with_replica(s, i, replace(leader, role=self.num(FENCED)))
 
     def become_follower(self, s: SymState, i: int):
+        """`ReplicationModel.become_follower`: a replica that skips the LeaderAndIsr (`skips_leader_and_isr`)
+        takes the epoch only; any other forgets its leadership, follows the controller's leader and
+        truncates as the protocol says."""
         replica = s.replicas[i]
         guard = z3.And(alive(replica), s.leader != NO_LEADER, s.leader != i, replica.epoch < s.epoch,
                        z3.Not(s.zk_cut[i]))
-        follower = replace(self._forget_leadership(replica), epoch=s.epoch)
+        follower = self.remembering(replace(self._forget_leadership(replica), epoch=s.epoch), s.leader)
         after = with_replica(s, i, self.protocol.become_follower(self, follower))
-        if not self.same_leader:
-            return guard, after
-        # `EpochBumpModel.become_follower`: up to 2.0 a follower told of a bump of the leader it follows
-        # (its epoch is in the controller's leadership) takes the epoch only
-        skips = z3.And(z3.Or(replica.role == FOLLOWER, replica.role == TRUNCATING),
-                       self.leadership_start(s, s.epoch) <= replica.epoch)
+        skips = self.skips_leader_and_isr(replica, s.leader, s.epoch)
         return guard, merge(skips, with_replica(s, i, replace(replica, epoch=s.epoch)), after)
+
+    def skips_leader_and_isr(self, replica: SymReplica, leader, epoch) -> z3.BoolRef:
+        """`Protocol.skips_leader_and_isr` (`follower_skips`): `Partition.makeFollower` returns false for a
+        LeaderAndIsr naming the leader the replica follows (to 2.0.0), and in 2.0.1 only for the next epoch;
+        never from 2.1 on, where the layout keeps no leader (`Shape.leader_ids`)."""
+        if not replica.leader_id:
+            return z3.BoolVal(False)
+        same = replica.leader_id[0] == leader
+        if self.protocol.declaration.follower_skips == SKIP_NEXT_EPOCH:
+            return z3.And(same, epoch == replica.epoch + 1)
+        return same
+
+    def remembering(self, replica: SymReplica, leader) -> SymReplica:
+        """The replica acting on a LeaderAndIsr naming `leader` (`ReplicationModel._remembered`): it
+        follows `leader` where the layout keeps the leader (`Shape.leader_ids`)."""
+        return replace(replica, leader_id=[leader for _ in replica.leader_id])
 
     def replica_flush(self, s: SymState, i: int):
         replica = s.replicas[i]
@@ -474,7 +498,8 @@ class SymbolicModel:
         replica = s.replicas[i]
         guard = z3.And(alive(replica), self._bounded("crashes", s.crashes, self.config.crashes))
         crashed = self.truncate(replica, replica.log_len - replica.unflushed, log_load=True)
-        crashed = replace(self._forget_leadership(crashed), status=z3.If(replica.status == EXPIRED, self.num(OFFLINE), self.num(CRASHED)),
+        crashed = replace(self.remembering(self._forget_leadership(crashed), self.num(NO_LEADER)),
+                          status=z3.If(replica.status == EXPIRED, self.num(OFFLINE), self.num(CRASHED)),
                           role=self.num(NO_ROLE), epoch=self.num(UNKNOWN))
         return guard, replace(with_replica(s, i, crashed), crashes=s.crashes + 1)
 
@@ -550,8 +575,8 @@ class SymbolicModel:
         guard = z3.And(s.leader == NO_LEADER, self._bounded("elections", self.elections(s), self.config.elections),
                        candidate.status == UP, z3.Not(s.zk_cut[i]), z3.Or(live[i], unclean))
         epoch = s.epoch + 1
-        leader = replace(self._forget_leadership(candidate), role=self.num(LEADER), epoch=epoch,
-                         leading=z3.BoolVal(True), remote_leo=[self.num(UNKNOWN)] * n)
+        leader = replace(self.remembering(self._forget_leadership(candidate), self.num(i)), role=self.num(LEADER),
+                         epoch=epoch, leading=z3.BoolVal(True), remote_leo=[self.num(UNKNOWN)] * n)
         leader = self.protocol.on_become_leader(self, leader, epoch)
         # an ELR member becomes the only ISR member and leaves the ELR (`tryElection`); an unclean
         # election clears the ELR (`maybeUpdateRecordElr`)

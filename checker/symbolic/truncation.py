@@ -12,8 +12,8 @@ import z3
 from kafka_mc.model.protocols import (
     ASK_LEADER, FETCH_IF_EPOCH, JOIN_AT_HW, JOIN_PAST_EPOCH_START, KIP_101_LOOKUP, KIP_279_LOOKUP, NEWER_EPOCH_ONLY,
     NO_LOOKUP, TRUNCATE_CONFLICTING, TRUNCATE_TO_HW, ZOOKEEPER_WRITES, ALTER_ISR, LIVE_MEMBERS, BROKER_EPOCHS,
-    FOLLOWERS_SKIP_BUMP, FOLLOWERS_TAKE_BUMP, NO_BUMP, SHRINK_AFTER_LAG_TIME, SHRINK_BEHIND_LEO, Protocol,
-    require_encoded,
+    FOLLOWERS_SKIP_BUMP, FOLLOWERS_TAKE_BUMP, NO_BUMP, SHRINK_AFTER_LAG_TIME, SHRINK_BEHIND_LEO, SKIP_NEXT_EPOCH,
+    SKIP_SAME_EPOCH, SKIP_SAME_LEADER, Protocol, require_encoded,
 )
 from kafka_mc.model.state import FOLLOWER, TRUNCATING, UNKNOWN
 
@@ -44,6 +44,8 @@ class SymbolicProtocol:
         # delayed AlterPartition (`Config.delays`) is refused by `SymbolicModel`
         "isr_updates": (ZOOKEEPER_WRITES, ALTER_ISR, LIVE_MEMBERS, BROKER_EPOCHS),
         "isr_shrink": (SHRINK_AFTER_LAG_TIME, SHRINK_BEHIND_LEO),  # `SymbolicModel.leader_shrink_isr(_fails)`
+        # `Shape.leader_ids` and `SymbolicModel.skips_leader_and_isr`
+        "follower_skips": (SKIP_SAME_LEADER, SKIP_NEXT_EPOCH, SKIP_SAME_EPOCH),
         "isr_removal_bump": (FOLLOWERS_SKIP_BUMP, FOLLOWERS_TAKE_BUMP, NO_BUMP),  # `SymbolicModel(bumps=True)`
     }
 

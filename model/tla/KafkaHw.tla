@@ -5,8 +5,9 @@
 (*                                                                         *)
 (* Kafka 0.10.2: `ReplicaManager.makeFollowers` truncates each new         *)
 (* follower to its high watermark                                          *)
-(* (`logManager.truncateTo(partitionsToMakeFollower ... highWatermark)`);  *)
-(* no epoch cache.                                                         *)
+(* (`logManager.truncateTo(partitionsToMakeFollower ... highWatermark)`),  *)
+(* those whose `Partition.makeFollower` returns true: a LeaderAndIsr       *)
+(* naming the leader a replica already follows is skipped; no epoch cache. *)
 (*                                                                         *)
 (* epoch_cache = False; epoch_on_election = False; new_follower =          *)
 (* 'truncate-to-hw'; epoch_lookup = 'none'; isr_join = 'leader-hw';        *)
@@ -14,7 +15,8 @@
 (* epoch_assign = 'newer-epoch-only'; truncate_at_end = False;             *)
 (* diverging_response_hw = True; bounce_noticed = False; hw_needs_min_isr  *)
 (* = False; eligible_leaders = False; isr_updates = 'zookeeper';           *)
-(* isr_shrink = 'lag-time'; isr_removal_bump = 'followers-skip'.           *)
+(* isr_shrink = 'lag-time'; follower_skips = 'same-leader';                *)
+(* isr_removal_bump = 'followers-skip'.                                    *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -45,7 +47,9 @@ INSTANCE KafkaReplication WITH
     BounceNoticed         <- FALSE,
     HwNeedsMinIsr         <- FALSE,
     EligibleLeaders       <- FALSE,
-    DropsCaughtUp         <- TRUE
+    DropsCaughtUp         <- TRUE,
+    SkipsLeaderAndIsr     <- SkipsLeaderFollowed,
+    RemembersLeader       <- TRUE
 
 Next == BaseNext
 

@@ -18,7 +18,8 @@
 (* epoch_assign = 'truncate-conflicting'; truncate_at_end = True;          *)
 (* diverging_response_hw = False; bounce_noticed = True; hw_needs_min_isr  *)
 (* = False; eligible_leaders = False; isr_updates = 'live-members';        *)
-(* isr_shrink = 'behind-leo'; isr_removal_bump = 'followers-take'.         *)
+(* isr_shrink = 'behind-leo'; follower_skips = 'same-epoch';               *)
+(* isr_removal_bump = 'followers-take'.                                    *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -47,7 +48,9 @@ INSTANCE KafkaReplication WITH
     BounceNoticed         <- TRUE,
     HwNeedsMinIsr         <- FALSE,
     EligibleLeaders       <- FALSE,
-    DropsCaughtUp         <- FALSE
+    DropsCaughtUp         <- FALSE,
+    SkipsLeaderAndIsr     <- SkipsOwnEpochOnly,
+    RemembersLeader       <- FALSE
 
 Next == BaseNext
 

@@ -1,25 +1,16 @@
 ---------------------------- MODULE KafkaKip320 -----------------------------
 (***************************************************************************)
-(* Variant `kip-320` (Kafka 2.1.0): KAFKA-7415 and KAFKA-7128: a new       *)
-(* leader caches its epoch at election, a follower joins the ISR only past *)
-(* the leader's epoch start; KAFKA-7152: a caught-up follower stays in the *)
-(* ISR (Kafka 2.1 with KIP-320).                                           *)
+(* Variant `kip-320` (Kafka 2.1.0): KAFKA-7152: a caught-up follower stays *)
+(* in the ISR; a follower truncates at every new epoch (Kafka 2.1 with     *)
+(* KIP-320).                                                               *)
 (*                                                                         *)
-(* Read at 2.0.1 and 2.1.0: `Partition.makeLeader` assigns (leader epoch,  *)
-(* LEO) in the cache and keeps `leaderEpochStartOffsetOpt`;                *)
-(* `LeaderEpochFileCache.endOffsetFor` answers an epoch older than the     *)
-(* cache with the first entry's start, and `assign` removes the entries a  *)
-(* new one conflicts with (`truncateAndAppend`; KAFKA-7415);               *)
-(* `Partition.maybeExpandIsr` also needs                                   *)
-(* `leaderEpochStartOffsetOpt.exists(fetchOffset >= _)` (KAFKA-7128).      *)
-(* KIP-320's fencing in 2.1 (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH) is *)
-(* no difference here: every variant fetches only from the replica acting  *)
-(* as leader in the follower's own epoch. KAFKA-7152 (2.1.0):              *)
+(* As `kafka-7415` (KAFKA-7415, KAFKA-7128), read at 2.1.0. KIP-320's      *)
+(* fencing in 2.1 (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH) is no        *)
+(* difference here: every variant fetches only from the replica acting as  *)
+(* leader in the follower's own epoch. KAFKA-7152 (2.1.0):                 *)
 (* `Partition.getOutOfSyncReplicas` keeps a follower at the leader's LEO.  *)
-(* 2.0.1 shipped KAFKA-7415 and KAFKA-7128 but not KAFKA-7152 (it drops a  *)
-(* caught-up follower that stopped fetching) nor 2.1's `makeFollower` (it  *)
-(* skips a LeaderAndIsr of the same leader one epoch on, KAFKA-7164): no   *)
-(* variant is 2.0.1.                                                       *)
+(* `Partition.makeFollower` skips only a LeaderAndIsr of the replica's own *)
+(* epoch (2.1.0).                                                          *)
 (*                                                                         *)
 (* epoch_cache = True; epoch_on_election = True; new_follower = 'ask-      *)
 (* leader'; epoch_lookup = 'kip-279'; isr_join = 'leader-epoch-start';     *)
@@ -27,7 +18,8 @@
 (* epoch_assign = 'truncate-conflicting'; truncate_at_end = False;         *)
 (* diverging_response_hw = True; bounce_noticed = False; hw_needs_min_isr  *)
 (* = False; eligible_leaders = False; isr_updates = 'zookeeper';           *)
-(* isr_shrink = 'behind-leo'; isr_removal_bump = 'followers-take'.         *)
+(* isr_shrink = 'behind-leo'; follower_skips = 'same-epoch';               *)
+(* isr_removal_bump = 'followers-take'.                                    *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -56,7 +48,9 @@ INSTANCE KafkaReplication WITH
     BounceNoticed         <- FALSE,
     HwNeedsMinIsr         <- FALSE,
     EligibleLeaders       <- FALSE,
-    DropsCaughtUp         <- FALSE
+    DropsCaughtUp         <- FALSE,
+    SkipsLeaderAndIsr     <- SkipsOwnEpochOnly,
+    RemembersLeader       <- FALSE
 
 Next == BaseNext
 

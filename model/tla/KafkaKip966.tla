@@ -27,7 +27,8 @@
 (* epoch_assign = 'truncate-conflicting'; truncate_at_end = True;          *)
 (* diverging_response_hw = False; bounce_noticed = True; hw_needs_min_isr  *)
 (* = True; eligible_leaders = True; isr_updates = 'broker-epochs';         *)
-(* isr_shrink = 'behind-leo'; isr_removal_bump = 'none'.                   *)
+(* isr_shrink = 'behind-leo'; follower_skips = 'same-epoch';               *)
+(* isr_removal_bump = 'none'.                                              *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -56,7 +57,9 @@ INSTANCE KafkaReplication WITH
     BounceNoticed         <- TRUE,
     HwNeedsMinIsr         <- TRUE,
     EligibleLeaders       <- TRUE,
-    DropsCaughtUp         <- FALSE
+    DropsCaughtUp         <- FALSE,
+    SkipsLeaderAndIsr     <- SkipsOwnEpochOnly,
+    RemembersLeader       <- FALSE
 
 Next == BaseNext
 

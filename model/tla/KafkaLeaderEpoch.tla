@@ -18,7 +18,8 @@
 (* epoch_assign = 'newer-epoch-only'; truncate_at_end = False;             *)
 (* diverging_response_hw = True; bounce_noticed = False; hw_needs_min_isr  *)
 (* = False; eligible_leaders = False; isr_updates = 'zookeeper';           *)
-(* isr_shrink = 'lag-time'; isr_removal_bump = 'followers-skip'.           *)
+(* isr_shrink = 'lag-time'; follower_skips = 'same-leader';                *)
+(* isr_removal_bump = 'followers-skip'.                                    *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)
@@ -47,7 +48,9 @@ INSTANCE KafkaReplication WITH
     BounceNoticed         <- FALSE,
     HwNeedsMinIsr         <- FALSE,
     EligibleLeaders       <- FALSE,
-    DropsCaughtUp         <- TRUE
+    DropsCaughtUp         <- TRUE,
+    SkipsLeaderAndIsr     <- SkipsLeaderFollowed,
+    RemembersLeader       <- TRUE
 
 Next == BaseNext
 

@@ -31,6 +31,20 @@ AskBeforeFetching(rep) == [rep EXCEPT !.role = "truncating"]
 FetchAtOnce(rep) == [rep EXCEPT !.role = IF rep.epochs = <<>> THEN "truncating" ELSE "follower"]
 
 ----------------------------------------------------------------------------
+(* Partition.makeFollower returning false (the choice follower_skips,      *)
+(* Protocol.skips_leader_and_isr): whether replica rep, acting on a        *)
+(* LeaderAndIsr naming leader in a newer epoch, only takes the epoch.      *)
+(* same-leader (0.10.2.0 to 2.0.0): it names the leader rep follows        *)
+(* (leaderReplicaIdOpt.get == newLeaderBrokerId). same-leader-next-epoch   *)
+(* (2.0.1, KAFKA-7164): and the epoch is the one after rep's. same-epoch   *)
+(* (2.1.0 on): only a LeaderAndIsr of rep's own epoch, never a newer one.  *)
+SkipsLeaderFollowed(rep, leader, epoch) == rep.leaderId = leader
+
+SkipsLeaderFollowedNextEpoch(rep, leader, epoch) == rep.leaderId = leader /\ epoch = rep.epoch + 1
+
+SkipsOwnEpochOnly(rep, leader, epoch) == FALSE
+
+----------------------------------------------------------------------------
 (* LeaderEpochFileCache.assign(epoch, start), the choice epoch_assign.    *)
 (* newer-epoch-only (0.11.0 to 2.0.0): an entry opens only for an epoch    *)
 (* newer than the latest; a new leader's entry (KAFKA-7415 without its     *)

@@ -21,6 +21,11 @@
 (*                       remoteLeos  NoRemoteLeos, or, on the leader       *)
 (*                               only, its view of every replica's LEO     *)
 (*                               (Unknown = -1 until that replica fetches) *)
+(*                       leaderId    the leader named by the last          *)
+(*                               LeaderAndIsr it acted on, itself as       *)
+(*                               leader (Partition.leaderReplicaIdOpt);    *)
+(*                               NoLeader after a crash, and always        *)
+(*                               without RemembersLeader                   *)
 (*   controller [leader, epoch, isr]: the partition state in ZooKeeper;    *)
 (*              leader is NoLeader when the partition is leaderless; with  *)
 (*              EpochBump also bumped, the epochs the controller's bumps   *)
@@ -49,11 +54,11 @@
 (* the same leader (0.11.0.0 KafkaController.removeReplicaFromIsr, 2.1.0   *)
 (* ReplicaStateMachine.doRemoveReplicasFromIsr ->                          *)
 (* LeaderAndIsr.newLeaderAndIsr, epoch + 1), which the leader takes at     *)
-(* once (Partition.makeLeader as a leader already); with SkipsSameLeader   *)
-(* (up to 2.0.0) a follower of that leader takes the epoch only            *)
-(* (Partition.makeFollower returns false for the leader it follows) and    *)
-(* its requests, which carry no epoch, reach the leader from any epoch of  *)
-(* its leadership; from 2.1 the leader fences an older epoch (KIP-320).    *)
+(* once (Partition.makeLeader as a leader already); a follower acts on it  *)
+(* as on any LeaderAndIsr (BecomeFollower: up to 2.0.1 it skips one naming *)
+(* the leader it follows). With SkipsSameLeader (to 2.0.1) its requests,   *)
+(* which carry no epoch, reach the leader from any epoch of its            *)
+(* leadership; from 2.1 the leader fences an older epoch (KIP-320).        *)
 (* The elections bound counts elections, not epochs (Elections). The twin  *)
 (* has no network failures, and so no leader that takes a bump late, when  *)
 (* it reconnects to ZooKeeper (EpochBumpModel.zk_reconnect).               *)
@@ -84,7 +89,7 @@ CONSTANTS
     MinIsr,         \* min.insync.replicas, enforced with acks=all only
     Unclean,        \* unclean.leader.election.enable
     EpochBump,      \* TRUE: the controller bumps the epoch on ISR removal
-    SkipsSameLeader,\* TRUE: a follower skips a bump of its leader (to 2.0.0)
+    SkipsSameLeader,\* TRUE: with EpochBump, requests carry no epoch (to 2.0.1)
     ReplacedDisks   \* TRUE: a crash may lose the broker's disk
 
 (***************************************************************************)
@@ -134,15 +139,23 @@ CONSTANTS
     EligibleLeaders,
     \* Before KAFKA-7152 (2.1.0) the leader drops a follower at its LEO that
     \* stopped fetching too (Partition.getOutOfSyncReplicas).
-    DropsCaughtUp
+    DropsCaughtUp,
+    \* Whether a replica, acting on a LeaderAndIsr naming a leader in a newer
+    \* epoch, only takes the epoch: Partition.makeFollower returns false
+    \* (follower_skips, Protocol.skips_leader_and_isr).
+    SkipsLeaderAndIsr(_, _, _),
+    \* Replicas remember the leader they follow (leaderId; up to 2.0.1). Later
+    \* variants never read it and keep it NoLeader (Protocol.remembers_leader).
+    RemembersLeader
 
 ASSUME
     /\ Replicas # {}
     /\ MaxMessages \in Nat /\ MaxCrashes \in Nat /\ MaxElections \in Nat
     /\ AcksAll \in BOOLEAN /\ Unclean \in BOOLEAN
     /\ EpochBump \in BOOLEAN /\ SkipsSameLeader \in BOOLEAN /\ ReplacedDisks \in BOOLEAN
-    /\ SkipsSameLeader => EpochBump
+    /\ SkipsSameLeader => EpochBump /\ RemembersLeader
     /\ HwNeedsMinIsr \in BOOLEAN /\ EligibleLeaders \in BOOLEAN /\ DropsCaughtUp \in BOOLEAN
+    /\ RemembersLeader \in BOOLEAN
     /\ EligibleLeaders => HwNeedsMinIsr /\ BounceNoticed
     /\ MinIsr \in 1 .. Cardinality(Replicas)
 
@@ -152,6 +165,10 @@ vars == <<replicas, controller, written, crashes, committed, acked>>
 history == <<committed, acked>>
 
 NoLeader == "none"      \* controller.leader of a leaderless partition
+
+(* The leaderId of a replica acting on a LeaderAndIsr naming leader l      *)
+(* (ReplicationModel._remembered).                                         *)
+Remembered(l) == IF RemembersLeader THEN l ELSE NoLeader
 
 (* The epoch cache after the records (a sequence) are appended at an       *)
 (* offset: each record's epoch assigned at its offset (Log.append).        *)
@@ -311,20 +328,21 @@ TakeBump(rs, l, epoch) ==
 ----------------------------------------------------------------------------
 (***************************************************************************)
 (* Initial states: a new partition, empty logs, epoch 0, every replica in  *)
-(* the ISR, any replica leading.                                           *)
+(* the ISR, any replica leading, named in every replica's leaderId         *)
+(* (ReplicationModel._initial_state).                                      *)
 (***************************************************************************)
-NewFollower ==
-    [log |-> <<>>, hw |-> 0, epochs |-> <<>>, status |-> Up,
-     role |-> Follower, epoch |-> 0, response |-> NoResponse, remoteLeos |-> NoRemoteLeos]
+NewFollower(first) ==
+    [log |-> <<>>, hw |-> 0, epochs |-> <<>>, status |-> Up, role |-> Follower, epoch |-> 0,
+     response |-> NoResponse, remoteLeos |-> NoRemoteLeos, leaderId |-> Remembered(first)]
 
 Init ==
     \E first \in Replicas :
         /\ replicas = [r \in Replicas |->
                 IF r = first
-                THEN [NewFollower EXCEPT !.role = Leader,
-                                         !.epochs = EpochsOnBecomeLeader(<<>>, 0, 0),
-                                         !.remoteLeos = [m \in Replicas |-> Unknown]]
-                ELSE NewFollower]
+                THEN [NewFollower(first) EXCEPT !.role = Leader,
+                                                !.epochs = EpochsOnBecomeLeader(<<>>, 0, 0),
+                                                !.remoteLeos = [m \in Replicas |-> Unknown]]
+                ELSE NewFollower(first)]
         /\ controller = CASE EpochBump /\ EligibleLeaders ->
                                 [leader |-> first, epoch |-> 0, isr |-> Replicas, bumped |-> {}, elr |-> {}]
                            [] EpochBump ->
@@ -438,40 +456,42 @@ LeaderShrinkIsr(r) ==
         /\ Commit(replicas, IsrChange(controller, controller.isr \ {r}, {}))
         /\ UNCHANGED <<written, crashes>>
 
-(* LeaderAndIsr: replica r acts on the controller's partition state        *)
-(* naming another leader in a newer epoch. The truncation protocol decides *)
-(* what it does to its log (BecomeFollowerReplica). Up to 2.0.0            *)
-(* (SkipsSameLeader), Partition.makeFollower returns false for a           *)
-(* LeaderAndIsr naming the leader the replica follows                      *)
-(* (leaderReplicaIdOpt.get == newLeaderBrokerId): a follower told of a     *)
-(* bump of its leader's epoch takes the epoch only, keeps its response in  *)
-(* flight and goes on fetching (EpochBumpModel.become_follower).           *)
+(* LeaderAndIsr: replica r acts on the controller's partition state naming *)
+(* another leader in a newer epoch (ReplicationModel.become_follower). The *)
+(* truncation protocol decides what it does to its log                     *)
+(* (BecomeFollowerReplica), and r remembers the leader (leaderId), unless  *)
+(* Partition.makeFollower returns false (SkipsLeaderAndIsr: up to 2.0.0    *)
+(* for the leader r follows, leaderReplicaIdOpt.get == newLeaderBrokerId;  *)
+(* in 2.0.1 only in the epoch after r's, KAFKA-7164): then r takes the     *)
+(* epoch only, keeps its role, log and response in flight, and goes on as  *)
+(* it was. (An IF: TLC would generate the successor once for each true     *)
+(* disjunct.)                                                              *)
 BecomeFollower(r) ==
     LET rep == replicas[r]
-        skips == /\ SkipsSameLeader
-                 /\ rep.role \in {Follower, Truncating}
-                 /\ LeadershipStart(controller, controller.epoch) <= rep.epoch
     IN  /\ Alive(rep)
         /\ controller.leader # NoLeader
         /\ controller.leader # r
         /\ rep.epoch < controller.epoch
         /\ replicas' = [replicas EXCEPT ![r] =
-              IF skips THEN [rep EXCEPT !.epoch = controller.epoch]
+              IF SkipsLeaderAndIsr(rep, controller.leader, controller.epoch)
+              THEN [rep EXCEPT !.epoch = controller.epoch]
               ELSE BecomeFollowerReplica([rep EXCEPT !.epoch = controller.epoch,
                                                      !.response = NoResponse,
-                                                     !.remoteLeos = NoRemoteLeos])]
+                                                     !.remoteLeos = NoRemoteLeos,
+                                                     !.leaderId = Remembered(controller.leader)])]
         /\ UNCHANGED <<controller, written, crashes, history>>
 
 (* The broker dies: its log, HW checkpoint and epoch cache survive, but    *)
 (* for the cache entries starting at its LEO, dropped when the log is      *)
-(* loaded; its in-memory state (role, epoch, response, remote LEOs) does   *)
-(* not.                                                                    *)
+(* loaded; its in-memory state (role, epoch, response, remote LEOs, the    *)
+(* leader it follows) does not (ReplicationModel.replica_crash).           *)
 ReplicaCrash(r) ==
     /\ Alive(replicas[r])
     /\ crashes < MaxCrashes
     /\ replicas' = [replicas EXCEPT ![r] =
           [TruncateLog(@, Leo(@), TRUE) EXCEPT !.status = Crashed, !.role = NoRole, !.epoch = Unknown,
-                                               !.response = NoResponse, !.remoteLeos = NoRemoteLeos]]
+                                               !.response = NoResponse, !.remoteLeos = NoRemoteLeos,
+                                               !.leaderId = NoLeader]]
     /\ crashes' = crashes + 1
     /\ UNCHANGED <<controller, written, history>>
 
@@ -483,7 +503,8 @@ ReplicaDiskFailure(r) ==
     /\ crashes < MaxCrashes
     /\ replicas' = [replicas EXCEPT ![r] =
           [TruncateLog(@, 0, TRUE) EXCEPT !.status = Crashed, !.role = NoRole, !.epoch = Unknown,
-                                         !.response = NoResponse, !.remoteLeos = NoRemoteLeos]]
+                                         !.response = NoResponse, !.remoteLeos = NoRemoteLeos,
+                                         !.leaderId = NoLeader]]
     /\ crashes' = crashes + 1
     /\ UNCHANGED <<controller, written, history>>
 
@@ -542,8 +563,9 @@ ControllerNoticeFailure(r) ==
 (* becomes the only ISR member and leaves the ELR: isValidNewLeader,       *)
 (* tryElection), or, when unclean election is enabled and no such member   *)
 (* is live, any live replica, which becomes the only ISR member; an        *)
-(* unclean election clears the ELR (maybeUpdateRecordElr). Any order of    *)
-(* clean candidates is explored.                                           *)
+(* unclean election clears the ELR (maybeUpdateRecordElr). The new         *)
+(* leader names itself in leaderId. Any order of clean candidates is       *)
+(* explored.                                                               *)
 ControllerElectLeader(r) ==
     LET candidate == replicas[r]
         eligible == IF controller.isr # {} THEN controller.isr ELSE Elr(controller)
@@ -562,7 +584,8 @@ ControllerElectLeader(r) ==
                           !.epoch = epoch,
                           !.response = NoResponse,
                           !.remoteLeos = [m \in Replicas |-> Unknown],
-                          !.epochs = EpochsOnBecomeLeader(@, epoch, Leo(candidate))]],
+                          !.epochs = EpochsOnBecomeLeader(@, epoch, Leo(candidate)),
+                          !.leaderId = Remembered(r)]],
                   WithElr([controller EXCEPT !.leader = r, !.epoch = epoch, !.isr = isr], elr))
         /\ UNCHANGED <<written, crashes>>
 
