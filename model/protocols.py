@@ -398,7 +398,12 @@ class Protocol:
         return tuple(entry for entry in epochs if entry[0] < epoch and entry[1] < start) + ((epoch, start),)
 
     def epochs_after_truncate(self, epochs: tuple, offset: int) -> tuple:
-        return tuple(entry for entry in epochs if entry[1] < offset) if self.epoch_cache else epochs
+        """`LeaderEpochFileCache.clearAndFlushLatest(offset)` (`truncateFromEnd` from 2.0.1): the entries
+        that start at or past `offset` go; an offset below 0 (UNDEFINED_EPOCH_OFFSET) changes nothing
+        (`if (offset >= 0 && ...)`, 0.11.0.0 to 3.x). Every caller in the model passes an offset of 0 or more."""
+        if not self.epoch_cache or offset < 0:
+            return epochs
+        return tuple(entry for entry in epochs if entry[1] < offset)
 
     def epochs_on_become_leader(self, epochs: tuple, epoch: int, leo: int) -> tuple:
         """A new leader's cache (`epoch_on_election`): `Partition.makeLeader` assigns (its epoch,

@@ -312,6 +312,7 @@ def test_page_loads_a_counterexample_steps_through_it_and_branches_off(page, ser
     expect(page.locator("#steps li")).to_have_count(len(CASE_L_PATH))
     expect(page.locator("#state-heading")).to_have_text("State after step 0: Init")
     page.click("#forward")
+    expect(page.locator("#state-heading")).to_have_text(f"State after step 1: {CASE_L_PATH[1]}")
     page.click("#forward")
     expect(page.locator("#state-heading")).to_have_text(f"State after step 2: {CASE_L_PATH[2]}")
     page.locator("#steps li").nth(len(CASE_L_PATH) - 1).click()  # jump to the end

@@ -277,12 +277,6 @@ def end(tag: str, epoch: int, offset: int):
 
 CACHE_TAGS = ("0.11.0.0", "2.0.0", "2.0.1")
 F = "LeaderEpochFileCacheTest.scala:"
-UNDEFINED_TRUNCATION = (
-    "epochs_after_truncate has no guard for UNDEFINED_EPOCH_OFFSET: Kafka's clearAndFlushLatest/truncateFromEnd "
-    "ignore an offset below 0, the model drops every entry (and truncate() would cut the log). Not reachable: "
-    "every caller resolves an undefined answer to the follower's HW first")
-
-
 def cache_cases():
     cases = []
 
@@ -391,7 +385,7 @@ def cache_cases():
     lines = dict(zip(CACHE_TAGS, ("595", "616", "516")))
     for tag in CACHE_TAGS:
         add("shouldNotResetEpochHistoryHeadIfUndefinedPassed", tag, lines[tag],
-            three + [("truncate", UNDEFINED), ("size", 3)], xfail=UNDEFINED_TRUNCATION)
+            three + [("truncate", UNDEFINED), ("size", 3)])
     lines = dict(zip(CACHE_TAGS, ("624", "645", "536")))
     for tag in CACHE_TAGS:
         add("shouldFetchLatestEpochOfEmptyCache", tag, lines[tag], [("latest", UNDEFINED)])
