@@ -9,7 +9,9 @@ from __future__ import annotations
 from html import escape
 
 from kafka_mc.checker.result import Trace
-from kafka_mc.model.state import ROLE_NAMES, Record, Replica, State, record_name, replica_name
+from kafka_mc.model.state import (
+    FOLLOWER, NO_LEADER, ROLE_NAMES, TRUNCATING, Record, Replica, State, record_name, replica_name,
+)
 
 from .explain import Diagnosis, diagnose, reasons, verdict
 from .steps import (
@@ -269,6 +271,9 @@ def _replica_info(state: State, index: int, protocol: str) -> str:
         {"yes": "in ISR", "no": "not in ISR", "ELR": "eligible leader (ELR)"}[isr_membership(state, index)],
         f"epoch cache {epochs_text(replica)}",
     ]
+    if replica.role in (FOLLOWER, TRUNCATING) and replica.leader_id != NO_LEADER:
+        # only where the variant remembers it (`follower_skips`): why a LeaderAndIsr naming it is skipped
+        facts.append(f"follows {replica_name(replica.leader_id)}")
     if replica.unflushed:
         facts.append(f"{replica.unflushed} record(s) not flushed")
     if replica.response:

@@ -18,7 +18,7 @@ from kafka_mc.model.state import (
 )
 from kafka_mc.model.values import leader_name
 
-from .views import elr_text, epochs_text, isr_state_text, isr_text, status_text
+from .views import elr_text, epochs_text, isr_state_text, isr_text, leader_id_text, status_text
 
 CONTROLLER = "Controller"
 
@@ -68,8 +68,8 @@ def newly_failing(steps: list[Step], step: Step) -> tuple[str, ...]:
 
 
 def state_changes(before: State, after: State) -> list[Change]:
-    """What a reader sees change: per replica its log, LEO, HW, epoch cache, status, role and
-    leader epoch, then the controller's leader, epoch, ISR and ELR."""
+    """What a reader sees change: per replica its log, LEO, HW, epoch cache, status, role, leader
+    epoch and the leader it follows, then the controller's leader, epoch, ISR and ELR."""
     changes = [
         Change(replica_name(index), text)
         for index in range(len(before.replicas))
@@ -97,6 +97,7 @@ def _replica_changes(before: State, after: State, index: int) -> list[str]:
         ("status", status_text(before, index), status_text(after, index)),
         ("role", ROLE_NAMES[old.role], ROLE_NAMES[new.role]),
         ("leader epoch", epoch_text(old.epoch), epoch_text(new.epoch)),
+        ("leader id", leader_id_text(old), leader_id_text(new)),
     )
     return texts + [_moved(label, before, after) for label, before, after in values if before != after]
 
