@@ -16,9 +16,9 @@ from kafka_mc.model.state import (
     record_name,
     replica_name,
 )
-from kafka_mc.model.values import leader_name
+from kafka_mc.model.values import followed_name, leader_name
 
-from .views import elr_text, epochs_text, isr_state_text, isr_text, leader_id_text, status_text
+from .views import elr_text, epochs_text, isr_state_text, isr_text, status_text
 
 CONTROLLER = "Controller"
 
@@ -97,7 +97,7 @@ def _replica_changes(before: State, after: State, index: int) -> list[str]:
         ("status", status_text(before, index), status_text(after, index)),
         ("role", ROLE_NAMES[old.role], ROLE_NAMES[new.role]),
         ("leader epoch", epoch_text(old.epoch), epoch_text(new.epoch)),
-        ("leader id", leader_id_text(old), leader_id_text(new)),
+        ("leader id", followed_name(old), followed_name(new)),
     )
     return texts + [_moved(label, before, after) for label, before, after in values if before != after]
 

@@ -6,7 +6,6 @@ from functools import partial
 
 from kafka_mc.checker.result import CheckResult, KernelStats, Trace
 from kafka_mc.model.state import (
-    NO_LEADER,
     ROLE_NAMES,
     STATUS_NAMES,
     Replica,
@@ -15,7 +14,7 @@ from kafka_mc.model.state import (
     record_name,
     replica_name,
 )
-from kafka_mc.model.values import acked_names, leader_name, plain_values
+from kafka_mc.model.values import acked_names, followed_name, leader_name, plain_values
 
 TABLE_HEADERS = ("replica", "status", "role", "log (epoch)", "LEO", "HW", "epoch cache", "ISR", "leader epoch",
                  "leader id")
@@ -33,12 +32,6 @@ def status_text(state: State, index: int) -> str:
     cut = [name for mask, name in ((state.zk_cut, "no ZooKeeper"), (state.peer_cut, "no brokers"))
            if mask >> index & 1]
     return ", ".join([STATUS_NAMES[state.replicas[index].status], *cut])
-
-
-def leader_id_text(replica: Replica) -> str:
-    """The leader the replica follows, itself as leader (`Replica.leader_id`), or `-` for none, as
-    `leader_name` writes the controller's: a follower skips a LeaderAndIsr naming it (`follower_skips`)."""
-    return "-" if replica.leader_id == NO_LEADER else replica_name(replica.leader_id)
 
 
 def epochs_text(replica: Replica) -> str:
@@ -93,7 +86,7 @@ def replica_rows(state: State) -> list[tuple]:
             epochs_text(replica),
             isr_membership(state, index),
             replica.epoch,
-            leader_id_text(replica),
+            followed_name(replica),
         )
         for index, replica in enumerate(state.replicas)
     ]
@@ -110,7 +103,7 @@ def replica_view(replica: Replica) -> dict:
         "status": STATUS_NAMES[replica.status],
         "role": ROLE_NAMES[replica.role],
         "leader_epoch": replica.epoch,
-        "leader_id": leader_id_text(replica),
+        "leader_id": followed_name(replica),
         "fetch_response": None if not response else {
             "offset": response.offset,
             "hw": response.hw,

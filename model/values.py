@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .interface import Model
-from .state import NO_LEADER, ROLE_NAMES, STATUS_NAMES, State, isr_members, record_name, replica_name
+from .state import NO_LEADER, ROLE_NAMES, STATUS_NAMES, Replica, State, isr_members, record_name, replica_name
 
 
 class SortedSet(frozenset):
@@ -112,7 +112,7 @@ def _replica_var(state: State, index: int) -> ReplicaVar:
         status=STATUS_NAMES[replica.status],
         role=ROLE_NAMES[replica.role],
         leaderEpoch=replica.epoch,
-        leaderId="-" if replica.leader_id == NO_LEADER else replica_name(replica.leader_id),
+        leaderId=followed_name(replica),
         response=FetchResponseVar(replica.response.offset, replica.response.hw,
                                   [LogRecord(record_name(r), r.epoch) for r in replica.response.records],
                                   replica.response.out_of_range) if replica.response else [],
@@ -128,7 +128,17 @@ def acked_names(state: State) -> list[str]:
 
 
 def leader_name(state: State) -> str:
-    return "-" if state.controller.leader == NO_LEADER else replica_name(state.controller.leader)
+    return _name_or_none(state.controller.leader)
+
+
+def followed_name(replica: Replica) -> str:
+    """The leader the replica follows, itself as leader (`Replica.leader_id`), or "-" for none, as
+    `leader_name` writes the controller's: a follower skips a LeaderAndIsr naming it (`follower_skips`)."""
+    return _name_or_none(replica.leader_id)
+
+
+def _name_or_none(index: int) -> str:
+    return "-" if index == NO_LEADER else replica_name(index)
 
 
 def sorted_values(model: Model, state) -> dict[str, Any]:

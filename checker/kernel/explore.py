@@ -99,22 +99,23 @@ def permute(cfg, t, order, u):
             for other in range(n):
                 u[base + REMOTE_LEO + other] = t[old_base + REMOTE_LEO + order[other]]
         u[base + STALE_ISR] = permute_mask(t[order[new] * REPLICA_WIDTH + STALE_ISR], order, n)
-        follows = u[base + FOLLOWS]
-        if follows:
-            for renamed in range(n):
-                if order[renamed] == follows - 1:
-                    u[base + FOLLOWS] = renamed + 1
-    leader = t[LEADER]
-    if leader != NO_LEADER:
-        for new in range(n):
-            if order[new] == leader:
-                u[LEADER] = new
+        u[base + FOLLOWS] = renamed(u[base + FOLLOWS] - 1, order, n) + 1  # the cell holds `leader_id` + 1
+    u[LEADER] = renamed(t[LEADER], order, n)
     u[ISR] = permute_mask(t[ISR], order, n)
     u[ELR] = permute_mask(t[ELR], order, n)
     u[PROPOSAL] = permute_mask(t[PROPOSAL], order, n)
     u[REREGISTERED] = permute_mask(t[REREGISTERED], order, n)
     u[ZK_CUT] = permute_mask(t[ZK_CUT], order, n)
     u[PEER_CUT] = permute_mask(t[PEER_CUT], order, n)
+
+
+@njit(cache=True, forceinline=True)
+def renamed(index, order, n):
+    """`model.symmetry._renamed`: the new name of replica `index` (NO_LEADER stays)."""
+    for new in range(n):
+        if order[new] == index:
+            return new
+    return NO_LEADER
 
 
 @njit(cache=True, forceinline=True)
