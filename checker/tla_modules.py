@@ -73,6 +73,8 @@ OPERATORS: dict[str, dict[object, dict[str, str]]] = {
     # it (`tla_twins`); a follower's skip of the bump is `follower_skips`
     "isr_removal_bump": {value: {} for value in (protocols.FOLLOWERS_SKIP_BUMP, protocols.FOLLOWERS_TAKE_BUMP,
                                                  protocols.NO_BUMP)},
+    # no operator: only a delayed fetch is stale, and the twin has no delays (refused by `tla_twins`)
+    "stale_fetch": {value: {} for value in (protocols.STALE_FETCH_UPDATES, protocols.STALE_FETCH_FENCED)},
 }
 TLA_DIR = Path(protocols.__file__).resolve().parent / "tla"
 PARAMETERS = ("BecomeFollowerReplica", "EpochCache", "AssignEpoch", "AssignOnElection", "EpochsAfterTruncate",

@@ -53,8 +53,9 @@ def elr_text(state: State) -> str:
 
 
 def isr_state_text(state: State) -> str:
-    """The ISR, followed by the ELR where it is not empty and the AlterPartition in flight where there
-    is one: `{A}`, `{A}, ELR {B, C}` or `{A}, AlterPartition adding B in flight (B registered again since)`."""
+    """The ISR, followed by the ELR where it is not empty and the requests in flight where there are
+    some: `{A}`, `{A}, ELR {B, C}`, `{A}, AlterPartition adding B in flight (B registered again since)` or
+    `{A, B}, fetch of B at offset 1 in flight (sent before B crashed)`."""
     controller = state.controller
     text = isr_text(state) + (f", ELR {elr_text(state)}" if controller.elr else "")
     if controller.proposal:
@@ -63,6 +64,11 @@ def isr_state_text(state: State) -> str:
         if controller.reregistered:
             again = ", ".join(replica_name(m) for m in isr_members(controller.reregistered))
             text += f" ({again} registered again since)"
+    for index, replica in enumerate(state.replicas):
+        if replica.delayed_fetch:
+            name = replica_name(index)
+            text += f", fetch of {name} at offset {replica.delayed_fetch - 1} in flight"
+            text += f" (sent before {name} crashed)" if replica.delayed_fetch_stale else ""
     return text
 
 

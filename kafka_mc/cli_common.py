@@ -243,9 +243,10 @@ ReplacedDisksOption = Annotated[bool, typer.Option("--replaced-disks",
                                                        "with no log, HW checkpoint or epoch cache (counts against "
                                                        "--crashes).")]
 DelaysOption = Annotated[str, typer.Option("--delays", metavar="N",
-                                          help="Delayed AlterPartition requests, at most: the controller handles a "
-                                               "leader's ISR expansion late, other events happening meanwhile "
-                                               "(variants from 2.7 on).")]
+                                          help="Delayed requests, at most: an AlterPartition the controller "
+                                               "handles late, or a fetch the leader handles late (after its sender "
+                                               "restarted, a stale one), other events happening meanwhile (variants "
+                                               "from 2.7 on).")]
 NETWORK_FAILURES = "--network-failures"
 DEPRECATED_NETWORK_FAILURES = "--partitions"  # the flag's name before it became --network-failures
 NetworkFailuresOption = Annotated[str, typer.Option(NETWORK_FAILURES, metavar="N",

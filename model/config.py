@@ -27,16 +27,18 @@ class Config:
 
     `messages`, `crashes`, `elections`, `partitions` and `delays` bound how many producer writes,
     replica crashes, controller leader elections, network failures (a broker cut off
-    from ZooKeeper, or from the other brokers) and delayed AlterPartition requests a behaviour
-    may contain. The initial
+    from ZooKeeper, or from the other brokers) and delayed requests (AlterPartition or fetch) a
+    behaviour may contain. The initial
     leader is chosen by the initial state and does not count as an election. With
     `flush` false, appends stay in the page cache until a flush and a crash loses them. With
     `replaced_disks`, a crash may also lose the broker's disk (`ReplicaDiskFailure`: it starts again
     with no log, HW checkpoint or epoch cache); it counts as one of the crashes. A delayed
     AlterPartition (`LeaderSendAlterPartition`) stays in flight while other events happen, until
     the controller handles it (`ControllerHandleAlterPartition`); without delays every ISR change
-    reaches the controller at once. A variant whose leader writes the ISR to ZooKeeper itself
-    (`isr_updates`) has no request to delay.
+    reaches the controller at once. A delayed fetch (`FollowerSendDelayedFetch`) stays in flight to
+    the leader the same way: its sender waits for it, and if the sender crashes first the leader
+    handles it later, from an earlier incarnation (`LeaderHandleStaleFetch`, `stale_fetch`). A
+    variant whose leader writes the ISR to ZooKeeper itself (`isr_updates`) has no request to delay.
     """
 
     protocol: str = "hw"

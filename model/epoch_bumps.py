@@ -43,7 +43,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .config import CHECK_COUNT_LIMIT, Config, ConfigError
-from .replication import ReplicationModel
+from .replication import ReplicationModel, fenced_fetches
 from .state import NO_LEADER, State
 
 
@@ -100,7 +100,8 @@ class EpochBumpModel(ReplicationModel):
         if leader_index in (NO_LEADER, index) or controller.isr == before.isr:
             return state
         epoch = controller.epoch + 1
-        state = state._replace(controller=controller._replace(epoch=epoch, bumped=controller.bumped | 1 << epoch))
+        state = fenced_fetches(state)._replace(controller=controller._replace(epoch=epoch,
+                                                                              bumped=controller.bumped | 1 << epoch))
         if state.zk_cut >> leader_index & 1:  # cut off: it takes the LeaderAndIsr once reconnected
             return state
         return self._take_bump(state, leader_index)

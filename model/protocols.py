@@ -24,7 +24,8 @@ The history, one variant per fix (`HISTORY`; `register_protocol` adds a user's o
                                  (ZooKeeper mode)
   kip-966          4.1           eligible leader replicas (ELR): below min.insync.replicas the ISR's
                                  leavers stay electable; a broker back from an unclean shutdown does not;
-                                 KRaft, so AlterPartition carries broker epochs (KIP-903, 3.5)
+                                 KRaft, so AlterPartition carries broker epochs (KIP-903, 3.5) and
+                                 a fetch from an earlier incarnation is fenced (KAFKA-15221, 3.7)
 
 This layer imports the state encoding only, never the replication model.
 """
@@ -46,6 +47,7 @@ ZOOKEEPER_WRITES, ALTER_ISR, LIVE_MEMBERS, BROKER_EPOCHS = "zookeeper", "alter-i
 FOLLOWERS_SKIP_BUMP, FOLLOWERS_TAKE_BUMP, NO_BUMP = "followers-skip", "followers-take", "none"
 SHRINK_AFTER_LAG_TIME, SHRINK_BEHIND_LEO = "lag-time", "behind-leo"
 SKIP_SAME_LEADER, SKIP_NEXT_EPOCH, SKIP_SAME_EPOCH = "same-leader", "same-leader-next-epoch", "same-epoch"
+STALE_FETCH_UPDATES, STALE_FETCH_FENCED = "updates-leader", "fenced"
 
 
 @dataclass(frozen=True)
@@ -215,6 +217,24 @@ CHOICES: tuple[Choice, ...] = (
                  "`triggerLeaderEpochBumpForIsrShrinkIfNeeded` at 3.9)",
     }, ("ControllerNoticeFailure", "ZkReconnect", "BecomeFollower", "LeaderHandleFetchRequest",
         "FollowerTruncateByLeaderEpoch")),
+    # read only where fetches may be delayed (`Config.delays`): a fetch sent before its sender crashed
+    Choice("stale_fetch", {
+        STALE_FETCH_UPDATES: "the leader takes a fetch from a follower's earlier incarnation as any other "
+                             "(`Partition.updateFollowerFetchState` -> `Replica.updateFetchState`, no broker epoch "
+                             "check): its offset becomes the follower's LEO, an ISR member's HW counts it, and the "
+                             "follower may join the ISR on it. Where AlterPartition carries broker epochs (KIP-903, "
+                             "KRaft 3.5 and 3.6) the leader's own check stops that join (`Partition."
+                             "isReplicaIsrEligible`: the fetch's broker epoch against the metadata cache's) unless the "
+                             "follower's new incarnation fetches while the leader decides: `maybeExpandIsr` reads the "
+                             "follower's state twice, and `prepareIsrExpand` -> `addBrokerEpochToIsr` sends the new "
+                             "fetch's broker epoch, which the controller accepts (KAFKA-15221, read at 3.5.0 and "
+                             "3.6.0)",
+        STALE_FETCH_FENCED: "KAFKA-15221 (3.7.0, commit d46781d4db3, KRaft only): `Replica.updateFetchStateOrThrow` "
+                            "refuses a fetch whose broker epoch is older than the one the leader's metadata cache holds "
+                            "for a live follower (NOT_LEADER_OR_FOLLOWER), and the ISR check and the AlterPartition read "
+                            "one snapshot of the follower's state; a fetch of a follower that is down still updates the "
+                            "leader's view, but cannot add it to the ISR",
+    }, ("LeaderHandleStaleFetch",)),
 )
 CHOICE_NAMES = tuple(choice.name for choice in CHOICES)
 
@@ -269,6 +289,7 @@ class Protocol:
     isr_shrink: str = SHRINK_AFTER_LAG_TIME
     follower_skips: str = SKIP_SAME_LEADER
     isr_removal_bump: str = FOLLOWERS_SKIP_BUMP
+    stale_fetch: str = STALE_FETCH_UPDATES
     doc: str = ""
 
     def __post_init__(self) -> None:
@@ -310,6 +331,9 @@ class Protocol:
              "isr_removal_bump = 'followers-skip' needs follower_skips = 'same-leader' or 'same-leader-next-epoch'"),
             (self.isr_removal_bump == FOLLOWERS_TAKE_BUMP, self.follower_skips == SKIP_SAME_EPOCH,
              "isr_removal_bump = 'followers-take' needs follower_skips = 'same-epoch'"),
+            (self.stale_fetch == STALE_FETCH_FENCED, self.isr_updates == BROKER_EPOCHS,
+             "stale_fetch = 'fenced' needs isr_updates = 'broker-epochs' (fetches carry broker epochs in KRaft "
+             "mode only)"),
         ]
         for applies, holds, message in needs:
             if applies and not holds:
@@ -365,6 +389,11 @@ class Protocol:
     def drops_caught_up_followers(self) -> bool:
         """The leader may drop an ISR follower whatever its LEO (`isr_shrink`, before KAFKA-7152)."""
         return self.isr_shrink == SHRINK_AFTER_LAG_TIME
+
+    @property
+    def fences_stale_fetches(self) -> bool:
+        """The leader refuses a fetch from a live follower's earlier incarnation (`stale_fetch`, KAFKA-15221)."""
+        return self.stale_fetch == STALE_FETCH_FENCED
 
     @property
     def checks_broker_epochs(self) -> bool:
@@ -658,6 +687,7 @@ HISTORY: tuple[Protocol, ...] = (
         truncate_on_fetch=True, diverging_fetch_updates_leader=False, epoch_assign=TRUNCATE_CONFLICTING,
         truncate_at_end=True, diverging_response_hw=False, bounce_noticed=True, hw_needs_min_isr=True,
         eligible_leaders=True, isr_updates=BROKER_EPOCHS, follower_skips=SKIP_SAME_EPOCH, isr_removal_bump=NO_BUMP,
+        stale_fetch=STALE_FETCH_FENCED,
         doc="KIP-966, read on the 3.9 branch and trunk of October 2024 (the code 4.0 ships off and 4.1 turns on "
             "for new clusters): `PartitionChangeBuilder.maybePopulateTargetElr`, `isValidNewLeader`, "
             "`tryElection`, `maybeUpdateRecordElr` and `build`; `ReplicationControlManager."
@@ -668,7 +698,8 @@ HISTORY: tuple[Protocol, ...] = (
             "default: not modelled. KRaft only, so with KIP-903 (3.5): the controller refuses an AlterPartition "
             "naming a broker registered again since the fetch the leader saw (`ReplicationControlManager."
             "ineligibleReplicasForIsr`); and the controller keeps the leader epoch when the ISR shrinks (KAFKA-15021, "
-            "metadata version 3.6). The rest as `kafka-15583`."),
+            "metadata version 3.6), and the leader fences a fetch from a follower's earlier incarnation (KAFKA-15221, "
+            "3.7.0: `Replica.updateFetchStateOrThrow`). The rest as `kafka-15583`."),
 )
 
 PROTOCOLS: dict[str, Protocol] = {protocol.name: protocol for protocol in HISTORY}

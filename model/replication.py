@@ -114,6 +114,7 @@ ACTION_NAMES = (
     "LeaderShrinkIsrFails", "ReplicaFlush", "FollowerTruncateByLeaderEpoch", "ReplicaCrash", "ReplicaRestart",
     "ControllerNoticeFailure", "ControllerElectLeader", "ZkDisconnect", "ZkReconnect", "PeerDisconnect",
     "PeerReconnect", "ReplicaDiskFailure", "LeaderSendAlterPartition", "ControllerHandleAlterPartition",
+    "FollowerSendDelayedFetch", "LeaderHandleStaleFetch",
 )
 
 
@@ -162,6 +163,8 @@ class ReplicationModel:
             tail |= {
                 "LeaderSendAlterPartition": ReplicationModel.leader_send_alter_partition,
                 "ControllerHandleAlterPartition": ReplicationModel.controller_handle_alter_partition,
+                "FollowerSendDelayedFetch": ReplicationModel.follower_send_delayed_fetch,
+                "LeaderHandleStaleFetch": ReplicationModel.leader_handle_stale_fetch,
             }
         if self.protocol.exchanges_epochs:
             base["FollowerTruncateByLeaderEpoch"] = ReplicationModel.follower_truncate_by_leader_epoch
@@ -417,6 +420,8 @@ class ReplicationModel:
             return None
         leader = state.replicas[leader_index]
         offset = follower.leo
+        if follower.delayed_fetch and not follower.delayed_fetch_stale:
+            follower = follower._replace(delayed_fetch=0)  # this is the delayed fetch it waits for
         diverging = self.protocol.fetch_divergence(leader, follower)
         if diverging is None and offset > leader.leo:
             response = FetchResponse(leader.leo, leader.hw, (), True)
@@ -457,13 +462,58 @@ class ReplicationModel:
             return state._replace(controller=dropped_proposal(controller))  # INELIGIBLE_REPLICA
         return self._with_isr(state, controller.isr | 1 << index)
 
-    def _record_fetch(self, state: State, leader_index: int, index: int, offset: int, delay: bool = False) -> State:
+    def follower_send_delayed_fetch(self, state: State, index: int) -> State | None:
+        """The follower sends a fetch at its LEO that the leader handles late, while delays are left
+        (`Config.delays`). It waits for it: its next `LeaderHandleFetchRequest` is this fetch. If it crashes
+        first, the request stays at the leader, from an earlier incarnation (`leader_handle_stale_fetch`).
+        Any new leader epoch fences it (the fetch carries the follower's epoch, KIP-320)."""
+        follower = state.replicas[index]
+        if state.delays >= self.config.delays or follower.delayed_fetch or follower.response \
+                or follower.role != FOLLOWER or self.reachable_leader(state, index) == NO_LEADER:
+            return None
+        follower = follower._replace(delayed_fetch=follower.leo + 1)
+        return self.with_replica(state, index, follower)._replace(delays=state.delays + 1)
+
+    def leader_handle_stale_fetch(self, state: State, index: int) -> State | None:
+        """The leader in the partition's epoch handles the fetch the replica at `index` sent before it
+        crashed, so with the broker epoch of an earlier incarnation (`stale_fetch`):
+        - a live follower's (registered again) is refused where the leader fences stale fetches (KAFKA-15221);
+        - otherwise its offset becomes the follower's LEO in the leader's view (none beyond the leader's
+          LEO: OffsetOutOfRange), which an ISR member's HW counts, and the follower joins the ISR on it as on
+          any fetch; where AlterPartition carries broker epochs (KIP-903) the leader's check refuses that join
+          unless the follower's new incarnation fetches while the leader decides, and then the AlterPartition
+          carries the new broker epoch and the controller accepts it (KAFKA-15221's race, taken wherever it is
+          possible: the other order only leaves the leader's view of a follower outside the ISR changed, which
+          no rule reads before that follower's next fetch replaces it). The ISR change reaches the controller
+          at once; the response goes to a connection that is gone."""
+        follower = state.replicas[index]
+        leader_index = self._current_leader(state)
+        if not follower.delayed_fetch_stale or leader_index in (NO_LEADER, index):
+            return None
+        offset = follower.delayed_fetch - 1
+        state = self.with_replica(state, index, follower._replace(delayed_fetch=0, delayed_fetch_stale=False))
+        if self.protocol.fences_stale_fetches and follower.alive:
+            return state  # NOT_LEADER_OR_FOLLOWER
+        if offset > state.replicas[leader_index].leo:
+            return state  # OffsetOutOfRange
+        if not self.protocol.checks_broker_epochs:
+            return self._record_fetch(state, leader_index, index, offset)
+        if not self.protocol.fences_stale_fetches and self._joins_isr(state, leader_index, index, offset) \
+                and self.reachable_leader(state, index) == leader_index:
+            joined = state._replace(controller=self._isr_change(state.controller, state.controller.isr | 1 << index))
+            raced = self.leader_handle_fetch_request(joined, index)
+            if raced is not None:
+                return raced
+        return self._record_fetch(state, leader_index, index, offset, join=False)
+
+    def _record_fetch(self, state: State, leader_index: int, index: int, offset: int, delay: bool = False,
+                      join: bool = True) -> State:
         """The leader takes `offset` as the follower's LEO, adds it to the ISR when the protocol
-        lets it join, and advances its HW. With `delay` the AlterPartition that adds it stays in
+        lets it join (and `join`), and advances its HW. With `delay` the AlterPartition that adds it stays in
         flight (`leader_send_alter_partition`)."""
         leader = state.replicas[leader_index]
         controller = state.controller
-        if self._joins_isr(state, leader_index, index, offset):
+        if join and self._joins_isr(state, leader_index, index, offset):
             if delay:
                 controller = controller._replace(proposal=1 << index, reregistered=0)
                 state = state._replace(controller=controller, delays=state.delays + 1)
@@ -562,7 +612,8 @@ class ReplicationModel:
             return None
         replica = truncate(replica, replica.leo - replica.unflushed, self.protocol, log_load=True)
         replica = replica._replace(status=OFFLINE if replica.status == EXPIRED else CRASHED, role=NO_ROLE,
-                                   epoch=UNKNOWN, response=(), stale_isr=0, remote_leos=(), leader_id=NO_LEADER)
+                                   epoch=UNKNOWN, response=(), stale_isr=0, remote_leos=(), leader_id=NO_LEADER,
+                                   delayed_fetch_stale=replica.delayed_fetch > 0)  # its fetch stays at the leader
         return self.with_replica(state, index, replica)._replace(crashes=state.crashes + 1)
 
     def replica_disk_failure(self, state: State, index: int) -> State | None:
@@ -654,9 +705,11 @@ class ReplicationModel:
             remote_leos=(UNKNOWN,) * self.config.replicas,
             epochs=self.protocol.epochs_on_become_leader(candidate.epochs, epoch, candidate.leo),
             leader_id=self._remembered(index),
+            delayed_fetch=0,  # fenced by the new epoch (`fenced_fetches`)
+            delayed_fetch_stale=False,
         )
         controller = controller._replace(leader=index, epoch=epoch, isr=isr, elr=elr)
-        state = self.with_replica(state, index, leader)._replace(controller=controller)
+        state = self.with_replica(fenced_fetches(state), index, leader)._replace(controller=controller)
         return self._advance_hw(state, index)
 
     def follower_truncate_by_leader_epoch(self, state: State, index: int) -> State | None:
@@ -703,6 +756,15 @@ class ReplicationModel:
         if not state.peer_cut >> index & 1:
             return None
         return state._replace(peer_cut=state.peer_cut & ~(1 << index))
+
+
+def fenced_fetches(state: State) -> State:
+    """The state in a new leader epoch: every delayed fetch in flight is fenced (FENCED_LEADER_EPOCH:
+    a fetch carries its sender's leader epoch, KIP-320, in every variant that delays one)."""
+    if not any(replica.delayed_fetch for replica in state.replicas):
+        return state
+    return state._replace(replicas=tuple(replica._replace(delayed_fetch=0, delayed_fetch_stale=False)
+                                         if replica.delayed_fetch else replica for replica in state.replicas))
 
 
 def _union(history: tuple[tuple[int, int], ...], entries: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:

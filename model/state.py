@@ -88,6 +88,10 @@ class Replica(NamedTuple):
     # the leader named by the last LeaderAndIsr it acted on, itself as leader (`Partition.leaderReplicaIdOpt`);
     # NO_LEADER after a start, and always where the variant never reads it (`Protocol.remembers_leader`)
     leader_id: int = NO_LEADER
+    # a fetch of this replica in flight to the leader, delivered late (`Config.delays`): its fetch offset + 1, 0: none;
+    # it is at the leader, so a crash keeps it, marking it stale: sent by an earlier incarnation (an older broker epoch)
+    delayed_fetch: int = 0
+    delayed_fetch_stale: bool = False
 
     @property
     def leo(self) -> int:
@@ -131,7 +135,7 @@ class State(NamedTuple):
     zk_cut: int  # bitmask: brokers cut off from ZooKeeper and the controller
     peer_cut: int  # bitmask: brokers cut off from the other brokers
     cuts: int  # network failures so far
-    delays: int = 0  # AlterPartition requests delayed so far
+    delays: int = 0  # requests delayed so far: AlterPartition and fetch requests
 
     @property
     def leader(self) -> Replica | None:
@@ -192,7 +196,8 @@ _REPLICAS: dict = {}  # per process: plain replica -> Replica, shared between th
 def _replica(plain: tuple) -> Replica:
     replica = _REPLICAS.get(plain)
     if replica is None:
-        log, unflushed, hw, epochs, status, role, epoch, response, stale_isr, remote_leos, leader_id = plain
+        (log, unflushed, hw, epochs, status, role, epoch, response, stale_isr, remote_leos, leader_id, delayed_fetch,
+         delayed_fetch_stale) = plain
         if response:
             offset, response_hw, records, out_of_range = response
             response = FetchResponse(offset, response_hw, tuple([Record(*r) for r in records]), out_of_range)

@@ -46,8 +46,8 @@ def permute(state: State, order: tuple[int, ...]) -> State:
 
 def _candidate_orders(state: State):
     """The replica orders that sort replicas by everything but their (order-dependent) view of
-    the others; only these can give the least permuted state."""
-    keys = [replica[:-3] for replica in state.replicas]  # not stale_isr, remote_leos, leader_id
+    the others (stale ISR, remote LEOs, the leader followed); only these can give the least permuted state."""
+    keys = [replica._replace(stale_isr=0, remote_leos=(), leader_id=NO_LEADER) for replica in state.replicas]
     ranked = sorted(range(len(keys)), key=keys.__getitem__)
     groups: list[list[int]] = []
     for index in ranked:

@@ -70,13 +70,20 @@ class AlterPartitionVar(NamedTuple):
     reregistered: SortedSet
 
 
+class DelayedFetchVar(NamedTuple):
+    """A fetch in flight to the leader, delivered late: its offset, and whether its sender crashed since (stale)."""
+
+    offset: int
+    stale: bool
+
+
 def state_values(state: State, elr: bool = False, delays: bool = False) -> dict[str, Any]:
     """The ITF variables of a state as Python values: records are named tuples, sequences
     lists, sets SortedSets, functions dicts keyed in sorted order, tuples plain tuples. `elr`: the
     controller has eligible leader replicas (the variant's `eligible_leaders`), as in the twin.
-    `delays`: AlterPartition requests may be delayed (`Config.delays`); then `alterPartition` is the
-    request in flight (the replica it adds, those of it registered again since) and `delays` how many
-    were delayed so far."""
+    `delays`: AlterPartition and fetch requests may be delayed (`Config.delays`); then `alterPartition` is the
+    AlterPartition in flight (the replica it adds, those of it registered again since), `delayedFetches` each
+    replica's fetch in flight (or <<>>) and `delays` how many were delayed so far."""
     leader, epoch = leader_name(state), state.controller.epoch
     isr = SortedSet(replica_name(m) for m in isr_members(state.controller.isr))
     controller: ControllerVar | ControllerElrVar = ControllerVar(leader, epoch, isr)
@@ -93,6 +100,8 @@ def state_values(state: State, elr: bool = False, delays: bool = False) -> dict[
         "acked": SortedSet(acked_names(state)),
         **({"alterPartition": AlterPartitionVar(_names(state.controller.proposal),
                                                 _names(state.controller.reregistered)),
+            "delayedFetches": {replica_name(i): DelayedFetchVar(r.delayed_fetch - 1, r.delayed_fetch_stale)
+                               if r.delayed_fetch else [] for i, r in enumerate(state.replicas)},
             "delays": state.delays} if delays else {}),
     }
 

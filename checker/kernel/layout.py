@@ -10,8 +10,9 @@ words (`Packing`); frontiers hold states in this form and fingerprints hash it.
 Replica cells (at `replica * REPLICA_WIDTH`): the log as message numbers and record epochs,
 LEO, unflushed count, HW, the epoch cache (count, epochs, start offsets), status, role,
 epoch, the fetch response in flight (present, offset, HW, out of range, record count,
-records), the stale ISR, the view of the others' LEOs (present, one per replica) and the leader
-it follows (`Replica.leader_id`, stored plus one so that none is 0).
+records), the stale ISR, the view of the others' LEOs (present, one per replica), the leader
+it follows (`Replica.leader_id`, stored plus one so that none is 0) and its delayed fetch in flight
+(offset plus one, and whether it is stale).
 After the replicas: the controller (leader, epoch, ISR), records written, crashes, acked
 writes, the cut masks, cuts, the epochs the controller's bumps made (`model/epoch_bumps.py`), the
 controller's eligible leader replicas (KIP-966), the AlterPartition in flight and the delays so far,
@@ -57,7 +58,9 @@ STALE_ISR = RESPONSE_EPOCH + MAX_MESSAGES
 HAS_REMOTE = STALE_ISR + 1
 REMOTE_LEO = HAS_REMOTE + 1
 FOLLOWS = REMOTE_LEO + MAX_REPLICAS  # `Replica.leader_id` + 1: 0 for NO_LEADER
-REPLICA_WIDTH = FOLLOWS + 1
+DELAYED_FETCH = FOLLOWS + 1  # with delays: `Replica.delayed_fetch` (its offset + 1; 0: none)
+DELAYED_FETCH_STALE = DELAYED_FETCH + 1  # with delays: `Replica.delayed_fetch_stale`
+REPLICA_WIDTH = DELAYED_FETCH_STALE + 1
 
 # state cells
 GLOBAL = MAX_REPLICAS * REPLICA_WIDTH
@@ -88,7 +91,7 @@ WIDTH = CONSUMED + MAX_MESSAGES
  C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_NEW_FOLLOWER, C_EPOCH_LOOKUP, C_ISR_JOIN, C_TRUNCATE_ON_FETCH,
  C_DIVERGING_FETCH_UPDATES_LEADER, C_EPOCH_ASSIGN, C_TRUNCATE_AT_END, C_DIVERGING_RESPONSE_HW, C_BOUNCE_NOTICED,
  C_HW_NEEDS_MIN_ISR, C_ELIGIBLE_LEADERS, C_ISR_UPDATES, C_ISR_SHRINK, C_FOLLOWER_SKIPS, C_ISR_REMOVAL_BUMP,
- C_ISR_BUMPS, C_UNFENCED_REQUESTS) = range(29)
+ C_STALE_FETCH, C_ISR_BUMPS, C_UNFENCED_REQUESTS) = range(30)
 SETTING_COUNT = C_UNFENCED_REQUESTS + 1
 ACKS_CODES = {"all": 0, "1": 1, "0": 2}
 ACKS_ALL, ACKS_ONE, ACKS_ZERO = 0, 1, 2
@@ -102,6 +105,7 @@ ISR_ZOOKEEPER_WRITES, ISR_ALTER_ISR, ISR_LIVE_MEMBERS, ISR_BROKER_EPOCHS = 0, 1,
 SHRINK_AFTER_LAG_TIME, SHRINK_BEHIND_LEO = 0, 1
 SKIP_SAME_LEADER, SKIP_NEXT_EPOCH, SKIP_SAME_EPOCH = 0, 1, 2
 BUMP_FOLLOWERS_SKIP, BUMP_FOLLOWERS_TAKE, BUMP_NONE = 0, 1, 2
+STALE_FETCH_UPDATES, STALE_FETCH_FENCED = 0, 1
 CHOICE_CODES: dict[str, dict[object, int]] = {
     "epoch_cache": {False: 0, True: 1},
     "epoch_on_election": {False: 0, True: 1},
@@ -127,6 +131,7 @@ CHOICE_CODES: dict[str, dict[object, int]] = {
                        protocols.SKIP_SAME_EPOCH: SKIP_SAME_EPOCH},
     "isr_removal_bump": {protocols.FOLLOWERS_SKIP_BUMP: BUMP_FOLLOWERS_SKIP,
                          protocols.FOLLOWERS_TAKE_BUMP: BUMP_FOLLOWERS_TAKE, protocols.NO_BUMP: BUMP_NONE},
+    "stale_fetch": {protocols.STALE_FETCH_UPDATES: STALE_FETCH_UPDATES, protocols.STALE_FETCH_FENCED: STALE_FETCH_FENCED},
 }
 assert tuple(CHOICE_CODES) == protocols.CHOICE_NAMES == ("epoch_cache", "epoch_on_election", "new_follower",
                                                            "epoch_lookup", "isr_join", "truncate_on_fetch",
@@ -134,7 +139,7 @@ assert tuple(CHOICE_CODES) == protocols.CHOICE_NAMES == ("epoch_cache", "epoch_o
                                                            "truncate_at_end", "diverging_response_hw",
                                                            "bounce_noticed", "hw_needs_min_isr",
                                                            "eligible_leaders", "isr_updates", "isr_shrink",
-                                                           "follower_skips", "isr_removal_bump")
+                                                           "follower_skips", "isr_removal_bump", "stale_fetch")
 
 
 def settings(config: Config, bumps: bool = False) -> np.ndarray:
@@ -181,6 +186,7 @@ def encode(state: State) -> np.ndarray:
             wide[base + HAS_REMOTE] = 1
             wide[base + REMOTE_LEO:base + REMOTE_LEO + len(replica.remote_leos)] = replica.remote_leos
         wide[base + FOLLOWS] = replica.leader_id + 1
+        wide[base + DELAYED_FETCH], wide[base + DELAYED_FETCH_STALE] = replica.delayed_fetch, replica.delayed_fetch_stale
     controller = state.controller
     wide[LEADER], wide[CONTROLLER_EPOCH], wide[ISR] = controller.leader, controller.epoch, controller.isr
     wide[WRITTEN], wide[CRASHES], wide[ACKED] = state.written, state.crashes, state.acked
@@ -212,7 +218,8 @@ def decode(wide: np.ndarray, replicas: int) -> State:
         remote = tuple(cells[base + REMOTE_LEO:base + REMOTE_LEO + replicas]) if cells[base + HAS_REMOTE] else ()
         decoded.append(Replica(log, cells[base + UNFLUSHED], cells[base + HW], epochs, cells[base + STATUS],
                                cells[base + ROLE], cells[base + EPOCH], response, cells[base + STALE_ISR], remote,
-                               cells[base + FOLLOWS] - 1))
+                               cells[base + FOLLOWS] - 1, cells[base + DELAYED_FETCH],
+                               bool(cells[base + DELAYED_FETCH_STALE])))
 
     def history(first: int) -> tuple:
         return tuple((offset, msg) for offset in range(MAX_MESSAGES) for msg in range(MAX_MESSAGES + 1)
@@ -272,6 +279,8 @@ def _ranges(config: Config, bumps: bool = False) -> list[tuple[int, int, int]]:
         ranges += [(base + REMOTE_LEO + other, -1, messages) for other in range(n)]
         if PROTOCOLS[config.protocol].remembers_leader:
             ranges.append((base + FOLLOWS, 0, n))
+        if config.delays:
+            ranges += [(base + DELAYED_FETCH, 0, messages + 1), (base + DELAYED_FETCH_STALE, 0, 1)]
     ranges += [(LEADER, -1, n - 1), (CONTROLLER_EPOCH, 0, elections), (ISR, 0, masks), (WRITTEN, 0, messages),
                (CRASHES, 0, config.crashes), (ACKED, 0, (1 << (messages + 1)) - 1)]
     if config.partitions:

@@ -13,7 +13,7 @@ from kafka_mc.model.protocols import (
     ASK_LEADER, FETCH_IF_EPOCH, JOIN_AT_HW, JOIN_PAST_EPOCH_START, KIP_101_LOOKUP, KIP_279_LOOKUP, NEWER_EPOCH_ONLY,
     NO_LOOKUP, TRUNCATE_CONFLICTING, TRUNCATE_TO_HW, ZOOKEEPER_WRITES, ALTER_ISR, LIVE_MEMBERS, BROKER_EPOCHS,
     FOLLOWERS_SKIP_BUMP, FOLLOWERS_TAKE_BUMP, NO_BUMP, SHRINK_AFTER_LAG_TIME, SHRINK_BEHIND_LEO, SKIP_NEXT_EPOCH,
-    SKIP_SAME_EPOCH, SKIP_SAME_LEADER, Protocol, require_encoded,
+    SKIP_SAME_EPOCH, SKIP_SAME_LEADER, STALE_FETCH_FENCED, STALE_FETCH_UPDATES, Protocol, require_encoded,
 )
 from kafka_mc.model.state import FOLLOWER, TRUNCATING, UNKNOWN
 
@@ -47,6 +47,8 @@ class SymbolicProtocol:
         # `Shape.leader_ids` and `SymbolicModel.skips_leader_and_isr`
         "follower_skips": (SKIP_SAME_LEADER, SKIP_NEXT_EPOCH, SKIP_SAME_EPOCH),
         "isr_removal_bump": (FOLLOWERS_SKIP_BUMP, FOLLOWERS_TAKE_BUMP, NO_BUMP),  # `SymbolicModel(bumps=True)`
+        # read only for a delayed fetch, and `SymbolicModel` refuses delays (`Config.delays`)
+        "stale_fetch": (STALE_FETCH_UPDATES, STALE_FETCH_FENCED),
     }
 
     def __init__(self, protocol: Protocol):

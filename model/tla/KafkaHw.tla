@@ -16,7 +16,7 @@
 (* diverging_response_hw = True; bounce_noticed = False; hw_needs_min_isr  *)
 (* = False; eligible_leaders = False; isr_updates = 'zookeeper';           *)
 (* isr_shrink = 'lag-time'; follower_skips = 'same-leader';                *)
-(* isr_removal_bump = 'followers-skip'.                                    *)
+(* isr_removal_bump = 'followers-skip'; stale_fetch = 'updates-leader'.    *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)

@@ -15,7 +15,7 @@
 (* diverging_response_hw = True; bounce_noticed = True; hw_needs_min_isr = *)
 (* False; eligible_leaders = False; isr_updates = 'alter-isr'; isr_shrink  *)
 (* = 'behind-leo'; follower_skips = 'same-epoch'; isr_removal_bump =       *)
-(* 'followers-take'.                                                       *)
+(* 'followers-take'; stale_fetch = 'updates-leader'.                       *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)

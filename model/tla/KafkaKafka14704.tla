@@ -19,7 +19,7 @@
 (* diverging_response_hw = False; bounce_noticed = True; hw_needs_min_isr  *)
 (* = False; eligible_leaders = False; isr_updates = 'live-members';        *)
 (* isr_shrink = 'behind-leo'; follower_skips = 'same-epoch';               *)
-(* isr_removal_bump = 'followers-take'.                                    *)
+(* isr_removal_bump = 'followers-take'; stale_fetch = 'updates-leader'.    *)
 (*                                                                         *)
 (* Generated from model/protocols.py by checker/tla_modules.py: do not     *)
 (* edit.                                                                   *)

@@ -1,0 +1,137 @@
+"""Delayed fetches (`Config.delays`, the `stale_fetch` choice): a follower's fetch in flight to the
+leader, the stale one a follower sent before it crashed, what each release does with it, and
+KAFKA-15221, found by the checker where KIP-966 lacks the leader's broker-epoch fence on fetches."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from kafka_mc.checker import check
+from kafka_mc.checker.kernel import kernel_check
+from kafka_mc.checker.kernel.batch import KernelEncoding
+from kafka_mc.checker.scenario import load_scenario, replay
+from kafka_mc.counterexamples.reports import render_reports
+from kafka_mc.model import PROTOCOLS, Config, ReplicationModel, parse_action, register_protocol
+from kafka_mc.model.protocols import STALE_FETCH_UPDATES, BROKER_EPOCHS, LIVE_MEMBERS, ProtocolError, \
+    unregister_protocol
+from kafka_mc.model.values import DelayedFetchVar, state_values
+from kafka_mc.testing import check_conformance
+
+SCENARIO = Path(__file__).parent.parent / "scenarios" / "findings" / "stale-fetch-kip-966.toml"
+UNFENCED = dataclasses.replace(PROTOCOLS["kip-966"], name="kip-966-without-kafka-15221", release="none",
+                               summary="KIP-966 whose leader takes a fetch from a follower's earlier incarnation",
+                               stale_fetch=STALE_FETCH_UPDATES)
+CONFIG = Config("kip-966", replicas=2, messages=1, crashes=2, elections=1, replaced_disks=True, delays=1)
+# B has m1 and its fetch at offset 1 is in flight; B fails with its disk, is fenced and registers again
+STALE = ["ProducerWrite(A)", "LeaderHandleFetchRequest(B)", "FollowerHandleFetchResponse(B)",
+         "FollowerSendDelayedFetch(B)", "ReplicaDiskFailure(B)", "ControllerNoticeFailure(B)", "ReplicaRestart(B)"]
+FOLLOWING = STALE + ["BecomeFollower(B)", "FollowerTruncateByLeaderEpoch(B)"]  # B follows A again, empty
+
+
+@pytest.fixture
+def unfenced():
+    register_protocol(UNFENCED)
+    yield UNFENCED.name
+    unregister_protocol(UNFENCED.name)
+
+
+def run(config: Config, steps: list[str]):
+    """The model and the state after `steps` from the initial state led by A; AssertionError at a disabled step."""
+    model = ReplicationModel(config)
+    state = model.initial_states()[0]
+    for text in steps:
+        following = model.next_state(state, act(model, text))
+        assert following is not None, f"{text} is not enabled"
+        state = following
+    return model, state
+
+
+def act(model: ReplicationModel, text: str):
+    return parse_action(text, model.action_names, model.config.replicas)
+
+
+def test_a_delayed_fetch_waits_for_its_sender_and_outlives_its_crash():
+    model, sent = run(CONFIG, STALE[:4])
+    assert sent.replicas[1].delayed_fetch == 2 and not sent.replicas[1].delayed_fetch_stale and sent.delays == 1
+    # the delay is spent; the follower's next fetch is the one it waits for
+    assert model.next_state(sent, act(model, "FollowerSendDelayedFetch(B)")) is None
+    _, handled = run(CONFIG, STALE[:4] + ["LeaderHandleFetchRequest(B)"])
+    assert handled.replicas[1].delayed_fetch == 0 and handled.replicas[0].remote_leos[1] == 1
+    assert model.next_state(sent, act(model, "LeaderHandleStaleFetch(B)")) is None  # not stale: no second copy
+    _, crashed = run(CONFIG, STALE[:5])
+    assert crashed.replicas[1].delayed_fetch == 2 and crashed.replicas[1].delayed_fetch_stale
+    assert state_values(crashed, elr=True, delays=True)["delayedFetches"] == {"A": [], "B": DelayedFetchVar(1, True)}
+
+
+def test_a_new_leader_epoch_fences_every_delayed_fetch():
+    config = dataclasses.replace(CONFIG, protocol="kafka-14704", replicas=3)
+    _, state = run(config, STALE[:4] + ["ReplicaCrash(A)", "ControllerNoticeFailure(A)", "ControllerElectLeader(C)"])
+    assert state.controller.epoch == 1 and state.replicas[1].delayed_fetch == 0  # FENCED_LEADER_EPOCH
+
+
+@pytest.mark.parametrize("protocol, joins", [
+    ("kafka-13141", True),  # AlterIsr (2.7): any stale fetch reaching the HW adds its sender
+    ("kafka-14704", True),  # KIP-841 (3.3): B is a live broker again
+    ("kip-966", False),  # KAFKA-15221 (3.7, KRaft): A refuses the fetch of B's earlier incarnation
+])
+def test_what_each_release_does_with_a_stale_fetch(protocol, joins):
+    config = dataclasses.replace(CONFIG, protocol=protocol)
+    _, state = run(config, STALE + ["LeaderHandleStaleFetch(B)"])
+    assert bool(state.controller.isr >> 1 & 1) == joins and state.replicas[1].delayed_fetch == 0
+    assert state.replicas[0].remote_leos[1] == (1 if joins else 0)  # 0: its first fetch
+
+
+def test_while_the_follower_is_down_the_fetch_is_taken_but_cannot_add_it(unfenced):
+    for protocol in ("kip-966", unfenced):
+        _, state = run(dataclasses.replace(CONFIG, protocol=protocol), STALE[:6] + ["LeaderHandleStaleFetch(B)"])
+        assert state.replicas[0].remote_leos[1] == 1 and state.controller.isr == 0b01
+
+
+def test_before_kafka_15221_the_new_incarnations_fetch_lets_the_stale_one_add_it(unfenced):
+    config = dataclasses.replace(CONFIG, protocol=unfenced)
+    # with no fetch of B's new incarnation to race with, A's check refuses the old broker epoch
+    _, state = run(config, STALE + ["LeaderHandleStaleFetch(B)"])
+    assert state.controller.isr == 0b01 and state.replicas[0].remote_leos[1] == 1
+    # B fetches again while A decides: B joins on offset 1, with its empty log (its fetch answered)
+    _, state = run(config, FOLLOWING + ["LeaderHandleStaleFetch(B)"])
+    assert state.controller.isr == 0b11 and state.replicas[1].log == () and state.replicas[1].response
+    assert state.replicas[0].remote_leos[1] == 0
+
+
+def test_the_fence_needs_broker_epochs():
+    with pytest.raises(ProtocolError, match="stale_fetch = 'fenced' needs isr_updates = 'broker-epochs'"):
+        dataclasses.replace(PROTOCOLS["kip-966"], name="zk-fenced", isr_updates=LIVE_MEMBERS)
+    assert PROTOCOLS["kip-966"].isr_updates == BROKER_EPOCHS and PROTOCOLS["kip-966"].fences_stale_fetches
+    assert not any(p.fences_stale_fetches for name, p in PROTOCOLS.items() if name != "kip-966")
+
+
+def test_kafka_15221_is_found_where_the_fence_is_missing_and_kip_966_holds(unfenced):
+    """The checker finds KAFKA-15221 when KIP-966 lacks the fence, on the Python engine and the kernel alike;
+    kip-966 holds, and its scenario replays the same steps with A refusing B's stale fetch."""
+    scenario = load_scenario(SCENARIO)
+    assert replay(scenario).mismatches == [] and replay(scenario).first_breaks == {}
+    config = dataclasses.replace(scenario.config, protocol=unfenced)
+    expected = FOLLOWING + ["LeaderHandleStaleFetch(B)", "ReplicaCrash(A)", "ControllerNoticeFailure(A)",
+                            "ControllerElectLeader(B)"]
+    assert [str(action) for action in scenario.trace.actions] == expected[:-1]
+    for engine in (check, kernel_check):
+        result = engine(config, keep_going=True)
+        lengths = {v.invariant: len(v.trace) for v in result.violations}
+        assert lengths == {"NoCommittedDataLoss": 13, "NoAckedDataLoss": 13, "NoConsumedRecordLost": 13}
+        trace = next(v.trace for v in result.violations if v.invariant == "NoCommittedDataLoss")
+        assert [str(action) for action in trace.actions] == expected
+        fixed = engine(scenario.config, keep_going=True)
+        assert fixed.complete and fixed.violations == ()
+    report = render_reports(trace, "NoCommittedDataLoss", "kafka-15221", "KAFKA-15221")["kafka-15221.md"]
+    assert "fetch of B at offset 1 in flight (sent before B crashed)" in report
+    model, state = run(scenario.config, expected[:-1])  # kip-966: B is in neither the ISR nor the ELR
+    assert model.next_state(state, act(model, expected[-1])) is None
+
+
+def test_the_kernel_takes_the_race_as_the_model_does(unfenced):
+    config = dataclasses.replace(CONFIG, protocol=unfenced)
+    report = check_conformance(KernelEncoding(), [config], require_coverage=False)
+    assert report.ok, report.summary()
