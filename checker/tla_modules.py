@@ -65,23 +65,26 @@ OPERATORS: dict[str, dict[object, dict[str, str]]] = {
         protocols.SKIP_NEXT_EPOCH: {"SkipsLeaderAndIsr": "SkipsLeaderFollowedNextEpoch", "RemembersLeader": "TRUE"},
         protocols.SKIP_SAME_EPOCH: {"SkipsLeaderAndIsr": "SkipsOwnEpochOnly", "RemembersLeader": "FALSE"},
     },
-    # no operator: the twin has no delayed AlterPartition (`delays`, refused by `tla_twins`) and no network
-    # failures, so a fetching follower is always live and every value expands the ISR at once alike
-    "isr_updates": {value: {} for value in (protocols.ZOOKEEPER_WRITES, protocols.ALTER_ISR, protocols.LIVE_MEMBERS,
-                                            protocols.BROKER_EPOCHS)},
+    # what the controller refuses of an AlterPartition, and the leader of a stale fetch (the twin's delays)
+    "isr_updates": {
+        protocols.ZOOKEEPER_WRITES: {"LiveMembersOnly": "FALSE", "ChecksBrokerEpochs": "FALSE"},
+        protocols.ALTER_ISR: {"LiveMembersOnly": "FALSE", "ChecksBrokerEpochs": "FALSE"},
+        protocols.LIVE_MEMBERS: {"LiveMembersOnly": "TRUE", "ChecksBrokerEpochs": "FALSE"},
+        protocols.BROKER_EPOCHS: {"LiveMembersOnly": "TRUE", "ChecksBrokerEpochs": "TRUE"},
+    },
     # no operator: the bump model's .cfg sets `EpochBump` and `SkipsSameLeader` (requests carrying no epoch) from
     # it (`tla_twins`); a follower's skip of the bump is `follower_skips`
     "isr_removal_bump": {value: {} for value in (protocols.FOLLOWERS_SKIP_BUMP, protocols.FOLLOWERS_TAKE_BUMP,
                                                  protocols.NO_BUMP)},
-    # no operator: only a delayed fetch is stale, and the twin has no delays (refused by `tla_twins`)
-    "stale_fetch": {value: {} for value in (protocols.STALE_FETCH_UPDATES, protocols.STALE_FETCH_FENCED)},
+    "stale_fetch": {protocols.STALE_FETCH_UPDATES: {"FencesStaleFetches": "FALSE"},
+                    protocols.STALE_FETCH_FENCED: {"FencesStaleFetches": "TRUE"}},
 }
 TLA_DIR = Path(protocols.__file__).resolve().parent / "tla"
 PARAMETERS = ("BecomeFollowerReplica", "EpochCache", "AssignEpoch", "AssignOnElection", "EpochsAfterTruncate",
               "TruncationPoint", "MayJoinIsr", "FetchDivergence", "TruncateOnFetch", "RecordsDivergingFetch",
               "EpochOnElection", "TruncateAtEnd", "DivergingResponseHw",
               "BounceNoticed", "HwNeedsMinIsr", "EligibleLeaders", "DropsCaughtUp", "SkipsLeaderAndIsr",
-              "RemembersLeader")
+              "RemembersLeader", "LiveMembersOnly", "ChecksBrokerEpochs", "FencesStaleFetches")
 WIDTH = 77
 
 
@@ -117,8 +120,8 @@ def variant_module(protocol: Protocol) -> str:
     lines += _comment(summary)
     lines += ["EXTENDS Integers, Sequences, KafkaProtocols", "",
               "CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean, EpochBump,",
-              "          SkipsSameLeader, ReplacedDisks", "",
-              "VARIABLES replicas, controller, written, crashes, committed, acked", ""]
+              "          SkipsSameLeader, ReplacedDisks, MaxDelays", "",
+              "VARIABLES replicas, controller, written, crashes, committed, acked, delays", ""]
     if protocol.new_follower == protocols.TRUNCATE_TO_HW:
         lines += [f"TruncateToHw(rep) == HwBecomeFollower(rep, {chosen['EpochsAfterTruncate']})", ""]
     width = max(len(parameter) for parameter in PARAMETERS)

@@ -15,6 +15,9 @@ kafka-mc's names, and the TLC configuration (.cfg) of a run checking some of the
   `SkipsLeaderAndIsr`). Like the replication model's twin it
   leaves out network failures (`partitions`), and with them the bump a leader cut off from ZooKeeper
   takes when it reconnects.
+- Delayed requests (`Config.delays`): the .cfg's `MaxDelays`; the twin's AlterPartition in flight and
+  stale fetches read the variant's `isr_updates` and `stale_fetch` (`LiveMembersOnly`,
+  `ChecksBrokerEpochs`, `FencesStaleFetches`).
 - The controller model: `model/tla/KafkaController.tla`, with `OneControllerPerEpoch` as an
   invariant and `StaleControllerIgnored` as an action property.
 
@@ -48,7 +51,7 @@ INVARIANT_NAMES: tuple[str, ...] = tuple(p.name for p in INVARIANTS if not p.on_
 
 # The Config fields the twin maps to TLA+ constants; any other field must keep its default.
 _COVERED_FIELDS = frozenset({"protocol", "replicas", "messages", "crashes", "elections", "acks", "min_isr", "unclean",
-                             "replaced_disks"})
+                             "replaced_disks", "delays"})
 _ACKS_ALL = {"all": "TRUE", "1": "FALSE"}
 
 
@@ -117,6 +120,7 @@ def tlc_config_text(config: Config, invariants: tuple[str, ...] = INVARIANT_NAME
         f"    EpochBump = {'TRUE' if bumps and protocol.bumps_on_isr_removal else 'FALSE'}",
         f"    SkipsSameLeader = {'TRUE' if bumps and protocol.followers_skip_bumps else 'FALSE'}",
         f"    ReplacedDisks = {'TRUE' if config.replaced_disks else 'FALSE'}",
+        f"    MaxDelays = {config.delays}",
     ]
     if users:
         lines += [f"    {constant} = {name}" for constant, name in zip(replica_constants(config), names)]

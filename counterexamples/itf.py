@@ -145,19 +145,25 @@ def itf_to_trace(data: dict, settings: Mapping[str, Any] | None = None) -> Trace
 
 # The twin's variables (model/tla/KafkaReplication.tla), and its CONSTANTS by the Config field they set:
 # a trace that lists a constant among its ITF `params` gives its value in every state.
-TWIN_VARIABLES = ("replicas", "controller", "written", "crashes", "committed", "acked")
-TWIN_SETTINGS = ("protocol", "replicas", "messages", "crashes", "elections", "acks", "min_isr", "unclean")
+TWIN_VARIABLES = ("replicas", "controller", "written", "crashes", "committed", "acked", "delays")
+# what a trace of the twin may lack, written before the twin had delayed requests: none were delayed
+_OPTIONAL_VARIABLES = ("delays",)
+TWIN_SETTINGS = ("protocol", "replicas", "messages", "crashes", "elections", "acks", "min_isr", "unclean", "delays")
 TWIN_CONSTANTS = {"MaxMessages": "messages", "MaxCrashes": "crashes", "MaxElections": "elections",
-                  "AcksAll": "acks", "MinIsr": "min_isr", "Unclean": "unclean"}
+                  "AcksAll": "acks", "MinIsr": "min_isr", "Unclean": "unclean", "MaxDelays": "delays"}
 # Variables that say nothing of the state, left out: Quint's model-based-testing ones (`quint run
 # --mbt`: mbt::actionTaken, mbt::nondetPicks) and any whose name starts with `_`.
 AUXILIARY = re.compile(r"^(mbt::|_)")
 TWIN_SHAPE = {"vars": Required([str]), "states": Required([{"*": ANY}]), "params": [str], "*": ANY}
 # A bound not given: the least the trace needs, the most its view reaches (any larger bound replays it alike).
-_REACHED = {"messages": "written", "crashes": "crashes", "elections": "controller.epoch"}
+_REACHED = {"messages": "written", "crashes": "crashes", "elections": "controller.epoch", "delays": "delays"}
 _REPLICA_FIELDS = ("log", "hw", "epochs", "status", "role", "epoch", "response", "remoteLeos", "leaderId")
+# a replica's delayed fetch, and the controller's AlterPartition in flight: absent from a trace of the twin
+# written before it had delayed requests (none in flight)
+_DELAY_FIELDS = ("delayedFetch", "delayedFetchStale")
 _RESPONSE_FIELDS = ("offset", "hw", "records", "outOfRange")
 _CONTROLLER_FIELDS = ("leader", "epoch", "isr")
+_PROPOSAL_FIELDS = ("proposal", "reregistered")
 # the eligible leader replicas: a field of the twin's controller with EligibleLeaders only (KIP-966)
 _ELR_FIELD = "elr"
 _NO_LEADER = "none"  # the twin's NoLeader
@@ -196,7 +202,10 @@ def twin_view(state: State) -> dict[str, Any]:
     has no page cache, network failures or `consumed` history, so this leaves out fields that keep
     their initial values in every configuration it models. `controller.elr` is the eligible leader
     replicas (KIP-966), empty where the protocol keeps none (the twin's controller then has no `elr`);
-    `replicas[A].leaderId` the leader A follows (`Replica.leader_id`), the twin's NoLeader for none."""
+    `replicas[A].leaderId` the leader A follows (`Replica.leader_id`), the twin's NoLeader for none;
+    `replicas[A].delayedFetch` and `delayedFetchStale` A's fetch in flight (`Replica.delayed_fetch`),
+    `controller.proposal` and `controller.reregistered` the AlterPartition in flight, `delays` the
+    requests delayed so far."""
     names = [replica_name(index) for index in range(len(state.replicas))]
     view: dict[str, Any] = {}
     for name, replica in zip(names, state.replicas):
@@ -213,15 +222,20 @@ def twin_view(state: State) -> dict[str, Any]:
                                    response.out_of_range))
         view[f"{at}.remoteLeos"] = tuple(replica.remote_leos) if replica.remote_leos else None  # NoRemoteLeos
         view[f"{at}.leaderId"] = _NO_LEADER if replica.leader_id == NO_LEADER else names[replica.leader_id]
+        view[f"{at}.delayedFetch"] = replica.delayed_fetch
+        view[f"{at}.delayedFetchStale"] = replica.delayed_fetch_stale
     controller = state.controller
     view["controller.leader"] = _NO_LEADER if controller.leader == NO_LEADER else names[controller.leader]
     view["controller.epoch"] = controller.epoch
     view["controller.isr"] = frozenset(names[member] for member in isr_members(controller.isr))
     view["controller.elr"] = frozenset(names[member] for member in isr_members(controller.elr))
+    view["controller.proposal"] = frozenset(names[member] for member in isr_members(controller.proposal))
+    view["controller.reregistered"] = frozenset(names[member] for member in isr_members(controller.reregistered))
     view["written"] = state.written
     view["crashes"] = state.crashes
     view["committed"] = frozenset(state.committed)
     view["acked"] = frozenset(msg for msg in range(1, state.acked.bit_length()) if state.acked >> msg & 1)
+    view["delays"] = state.delays
     return view
 
 
@@ -230,12 +244,12 @@ def decode_twin_state(raw: dict, names: tuple[str, ...], where: str) -> dict[str
     shows a model state; ValueError naming the place (`states[3].replicas[A].log[0].msg`) and what
     the twin has there. Records are ITF objects; sequences arrays (or `#tup`); the functions of the
     replicas `#map`s (or objects keyed by replica); sets `#set`s; integers numbers or `#bigint`s."""
-    values = {name: _itf_value(raw[name], f"{where}.{name}") for name in TWIN_VARIABLES}
+    values = {name: _itf_value(raw[name], f"{where}.{name}") for name in TWIN_VARIABLES if name in raw}
     view: dict[str, Any] = {}
     replicas = _function(values["replicas"], f"{where}.replicas", names)
     for name in names:
         at, here = f"replicas[{name}]", f"{where}.replicas[{name}]"
-        fields = _record(replicas[name], here, _REPLICA_FIELDS)
+        fields = _record(replicas[name], here, _REPLICA_FIELDS, _DELAY_FIELDS)
         view[f"{at}.log"] = _records(fields["log"], f"{here}.log")
         view[f"{at}.hw"] = _int(fields["hw"], f"{here}.hw")
         view[f"{at}.epochs"] = tuple(_pair(entry, f"{here}.epochs[{index}]")
@@ -259,10 +273,12 @@ def decode_twin_state(raw: dict, names: tuple[str, ...], where: str) -> dict[str
             known = _function(leos, f"{here}.remoteLeos", names)
             view[f"{at}.remoteLeos"] = tuple(_int(known[m], f"{here}.remoteLeos[{m}]") for m in names)
         view[f"{at}.leaderId"] = _leader(fields["leaderId"], f"{here}.leaderId", names)
+        view[f"{at}.delayedFetch"] = _int(fields.get("delayedFetch", 0), f"{here}.delayedFetch")
+        view[f"{at}.delayedFetchStale"] = _bool(fields.get("delayedFetchStale", False), f"{here}.delayedFetchStale")
     raw_controller = values["controller"]
     with_elr = _is_record(raw_controller) and _ELR_FIELD in raw_controller._fields
     controller = _record(raw_controller, f"{where}.controller",
-                         (*_CONTROLLER_FIELDS, _ELR_FIELD) if with_elr else _CONTROLLER_FIELDS)
+                         (*_CONTROLLER_FIELDS, _ELR_FIELD) if with_elr else _CONTROLLER_FIELDS, _PROPOSAL_FIELDS)
     view["controller.leader"] = _leader(controller["leader"], f"{where}.controller.leader", names)
     view["controller.epoch"] = _int(controller["epoch"], f"{where}.controller.epoch")
     view["controller.isr"] = frozenset(_replica(member, f"{where}.controller.isr", names)
@@ -271,11 +287,16 @@ def decode_twin_state(raw: dict, names: tuple[str, ...], where: str) -> dict[str
     view["controller.elr"] = frozenset(_replica(member, f"{where}.controller.elr", names)
                                        for member in (_set(controller[_ELR_FIELD], f"{where}.controller.elr")
                                                       if with_elr else ()))
+    for field in _PROPOSAL_FIELDS:
+        view[f"controller.{field}"] = frozenset(_replica(member, f"{where}.controller.{field}", names)
+                                                for member in _set(controller.get(field, frozenset()),
+                                                                   f"{where}.controller.{field}"))
     view["written"] = _int(values["written"], f"{where}.written")
     view["crashes"] = _int(values["crashes"], f"{where}.crashes")
     view["committed"] = frozenset(_pair(entry, f"{where}.committed")
                                   for entry in _set(values["committed"], f"{where}.committed"))
     view["acked"] = frozenset(_int(msg, f"{where}.acked") for msg in _set(values["acked"], f"{where}.acked"))
+    view["delays"] = _int(values.get("delays", 0), f"{where}.delays")
     return view
 
 
@@ -435,16 +456,18 @@ def _check_variables(data: dict) -> None:
         raise ValueError("it has no states")
     listed = [*data["vars"], *(name for state in states for name in state if name != "#meta")]
     variables = [name for name in dict.fromkeys(listed) if name not in params and not AUXILIARY.match(name)]
-    missing = [name for name in TWIN_VARIABLES if name not in variables]
+    missing = [name for name in TWIN_VARIABLES if name not in variables and name not in _OPTIONAL_VARIABLES]
     extra = [name for name in variables if name not in TWIN_VARIABLES]
     if missing or extra:
         parts = ([f"it lacks {', '.join(missing)}"] if missing else []) + \
                 ([f"it has {', '.join(extra)}, which the twin has not"] if extra else [])
         hint = (" (these are the variables of an ITF trace kafka-mc writes, whose #meta, naming the model and "
                 "its configuration, is missing here)" if "consumed" in extra else "")
-        raise ValueError(f"its variables must be the twin's, {', '.join(TWIN_VARIABLES)}: {'; '.join(parts)}{hint}")
+        required = [name for name in TWIN_VARIABLES if name not in _OPTIONAL_VARIABLES]
+        raise ValueError(f"its variables must be the twin's, {', '.join(required)} (and {', '.join(_OPTIONAL_VARIABLES)}, "
+                         f"which a trace written before the twin had delayed requests lacks): {'; '.join(parts)}{hint}")
     for index, state in enumerate(states):
-        lacking = [name for name in TWIN_VARIABLES if name not in state]
+        lacking = [name for name in TWIN_VARIABLES if name not in state and name not in _OPTIONAL_VARIABLES]
         if lacking:
             raise ValueError(f"states[{index}] lacks {', '.join(lacking)}")
 
@@ -546,13 +569,14 @@ def _pair(value: Any, where: str) -> tuple[int, int]:
     return _int(items[0], where), _int(items[1], where)
 
 
-def _record(value: Any, where: str, fields: tuple[str, ...]) -> dict[str, Any]:
-    """A record's fields; ValueError naming those missing and those the twin has not."""
+def _record(value: Any, where: str, fields: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A record's fields (`optional` ones may be absent); ValueError naming those missing and those the
+    twin has not."""
     if not _is_record(value):
         raise ValueError(f"{where} must be a record with the fields {', '.join(fields)}, not {short_repr(value)}")
     found = value._asdict()
     missing = [field for field in fields if field not in found]
-    extra = [field for field in found if field not in fields]
+    extra = [field for field in found if field not in fields and field not in optional]
     if missing or extra:
         parts = ([f"it lacks {', '.join(missing)}"] if missing else []) + \
                 ([f"it has {', '.join(extra)}, which the twin has not"] if extra else [])

@@ -5,6 +5,7 @@ KAFKA-15221, found by the checker where KIP-966 lacks the leader's broker-epoch 
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from kafka_mc.checker import check
 from kafka_mc.checker.kernel import kernel_check
 from kafka_mc.checker.kernel.batch import KernelEncoding
 from kafka_mc.checker.scenario import load_scenario, replay
+from kafka_mc.checker.tlc import run_tlc
 from kafka_mc.counterexamples.reports import render_reports
 from kafka_mc.model import PROTOCOLS, Config, ReplicationModel, parse_action, register_protocol
 from kafka_mc.model.protocols import STALE_FETCH_UPDATES, BROKER_EPOCHS, LIVE_MEMBERS, ProtocolError, \
@@ -135,3 +137,15 @@ def test_the_kernel_takes_the_race_as_the_model_does(unfenced):
     config = dataclasses.replace(CONFIG, protocol=unfenced)
     report = check_conformance(KernelEncoding(), [config], require_coverage=False)
     assert report.ok, report.summary()
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="TLC needs java on PATH")
+def test_the_tla_twin_takes_the_race_as_the_model_does(unfenced):
+    """TLC on the twin of the variant without the fence (its module generated from the declaration): the
+    model's counts, depth, verdicts and shortest lengths."""
+    config = dataclasses.replace(CONFIG, protocol=unfenced)
+    expected, tlc = check(config, keep_going=True), run_tlc(config, timeout=120)
+    assert (tlc.distinct_states, tlc.states_generated, tlc.depth) == (
+        expected.stats.distinct_states, expected.stats.states_generated, expected.stats.depth + 1)
+    assert {name: length - 1 for name, length in tlc.violations.items()} == \
+        {v.invariant: len(v.trace) for v in expected.violations}

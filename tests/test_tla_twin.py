@@ -62,6 +62,15 @@ TWIN_CONFIGS = [
                  id="kip966-2r-min-isr-2-unclean"),
     pytest.param(Config(protocol="kip-966", replicas=2, messages=1, crashes=2, elections=2, min_isr=1, unclean=True),
                  id="kip966-2r-unclean"),
+    # delayed requests: AlterPartition in flight and stale fetches, under each rule of the controller and the leader
+    pytest.param(Config(protocol="kafka-13141", replicas=2, messages=1, crashes=1, elections=1, delays=1),
+                 id="kafka13141-2r-delays"),
+    pytest.param(Config(protocol="kafka-14704", replicas=2, messages=1, crashes=2, elections=1, delays=1,
+                        replaced_disks=True), id="kafka14704-2r-delays"),
+    pytest.param(Config(protocol="kip-966", replicas=2, messages=1, crashes=2, elections=2, delays=1,
+                        replaced_disks=True), id="kip966-2r-delays"),
+    pytest.param(Config(protocol="kip-966", replicas=3, messages=1, crashes=1, elections=1, delays=2, min_isr=2),
+                 id="kip966-3r-delays-2"),
 ]
 
 

@@ -24,9 +24,9 @@
 EXTENDS Integers, Sequences, KafkaProtocols
 
 CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean, EpochBump,
-          SkipsSameLeader, ReplacedDisks
+          SkipsSameLeader, ReplacedDisks, MaxDelays
 
-VARIABLES replicas, controller, written, crashes, committed, acked
+VARIABLES replicas, controller, written, crashes, committed, acked, delays
 
 TruncateToHw(rep) == HwBecomeFollower(rep, NoCacheAfterTruncate)
 
@@ -49,7 +49,10 @@ INSTANCE KafkaReplication WITH
     EligibleLeaders       <- FALSE,
     DropsCaughtUp         <- TRUE,
     SkipsLeaderAndIsr     <- SkipsLeaderFollowed,
-    RemembersLeader       <- TRUE
+    RemembersLeader       <- TRUE,
+    LiveMembersOnly       <- FALSE,
+    ChecksBrokerEpochs    <- FALSE,
+    FencesStaleFetches    <- FALSE
 
 Next == BaseNext
 

@@ -24,9 +24,9 @@
 EXTENDS Integers, Sequences, KafkaProtocols
 
 CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean, EpochBump,
-          SkipsSameLeader, ReplacedDisks
+          SkipsSameLeader, ReplacedDisks, MaxDelays
 
-VARIABLES replicas, controller, written, crashes, committed, acked
+VARIABLES replicas, controller, written, crashes, committed, acked, delays
 
 INSTANCE KafkaReplication WITH
     BecomeFollowerReplica <- FetchAtOnce,
@@ -47,7 +47,10 @@ INSTANCE KafkaReplication WITH
     EligibleLeaders       <- FALSE,
     DropsCaughtUp         <- FALSE,
     SkipsLeaderAndIsr     <- SkipsOwnEpochOnly,
-    RemembersLeader       <- FALSE
+    RemembersLeader       <- FALSE,
+    LiveMembersOnly       <- TRUE,
+    ChecksBrokerEpochs    <- FALSE,
+    FencesStaleFetches    <- FALSE
 
 Next == BaseNext
 

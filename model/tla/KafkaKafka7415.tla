@@ -35,9 +35,9 @@
 EXTENDS Integers, Sequences, KafkaProtocols
 
 CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean, EpochBump,
-          SkipsSameLeader, ReplacedDisks
+          SkipsSameLeader, ReplacedDisks, MaxDelays
 
-VARIABLES replicas, controller, written, crashes, committed, acked
+VARIABLES replicas, controller, written, crashes, committed, acked, delays
 
 INSTANCE KafkaReplication WITH
     BecomeFollowerReplica <- AskBeforeFetching,
@@ -58,7 +58,10 @@ INSTANCE KafkaReplication WITH
     EligibleLeaders       <- FALSE,
     DropsCaughtUp         <- TRUE,
     SkipsLeaderAndIsr     <- SkipsLeaderFollowedNextEpoch,
-    RemembersLeader       <- TRUE
+    RemembersLeader       <- TRUE,
+    LiveMembersOnly       <- FALSE,
+    ChecksBrokerEpochs    <- FALSE,
+    FencesStaleFetches    <- FALSE
 
 Next == BaseNext
 

@@ -38,9 +38,9 @@
 EXTENDS Integers, Sequences, KafkaProtocols
 
 CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean, EpochBump,
-          SkipsSameLeader, ReplacedDisks
+          SkipsSameLeader, ReplacedDisks, MaxDelays
 
-VARIABLES replicas, controller, written, crashes, committed, acked
+VARIABLES replicas, controller, written, crashes, committed, acked, delays
 
 INSTANCE KafkaReplication WITH
     BecomeFollowerReplica <- FetchAtOnce,
@@ -61,7 +61,10 @@ INSTANCE KafkaReplication WITH
     EligibleLeaders       <- TRUE,
     DropsCaughtUp         <- FALSE,
     SkipsLeaderAndIsr     <- SkipsOwnEpochOnly,
-    RemembersLeader       <- FALSE
+    RemembersLeader       <- FALSE,
+    LiveMembersOnly       <- TRUE,
+    ChecksBrokerEpochs    <- TRUE,
+    FencesStaleFetches    <- TRUE
 
 Next == BaseNext
 

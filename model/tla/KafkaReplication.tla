@@ -26,6 +26,11 @@
 (*                               leader (Partition.leaderReplicaIdOpt);    *)
 (*                               NoLeader after a crash, and always        *)
 (*                               without RemembersLeader                   *)
+(*              at the leader  delayedFetch  the offset + 1 of its fetch   *)
+(*                               in flight to the leader, delivered late   *)
+(*                               (0: none); delayedFetchStale: sent        *)
+(*                               before it crashed, by an earlier          *)
+(*                               incarnation (with an older broker epoch)  *)
 (*   controller [leader, epoch, isr]: the partition state in ZooKeeper;    *)
 (*              leader is NoLeader when the partition is leaderless; with  *)
 (*              EpochBump also bumped, the epochs the controller's bumps   *)
@@ -33,11 +38,15 @@
 (*              so the states of the replication model, and the traces     *)
 (*              other tools write of them, are those without the bump);    *)
 (*              with EligibleLeaders also elr, the eligible leader         *)
-(*              replicas (KIP-966; absent otherwise, as bumped)            *)
+(*              replicas (KIP-966; absent otherwise, as bumped); proposal  *)
+(*              is the replica the leader's AlterPartition in flight adds  *)
+(*              to the ISR (a set, empty for none), reregistered those of  *)
+(*              it registered again since (a new broker epoch)             *)
 (*   written    producer records written so far (record ids 1, 2, ...)     *)
 (*   crashes    crashes so far                                             *)
 (*   committed  history: every <<offset, msg>> once below the leader's HW  *)
 (*   acked      the messages acknowledged to the producer                   *)
+(*   delays     requests delayed so far (AlterPartition and fetch)        *)
 (*                                                                         *)
 (* Offsets are Kafka's, from 0: the record at offset o of a log is         *)
 (* log[o + 1], a replica's LEO is Len(log).                                *)
@@ -77,6 +86,19 @@
 (* live ELR member is electable while the ISR is empty, an unclean         *)
 (* election clears the ELR, and a restarting replica in the ISR or ELR     *)
 (* leaves both (an unclean shutdown).                                      *)
+(*                                                                         *)
+(* With MaxDelays > 0 (model/replication.py, Config.delays): the leader's  *)
+(* AlterPartition adding a follower may stay in flight until the           *)
+(* controller handles it (LeaderSendAlterPartition,                        *)
+(* ControllerHandleAlterPartition), the leader counting its HW and         *)
+(* acknowledgements over the ISR with it meanwhile; any ISR change or the  *)
+(* leader's loss drops it; the controller refuses a broker that is not     *)
+(* live (LiveMembersOnly, KIP-841) or registered again since               *)
+(* (ChecksBrokerEpochs, KIP-903). A follower's fetch may stay in flight    *)
+(* (FollowerSendDelayedFetch); a crash leaves it at the leader, stale, and *)
+(* the leader handles it later (LeaderHandleStaleFetch), refusing one of a *)
+(* live follower's earlier incarnation with FencesStaleFetches             *)
+(* (KAFKA-15221). A new leader epoch fences every delayed fetch.           *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets, KafkaProtocols
 
@@ -90,7 +112,8 @@ CONSTANTS
     Unclean,        \* unclean.leader.election.enable
     EpochBump,      \* TRUE: the controller bumps the epoch on ISR removal
     SkipsSameLeader,\* TRUE: with EpochBump, requests carry no epoch (to 2.0.1)
-    ReplacedDisks   \* TRUE: a crash may lose the broker's disk
+    ReplacedDisks,  \* TRUE: a crash may lose the broker's disk
+    MaxDelays       \* how many requests (AlterPartition, fetch) may be delayed
 
 (***************************************************************************)
 (* The truncation protocol: what the variants define.                      *)
@@ -146,7 +169,17 @@ CONSTANTS
     SkipsLeaderAndIsr(_, _, _),
     \* Replicas remember the leader they follow (leaderId; up to 2.0.1). Later
     \* variants never read it and keep it NoLeader (Protocol.remembers_leader).
-    RemembersLeader
+    RemembersLeader,
+    \* KIP-841 (3.3): the controller refuses an AlterPartition naming a broker
+    \* that is not live, and the leader proposes only a live follower.
+    LiveMembersOnly,
+    \* KIP-903 (3.5, KRaft): the controller refuses one naming a broker
+    \* registered again since the fetch the leader saw; the leader's own check
+    \* refuses a fetch's broker epoch older than its metadata cache's.
+    ChecksBrokerEpochs,
+    \* KAFKA-15221 (3.7, KRaft): the leader refuses a fetch of a live
+    \* follower's earlier incarnation.
+    FencesStaleFetches
 
 ASSUME
     /\ Replicas # {}
@@ -156,12 +189,14 @@ ASSUME
     /\ SkipsSameLeader => EpochBump /\ RemembersLeader
     /\ HwNeedsMinIsr \in BOOLEAN /\ EligibleLeaders \in BOOLEAN /\ DropsCaughtUp \in BOOLEAN
     /\ RemembersLeader \in BOOLEAN
+    /\ MaxDelays \in Nat /\ LiveMembersOnly \in BOOLEAN /\ ChecksBrokerEpochs \in BOOLEAN
+    /\ FencesStaleFetches \in BOOLEAN /\ (FencesStaleFetches => ChecksBrokerEpochs)
     /\ EligibleLeaders => HwNeedsMinIsr /\ BounceNoticed
     /\ MinIsr \in 1 .. Cardinality(Replicas)
 
-VARIABLES replicas, controller, written, crashes, committed, acked
+VARIABLES replicas, controller, written, crashes, committed, acked, delays
 
-vars == <<replicas, controller, written, crashes, committed, acked>>
+vars == <<replicas, controller, written, crashes, committed, acked, delays>>
 history == <<committed, acked>>
 
 NoLeader == "none"      \* controller.leader of a leaderless partition
@@ -253,13 +288,26 @@ Elr(ctl) == IF EligibleLeaders THEN ctl.elr ELSE {}
 
 WithElr(ctl, elr) == IF EligibleLeaders THEN [ctl EXCEPT !.elr = elr] ELSE ctl
 
+(* The partition state without an AlterPartition in flight: a new         *)
+(* partition epoch drops it (replication.dropped_proposal).                *)
+Dropped(ctl) == [ctl EXCEPT !.proposal = {}, !.reregistered = {}]
+
+(* The ISR the leader counts its HW and acknowledgements over: the ISR and *)
+(* the member its AlterPartition in flight adds (PendingExpandIsr.         *)
+(* maximalIsr, KIP-497; ReplicationModel._maximal_isr).                    *)
+MaximalIsr(ctl) == ctl.isr \cup ctl.proposal
+
+(* The replicas in a new leader epoch: every delayed fetch is fenced       *)
+(* (FENCED_LEADER_EPOCH; replication.fenced_fetches).                      *)
+FencedFetches(rs) == [m \in Replicas |-> [rs[m] EXCEPT !.delayedFetch = 0, !.delayedFetchStale = FALSE]]
+
 (* The controller's partition state with the ISR isr (unclean: a broker    *)
 (* back from an unclean shutdown; ReplicationModel._isr_change). With      *)
 (* EligibleLeaders (PartitionChangeBuilder.maybePopulateTargetElr): an ISR *)
 (* of MinIsr members or more empties the ELR; a smaller one adds the old   *)
 (* ISR's members to it, less the new ISR's and unclean.                    *)
 IsrChange(ctl, isr, unclean) ==
-    WithElr([ctl EXCEPT !.isr = isr],
+    WithElr([Dropped(ctl) EXCEPT !.isr = isr],
             IF Cardinality(isr) >= MinIsr THEN {} ELSE (Elr(ctl) \cup ctl.isr) \ (isr \cup unclean))
 
 (* Whether a follower's fetch or OffsetsForLeaderEpoch request from an     *)
@@ -280,7 +328,7 @@ AnswersFrom(epoch) ==
 (* than MinIsr members (KAFKA-15583).                                      *)
 HwAdvanced(rs, ctl) ==
     LET l == LeaderOf(rs, ctl)
-        isrLeos == {IF m = l THEN Leo(rs[l]) ELSE rs[l].remoteLeos[m] : m \in ctl.isr}
+        isrLeos == {IF m = l THEN Leo(rs[l]) ELSE rs[l].remoteLeos[m] : m \in MaximalIsr(ctl)}
     IN  IF l = NoLeader \/ (HwNeedsMinIsr /\ Cardinality(ctl.isr) < MinIsr) THEN rs
         ELSE [rs EXCEPT ![l].hw = Greater(@, MinOf(isrLeos))]
 
@@ -300,7 +348,7 @@ AckedWith(before, after, ctl) ==
     LET l == LeaderOf(after, ctl)
         start == LeadershipStart(ctl, after[l].epoch)
         own(record) == start <= record.epoch /\ record.epoch <= after[l].epoch
-    IN  IF l = NoLeader \/ ~AcksAll \/ Cardinality(ctl.isr) < MinIsr THEN acked
+    IN  IF l = NoLeader \/ ~AcksAll \/ Cardinality(MaximalIsr(ctl)) < MinIsr THEN acked
         ELSE acked \cup {after[l].log[o + 1].msg : o \in {o \in before[l].hw .. after[l].hw - 1 :
                                                           own(after[l].log[o + 1])}}
 
@@ -333,7 +381,8 @@ TakeBump(rs, l, epoch) ==
 (***************************************************************************)
 NewFollower(first) ==
     [log |-> <<>>, hw |-> 0, epochs |-> <<>>, status |-> Up, role |-> Follower, epoch |-> 0,
-     response |-> NoResponse, remoteLeos |-> NoRemoteLeos, leaderId |-> Remembered(first)]
+     response |-> NoResponse, remoteLeos |-> NoRemoteLeos, leaderId |-> Remembered(first),
+     delayedFetch |-> 0, delayedFetchStale |-> FALSE]
 
 Init ==
     \E first \in Replicas :
@@ -344,16 +393,21 @@ Init ==
                                                 !.remoteLeos = [m \in Replicas |-> Unknown]]
                 ELSE NewFollower(first)]
         /\ controller = CASE EpochBump /\ EligibleLeaders ->
-                                [leader |-> first, epoch |-> 0, isr |-> Replicas, bumped |-> {}, elr |-> {}]
+                                [leader |-> first, epoch |-> 0, isr |-> Replicas, bumped |-> {}, elr |-> {},
+                                 proposal |-> {}, reregistered |-> {}]
                            [] EpochBump ->
-                                [leader |-> first, epoch |-> 0, isr |-> Replicas, bumped |-> {}]
+                                [leader |-> first, epoch |-> 0, isr |-> Replicas, bumped |-> {},
+                                 proposal |-> {}, reregistered |-> {}]
                            [] EligibleLeaders ->
-                                [leader |-> first, epoch |-> 0, isr |-> Replicas, elr |-> {}]
-                           [] OTHER -> [leader |-> first, epoch |-> 0, isr |-> Replicas]
+                                [leader |-> first, epoch |-> 0, isr |-> Replicas, elr |-> {},
+                                 proposal |-> {}, reregistered |-> {}]
+                           [] OTHER -> [leader |-> first, epoch |-> 0, isr |-> Replicas,
+                                        proposal |-> {}, reregistered |-> {}]
         /\ written = 0
         /\ crashes = 0
         /\ committed = {}
         /\ acked = {}
+        /\ delays = 0
 
 ----------------------------------------------------------------------------
 (***************************************************************************)
@@ -375,25 +429,32 @@ ProducerWrite(r) ==
                         controller,
                         IF AcksAll THEN {} ELSE {written + 1})
         /\ written' = written + 1
-        /\ UNCHANGED crashes
+        /\ UNCHANGED <<crashes, delays>>
 
 (* Fetch, first half: the leader handles follower r's FetchRequest, whose  *)
 (* fetch offset is r's LEO. It takes that offset as r's LEO, adds r to the *)
-(* ISR if the protocol lets it join (Partition.maybeExpandIsr), recomputes *)
-(* its HW and builds a response with the records from that offset on and   *)
-(* the new HW. A fetch beyond the leader's LEO gets OffsetOutOfRange,      *)
-(* carrying the leader's LEO; a fetch the protocol finds diverging gets no *)
-(* records and the offset to truncate to (flagged as out of range), and    *)
-(* updates the leader's view only if RecordsDivergingFetch.                *)
-LeaderHandleFetchRequest(r) ==
+(* ISR if the protocol lets it join (Partition.maybeExpandIsr; not while   *)
+(* an AlterPartition is in flight), recomputes its HW and builds a         *)
+(* response with the records from that offset on and the new HW. A fetch   *)
+(* beyond the leader's LEO gets OffsetOutOfRange, carrying the leader's    *)
+(* LEO; a fetch the protocol finds diverging gets no records and the       *)
+(* offset to truncate to (flagged as out of range), and updates the        *)
+(* leader's view only if RecordsDivergingFetch. A delayed fetch r waits    *)
+(* for is this one. HandleFetch is the event in the replicas rs0 and the   *)
+(* partition state ctl0: the current ones, or those of KAFKA-15221's race  *)
+(* (LeaderHandleStaleFetch); with delay, the AlterPartition adding r stays *)
+(* in flight (LeaderSendAlterPartition).                                   *)
+HandleFetch(rs0, ctl0, r, delay) ==
     LET l == CurrentLeader
-        f == replicas[r]
+        f == rs0[r]
         offset == Leo(f)
-        diverging == FetchDivergence(replicas[l], f, EpochOnElection)
-        ctl == IF r \notin controller.isr /\ MayJoinIsr(replicas[l], offset)
-               THEN IsrChange(controller, controller.isr \cup {r}, {})
-               ELSE controller
-        seen == [replicas EXCEPT ![l].remoteLeos[r] = offset]
+        diverging == FetchDivergence(rs0[l], f, EpochOnElection)
+        waited == IF f.delayedFetch > 0 /\ ~f.delayedFetchStale THEN [rs0 EXCEPT ![r].delayedFetch = 0] ELSE rs0
+        joins == r \notin ctl0.isr /\ ctl0.proposal = {} /\ MayJoinIsr(rs0[l], offset)
+        ctl == IF ~joins THEN ctl0
+               ELSE IF delay THEN [ctl0 EXCEPT !.proposal = {r}, !.reregistered = {}]
+               ELSE IsrChange(ctl0, ctl0.isr \cup {r}, {})
+        seen == [waited EXCEPT ![l].remoteLeos[r] = offset]
         rs == HwAdvanced(seen, ctl)
         divergingResponse(hw) == [offset |-> diverging, hw |-> hw, records |-> <<>>, outOfRange |-> TRUE]
     IN  /\ l # NoLeader
@@ -402,14 +463,16 @@ LeaderHandleFetchRequest(r) ==
         /\ Alive(f)
         /\ f.role = Follower
         /\ AnswersFrom(f.epoch)
-        /\ IF diverging = Unknown /\ offset > Leo(replicas[l])
-           THEN /\ replicas' = [replicas EXCEPT ![r].response =
-                                  [offset |-> Leo(replicas[l]), hw |-> replicas[l].hw,
+        /\ IF diverging = Unknown /\ offset > Leo(rs0[l])
+           THEN /\ replicas' = [waited EXCEPT ![r].response =
+                                  [offset |-> Leo(rs0[l]), hw |-> rs0[l].hw,
                                    records |-> <<>>, outOfRange |-> TRUE]]
-                /\ UNCHANGED <<controller, history>>
+                /\ controller' = ctl0
+                /\ UNCHANGED <<history, delays>>
            ELSE IF diverging # Unknown /\ ~RecordsDivergingFetch
-           THEN /\ replicas' = [replicas EXCEPT ![r].response = divergingResponse(replicas[l].hw)]
-                /\ UNCHANGED <<controller, history>>
+           THEN /\ replicas' = [waited EXCEPT ![r].response = divergingResponse(rs0[l].hw)]
+                /\ controller' = ctl0
+                /\ UNCHANGED <<history, delays>>
            ELSE LET response == IF diverging # Unknown THEN divergingResponse(rs[l].hw)
                                 ELSE [offset |-> offset, hw |-> rs[l].hw,
                                       records |-> Suffix(rs[l].log, offset), outOfRange |-> FALSE]
@@ -417,6 +480,86 @@ LeaderHandleFetchRequest(r) ==
                     /\ committed' = CommittedWith(rs, ctl)
                     /\ acked' = AckedWith(seen, rs, ctl)
                     /\ controller' = ctl
+                    /\ delays' = IF delay /\ joins THEN delays + 1 ELSE delays
+        /\ UNCHANGED <<written, crashes>>
+
+LeaderHandleFetchRequest(r) == HandleFetch(replicas, controller, r, FALSE)
+
+(* The leader handles follower r's fetch as LeaderHandleFetchRequest does, *)
+(* and the AlterPartition adding r to the ISR stays in flight: enabled     *)
+(* only where the fetch sends one, while delays are left                   *)
+(* (ReplicationModel.leader_send_alter_partition).                         *)
+LeaderSendAlterPartition(r) ==
+    /\ delays < MaxDelays
+    /\ HandleFetch(replicas, controller, r, TRUE)
+    /\ delays' > delays
+
+(* The controller handles the AlterPartition in flight adding r: it adds r *)
+(* unless it refuses a broker that is not live (LiveMembersOnly, KIP-841)  *)
+(* or registered again since the fetch (ChecksBrokerEpochs, KIP-903:       *)
+(* INELIGIBLE_REPLICA); either way nothing is in flight after.             *)
+ControllerHandleAlterPartition(r) ==
+    /\ controller.proposal = {r}
+    /\ IF \/ LiveMembersOnly /\ replicas[r].status = Offline
+          \/ ChecksBrokerEpochs /\ r \in controller.reregistered
+       THEN /\ controller' = Dropped(controller)
+            /\ UNCHANGED <<replicas, history>>
+       ELSE Commit(replicas, IsrChange(controller, controller.isr \cup {r}, {}))
+    /\ UNCHANGED <<written, crashes, delays>>
+
+(* Follower r sends a fetch at its LEO that the leader handles late, while *)
+(* delays are left; it waits for it (its next LeaderHandleFetchRequest is  *)
+(* this fetch), and a crash leaves it at the leader, stale                 *)
+(* (ReplicationModel.follower_send_delayed_fetch).                         *)
+FollowerSendDelayedFetch(r) ==
+    LET f == replicas[r]
+    IN  /\ delays < MaxDelays
+        /\ CurrentLeader # NoLeader
+        /\ CurrentLeader # r
+        /\ f.delayedFetch = 0
+        /\ f.response = NoResponse
+        /\ Alive(f)
+        /\ f.role = Follower
+        /\ AnswersFrom(f.epoch)
+        /\ replicas' = [replicas EXCEPT ![r].delayedFetch = Leo(f) + 1]
+        /\ delays' = delays + 1
+        /\ UNCHANGED <<controller, written, crashes, history>>
+
+(* The leader takes a fetch at an offset as follower r's LEO and advances  *)
+(* its HW; with join, r joins the ISR (ReplicationModel._record_fetch).    *)
+RecordFetch(rs0, l, r, offset, join) ==
+    Commit([rs0 EXCEPT ![l].remoteLeos[r] = offset],
+           IF join THEN IsrChange(controller, controller.isr \cup {r}, {}) ELSE controller)
+
+(* The leader handles the fetch r sent before it crashed, with the broker  *)
+(* epoch of an earlier incarnation (ReplicationModel.                      *)
+(* leader_handle_stale_fetch): refused for a live r with                   *)
+(* FencesStaleFetches (KAFKA-15221) and beyond the leader's LEO; else its  *)
+(* offset becomes r's LEO in the leader's view and r joins the ISR on it,  *)
+(* but with ChecksBrokerEpochs only in KAFKA-15221's race, r's new         *)
+(* incarnation fetching while the leader decides (taken wherever it is     *)
+(* possible).                                                              *)
+LeaderHandleStaleFetch(r) ==
+    LET f == replicas[r]
+        l == CurrentLeader
+        offset == f.delayedFetch - 1
+        rs0 == [replicas EXCEPT ![r].delayedFetch = 0, ![r].delayedFetchStale = FALSE]
+        joins == /\ r \notin controller.isr
+                 /\ controller.proposal = {}
+                 /\ MayJoinIsr(replicas[l], offset)
+                 /\ LiveMembersOnly => f.status = Up
+        raceable == f.response = NoResponse /\ Alive(f) /\ f.role = Follower /\ AnswersFrom(f.epoch)
+    IN  /\ f.delayedFetchStale
+        /\ l # NoLeader
+        /\ l # r
+        /\ IF (FencesStaleFetches /\ Alive(f)) \/ offset > Leo(replicas[l])
+           THEN /\ replicas' = rs0
+                /\ UNCHANGED <<controller, history, delays>>
+           ELSE IF ~ChecksBrokerEpochs
+           THEN RecordFetch(rs0, l, r, offset, joins) /\ UNCHANGED delays
+           ELSE IF ~FencesStaleFetches /\ joins /\ raceable
+           THEN HandleFetch(rs0, IsrChange(controller, controller.isr \cup {r}, {}), r, FALSE)
+           ELSE RecordFetch(rs0, l, r, offset, FALSE) /\ UNCHANGED delays
         /\ UNCHANGED <<written, crashes>>
 
 (* Fetch, second half: follower r handles the FetchResponse. It appends    *)
@@ -440,21 +583,24 @@ FollowerHandleFetchResponse(r) ==
                       !.log = @ \o response.records,
                       !.hw = Lesser(Leo(f) + Len(response.records), response.hw),
                       !.epochs = EpochsAfterAppend(@, response.records, Leo(f))]]
-        /\ UNCHANGED <<controller, written, crashes, history>>
+        /\ UNCHANGED <<controller, written, crashes, history, delays>>
 
 (* replica.lag.time.max.ms: the leader drops follower r from the ISR, as   *)
 (* r has not caught up in time: before KAFKA-7152 (DropsCaughtUp) whatever *)
 (* r's LEO, from 2.1.0 only while it has not seen r reach its LEO. Time is *)
-(* abstract: this may happen at any moment. (An IF, not a disjunction: TLC *)
-(* would generate the successor once for each true disjunct.)             *)
+(* abstract: this may happen at any moment; not while an AlterPartition is *)
+(* in flight (Partition.maybeShrinkIsr, isInflight). (An IF, not a        *)
+(* disjunction: TLC would generate the successor once for each true       *)
+(* disjunct.)                                                              *)
 LeaderShrinkIsr(r) ==
     LET l == CurrentLeader
     IN  /\ l # NoLeader
         /\ l # r
         /\ r \in controller.isr
+        /\ controller.proposal = {}
         /\ IF DropsCaughtUp THEN TRUE ELSE replicas[l].remoteLeos[r] < Leo(replicas[l])
         /\ Commit(replicas, IsrChange(controller, controller.isr \ {r}, {}))
-        /\ UNCHANGED <<written, crashes>>
+        /\ UNCHANGED <<written, crashes, delays>>
 
 (* LeaderAndIsr: replica r acts on the controller's partition state naming *)
 (* another leader in a newer epoch (ReplicationModel.become_follower). The *)
@@ -479,21 +625,23 @@ BecomeFollower(r) ==
                                                      !.response = NoResponse,
                                                      !.remoteLeos = NoRemoteLeos,
                                                      !.leaderId = Remembered(controller.leader)])]
-        /\ UNCHANGED <<controller, written, crashes, history>>
+        /\ UNCHANGED <<controller, written, crashes, history, delays>>
 
 (* The broker dies: its log, HW checkpoint and epoch cache survive, but    *)
 (* for the cache entries starting at its LEO, dropped when the log is      *)
 (* loaded; its in-memory state (role, epoch, response, remote LEOs, the    *)
-(* leader it follows) does not (ReplicationModel.replica_crash).           *)
+(* leader it follows) does not (ReplicationModel.replica_crash). A fetch   *)
+(* of its in flight is at the leader: it stays, stale.                     *)
 ReplicaCrash(r) ==
     /\ Alive(replicas[r])
     /\ crashes < MaxCrashes
     /\ replicas' = [replicas EXCEPT ![r] =
           [TruncateLog(@, Leo(@), TRUE) EXCEPT !.status = Crashed, !.role = NoRole, !.epoch = Unknown,
                                                !.response = NoResponse, !.remoteLeos = NoRemoteLeos,
-                                               !.leaderId = NoLeader]]
+                                               !.leaderId = NoLeader,
+                                               !.delayedFetchStale = replicas[r].delayedFetch > 0]]
     /\ crashes' = crashes + 1
-    /\ UNCHANGED <<controller, written, history>>
+    /\ UNCHANGED <<controller, written, history, delays>>
 
 (* The broker dies and its disk with it (ReplacedDisks): it starts again   *)
 (* with an empty log, HW 0 and no epoch cache. One of the crashes.         *)
@@ -504,25 +652,30 @@ ReplicaDiskFailure(r) ==
     /\ replicas' = [replicas EXCEPT ![r] =
           [TruncateLog(@, 0, TRUE) EXCEPT !.status = Crashed, !.role = NoRole, !.epoch = Unknown,
                                          !.response = NoResponse, !.remoteLeos = NoRemoteLeos,
-                                         !.leaderId = NoLeader]]
+                                         !.leaderId = NoLeader,
+                                         !.delayedFetchStale = replicas[r].delayedFetch > 0]]
     /\ crashes' = crashes + 1
-    /\ UNCHANGED <<controller, written, history>>
+    /\ UNCHANGED <<controller, written, history, delays>>
 
 (* The broker starts again and registers; it waits for a LeaderAndIsr. A   *)
 (* crashed leader restarts only once the controller has noticed its crash, *)
 (* and so does any crashed replica where the controller sees every bounce  *)
 (* (BounceNoticed, KIP-380). With EligibleLeaders the controller takes the *)
 (* new incarnation as an unclean shutdown and removes r from the ISR and   *)
-(* the ELR (ReplicationControlManager.handleBrokerUncleanShutdown).        *)
+(* the ELR (ReplicationControlManager.handleBrokerUncleanShutdown). The    *)
+(* new broker epoch is one an AlterPartition in flight adding r predates   *)
+(* (reregistered).                                                         *)
 ReplicaRestart(r) ==
     LET rs == [replicas EXCEPT ![r].status = Up]
+        ctl == IF r \in controller.proposal THEN [controller EXCEPT !.reregistered = @ \cup {r}] ELSE controller
     IN  /\ ~ Alive(replicas[r])
         /\ ~ (replicas[r].status = Crashed /\ (controller.leader = r \/ BounceNoticed))
-        /\ IF EligibleLeaders /\ r \in controller.isr \cup Elr(controller)
-           THEN Commit(rs, IsrChange(controller, controller.isr \ {r}, {r}))
+        /\ IF EligibleLeaders /\ r \in ctl.isr \cup Elr(ctl)
+           THEN Commit(rs, IsrChange(ctl, ctl.isr \ {r}, {r}))
            ELSE /\ replicas' = rs
-                /\ UNCHANGED <<controller, history>>
-        /\ UNCHANGED <<written, crashes>>
+                /\ controller' = ctl
+                /\ UNCHANGED history
+        /\ UNCHANGED <<written, crashes, delays>>
 
 (* The controller sees r's ZooKeeper session expire: a dead leader leaves  *)
 (* the partition leaderless; a dead member leaves the ISR unless it is the *)
@@ -543,7 +696,7 @@ ReplicaRestart(r) ==
 ControllerNoticeFailure(r) ==
     LET rs == [replicas EXCEPT ![r].status = Offline]
         ctl == IF controller.leader = r
-               THEN [controller EXCEPT !.leader = NoLeader]
+               THEN Dropped([controller EXCEPT !.leader = NoLeader])
                ELSE controller
         remaining == controller.isr \ {r}
         shrunk == IsrChange(ctl, remaining, {})
@@ -551,12 +704,12 @@ ControllerNoticeFailure(r) ==
     IN  /\ replicas[r].status = Crashed
         /\ IF r \in controller.isr /\ (remaining # {} \/ EligibleLeaders)
            THEN IF EpochBump /\ ctl.leader # NoLeader
-                THEN Commit(TakeBump(rs, ctl.leader, bumped.epoch), bumped)
+                THEN Commit(TakeBump(FencedFetches(rs), ctl.leader, bumped.epoch), bumped)
                 ELSE Commit(rs, shrunk)
            ELSE /\ replicas' = rs
                 /\ controller' = ctl
                 /\ UNCHANGED history
-        /\ UNCHANGED <<written, crashes>>
+        /\ UNCHANGED <<written, crashes, delays>>
 
 (* The controller elects live replica r in a new epoch: a live ISR member  *)
 (* (with EligibleLeaders, a live ELR member while the ISR is empty, which  *)
@@ -565,7 +718,7 @@ ControllerNoticeFailure(r) ==
 (* is live, any live replica, which becomes the only ISR member; an        *)
 (* unclean election clears the ELR (maybeUpdateRecordElr). The new         *)
 (* leader names itself in leaderId. Any order of clean candidates is       *)
-(* explored.                                                               *)
+(* explored. The new epoch fences every delayed fetch.                     *)
 ControllerElectLeader(r) ==
     LET candidate == replicas[r]
         eligible == IF controller.isr # {} THEN controller.isr ELSE Elr(controller)
@@ -578,16 +731,18 @@ ControllerElectLeader(r) ==
         /\ Elections(controller) < MaxElections
         /\ Alive(candidate)
         /\ clean \/ (Unclean /\ liveEligible = {})
-        /\ Commit([replicas EXCEPT ![r] =
+        /\ Commit([FencedFetches(replicas) EXCEPT ![r] =
                       [candidate EXCEPT
                           !.role = Leader,
                           !.epoch = epoch,
                           !.response = NoResponse,
                           !.remoteLeos = [m \in Replicas |-> Unknown],
                           !.epochs = EpochsOnBecomeLeader(@, epoch, Leo(candidate)),
-                          !.leaderId = Remembered(r)]],
+                          !.leaderId = Remembered(r),
+                          !.delayedFetch = 0,
+                          !.delayedFetchStale = FALSE]],
                   WithElr([controller EXCEPT !.leader = r, !.epoch = epoch, !.isr = isr], elr))
-        /\ UNCHANGED <<written, crashes>>
+        /\ UNCHANGED <<written, crashes, delays>>
 
 (* OffsetsForLeaderEpoch, request and response in one event: follower r    *)
 (* in the Truncating role asks its leader, truncates to the point the      *)
@@ -606,7 +761,7 @@ FollowerTruncateByLeaderEpoch(r) ==
         /\ replicas[l].role = Leader
         /\ replicas' = [replicas EXCEPT ![r] = IF point[2] THEN [truncated EXCEPT !.role = Follower]
                                                             ELSE truncated]
-        /\ UNCHANGED <<controller, written, crashes, committed, acked>>
+        /\ UNCHANGED <<controller, written, crashes, committed, acked, delays>>
 
 (* The actions every variant shares, in the order of model/replication.py. *)
 BaseNext ==
@@ -621,6 +776,10 @@ BaseNext ==
     \/ \E r \in Replicas : ReplicaRestart(r)
     \/ \E r \in Replicas : ControllerNoticeFailure(r)
     \/ \E r \in Replicas : ControllerElectLeader(r)
+    \/ \E r \in Replicas : LeaderSendAlterPartition(r)
+    \/ \E r \in Replicas : ControllerHandleAlterPartition(r)
+    \/ \E r \in Replicas : FollowerSendDelayedFetch(r)
+    \/ \E r \in Replicas : LeaderHandleStaleFetch(r)
 
 ----------------------------------------------------------------------------
 (***************************************************************************)
