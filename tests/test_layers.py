@@ -14,7 +14,6 @@ import os
 import pkgutil
 import subprocess
 import sys
-import time
 import tomllib
 from pathlib import Path
 
@@ -31,7 +30,6 @@ ALLOWED_CYCLES: set[frozenset[str]] = set()
 ALLOWED_PRIVATE_IMPORTS: set[tuple[str, str, str]] = set()
 # Not imported on their own: running `kafka_mc.__main__` runs the CLI (test_cli tests that entry point).
 NOT_IMPORTED_ALONE = {f"{PACKAGE}.__main__"}
-IMPORT_SECONDS = 60  # what importing every module, each in a fresh interpreter, may take in all
 
 
 def package_modules() -> dict[str, tuple[Path, bool]]:
@@ -63,16 +61,13 @@ def test_every_subpackage_is_listed_in_pyproject():
 def test_every_module_imports_on_its_own(tmp_path):
     """Each module in a fresh interpreter, nothing imported before it: an import order that only
     works when something else was imported first (a cycle, a missing import) fails here."""
-    started = time.monotonic()
     failed = {}
     for name in sorted(set(MODULES) - NOT_IMPORTED_ALONE):
         done = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True,
                               cwd=tmp_path, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
         if done.returncode != 0:
             failed[name] = done.stderr.strip().splitlines()[-1:]
-    seconds = time.monotonic() - started
     assert not failed, f"modules that do not import on their own: {failed}"
-    assert seconds < IMPORT_SECONDS, f"importing {len(MODULES)} modules one by one took {seconds:.0f} s"
 
 
 def _type_checking_only(node: ast.If) -> bool:
