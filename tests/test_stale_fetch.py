@@ -5,7 +5,11 @@ KAFKA-15221, found by the checker where KIP-966 lacks the leader's broker-epoch 
 from __future__ import annotations
 
 import dataclasses
+import json
+import runpy
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,15 +21,16 @@ from kafka_mc.checker.scenario import load_scenario, replay
 from kafka_mc.checker.tlc import run_tlc
 from kafka_mc.counterexamples.reports import render_reports
 from kafka_mc.model import PROTOCOLS, Config, ReplicationModel, parse_action, register_protocol
-from kafka_mc.model.protocols import STALE_FETCH_UPDATES, BROKER_EPOCHS, LIVE_MEMBERS, ProtocolError, \
-    unregister_protocol
+from kafka_mc.model.protocols import BROKER_EPOCHS, LIVE_MEMBERS, ProtocolError, unregister_protocol
 from kafka_mc.model.values import DelayedFetchVar, state_values
 from kafka_mc.testing import check_conformance
 
-SCENARIO = Path(__file__).parent.parent / "scenarios" / "findings" / "stale-fetch-kip-966.toml"
-UNFENCED = dataclasses.replace(PROTOCOLS["kip-966"], name="kip-966-without-kafka-15221", release="none",
-                               summary="KIP-966 whose leader takes a fetch from a follower's earlier incarnation",
-                               stale_fetch=STALE_FETCH_UPDATES)
+FINDINGS = Path(__file__).parent.parent / "scenarios" / "findings"
+SCENARIO = FINDINGS / "stale-fetch-kip-966.toml"
+PLUGIN = FINDINGS / "without_fixes.py"  # the docs' plugin of variants without a fix (docs/history.md, step 8)
+UNFENCED = runpy.run_path(str(PLUGIN))["WITHOUT_KAFKA_15221"]
+unregister_protocol("kip-966-without-kip-903")  # registered here per test only
+unregister_protocol(UNFENCED.name)
 CONFIG = Config("kip-966", replicas=2, messages=1, crashes=2, elections=1, replaced_disks=True, delays=1)
 # B has m1 and its fetch at offset 1 is in flight; B fails with its disk, is fenced and registers again
 STALE = ["ProducerWrite(A)", "LeaderHandleFetchRequest(B)", "FollowerHandleFetchResponse(B)",
@@ -131,6 +136,18 @@ def test_kafka_15221_is_found_where_the_fence_is_missing_and_kip_966_holds(unfen
     assert "fetch of B at offset 1 in flight (sent before B crashed)" in report
     model, state = run(scenario.config, expected[:-1])  # kip-966: B is in neither the ISR nor the ELR
     assert model.next_state(state, act(model, expected[-1])) is None
+
+
+def test_the_documented_command_finds_it_with_the_plugin():
+    """docs/history.md, step 8, as a user runs it: the CLI in a fresh process, the variant from `--plugin`."""
+    done = subprocess.run([sys.executable, "-m", "kafka_mc", "check", "--plugin", str(PLUGIN), "--protocol",
+                           UNFENCED.name, "--replicas", "2", "--messages", "1", "--crashes", "2", "--elections", "1",
+                           "--replaced-disks", "--delays", "1", "--keep-going", "--format", "json"],
+                          capture_output=True, text=True, timeout=600)
+    summary = json.loads(done.stdout)
+    assert done.returncode != 0 and summary["distinct_states"] == 6746
+    assert {v["invariant"]: v["length"] for v in summary["violations"]} == {
+        "NoCommittedDataLoss": 13, "NoAckedDataLoss": 13, "NoConsumedRecordLost": 13}
 
 
 def test_the_kernel_takes_the_race_as_the_model_does(unfenced):
