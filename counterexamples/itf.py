@@ -207,6 +207,10 @@ def twin_view(state: State) -> dict[str, Any]:
     `controller.proposal` and `controller.reregistered` the AlterPartition in flight, `delays` the
     requests delayed so far."""
     names = [replica_name(index) for index in range(len(state.replicas))]
+
+    def members(mask: int) -> frozenset:
+        return frozenset(names[member] for member in isr_members(mask))
+
     view: dict[str, Any] = {}
     for name, replica in zip(names, state.replicas):
         at = f"replicas[{name}]"
@@ -227,10 +231,10 @@ def twin_view(state: State) -> dict[str, Any]:
     controller = state.controller
     view["controller.leader"] = _NO_LEADER if controller.leader == NO_LEADER else names[controller.leader]
     view["controller.epoch"] = controller.epoch
-    view["controller.isr"] = frozenset(names[member] for member in isr_members(controller.isr))
-    view["controller.elr"] = frozenset(names[member] for member in isr_members(controller.elr))
-    view["controller.proposal"] = frozenset(names[member] for member in isr_members(controller.proposal))
-    view["controller.reregistered"] = frozenset(names[member] for member in isr_members(controller.reregistered))
+    view["controller.isr"] = members(controller.isr)
+    view["controller.elr"] = members(controller.elr)
+    view["controller.proposal"] = members(controller.proposal)
+    view["controller.reregistered"] = members(controller.reregistered)
     view["written"] = state.written
     view["crashes"] = state.crashes
     view["committed"] = frozenset(state.committed)

@@ -697,7 +697,8 @@ class ReplicationModel:
         else:
             return None
         epoch = controller.epoch + 1
-        leader = candidate._replace(
+        state = fenced_fetches(state)  # a new epoch
+        leader = state.replicas[index]._replace(
             role=LEADER,
             epoch=epoch,
             response=(),
@@ -705,11 +706,9 @@ class ReplicationModel:
             remote_leos=(UNKNOWN,) * self.config.replicas,
             epochs=self.protocol.epochs_on_become_leader(candidate.epochs, epoch, candidate.leo),
             leader_id=self._remembered(index),
-            delayed_fetch=0,  # fenced by the new epoch (`fenced_fetches`)
-            delayed_fetch_stale=False,
         )
         controller = controller._replace(leader=index, epoch=epoch, isr=isr, elr=elr)
-        state = self.with_replica(fenced_fetches(state), index, leader)._replace(controller=controller)
+        state = self.with_replica(state, index, leader)._replace(controller=controller)
         return self._advance_hw(state, index)
 
     def follower_truncate_by_leader_epoch(self, state: State, index: int) -> State | None:

@@ -720,7 +720,8 @@ ControllerNoticeFailure(r) ==
 (* leader names itself in leaderId. Any order of clean candidates is       *)
 (* explored. The new epoch fences every delayed fetch.                     *)
 ControllerElectLeader(r) ==
-    LET candidate == replicas[r]
+    LET fenced == FencedFetches(replicas)
+        candidate == fenced[r]
         eligible == IF controller.isr # {} THEN controller.isr ELSE Elr(controller)
         liveEligible == {m \in eligible : Alive(replicas[m])}
         clean == r \in liveEligible
@@ -731,16 +732,14 @@ ControllerElectLeader(r) ==
         /\ Elections(controller) < MaxElections
         /\ Alive(candidate)
         /\ clean \/ (Unclean /\ liveEligible = {})
-        /\ Commit([FencedFetches(replicas) EXCEPT ![r] =
+        /\ Commit([fenced EXCEPT ![r] =
                       [candidate EXCEPT
                           !.role = Leader,
                           !.epoch = epoch,
                           !.response = NoResponse,
                           !.remoteLeos = [m \in Replicas |-> Unknown],
                           !.epochs = EpochsOnBecomeLeader(@, epoch, Leo(candidate)),
-                          !.leaderId = Remembered(r),
-                          !.delayedFetch = 0,
-                          !.delayedFetchStale = FALSE]],
+                          !.leaderId = Remembered(r)]],
                   WithElr([controller EXCEPT !.leader = r, !.epoch = epoch, !.isr = isr], elr))
         /\ UNCHANGED <<written, crashes, delays>>
 
