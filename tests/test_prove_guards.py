@@ -23,6 +23,11 @@ from kafka_mc.checker.symbolic.induction import prove, reachability
 from kafka_mc.checker.symbolic.lemma import Lemma, LemmaError
 from kafka_mc.model import Config
 
+# Seconds a run may take past its budget: an ignored budget runs for minutes, a held one ends
+# within a second or so, and more on a loaded machine (a time-out is checked between queries and
+# encodings, which Z3 and Python cannot cut short).
+GRACE = 10
+
 GOOD = '''
 import z3
 
@@ -88,7 +93,7 @@ def test_a_bad_lemma_file_exits_150_naming_the_file_never_a_verdict(capsys, tmp_
     assert code == exitcodes.BAD_SPEC, (code, out, err)
     assert str(path) in err and says in err, err
     assert "internal error" not in err and "Traceback" not in err and "PROVED" not in out
-    assert time.perf_counter() - started < 20
+    assert time.perf_counter() - started < 20 + GRACE
 
 
 def test_a_good_lemma_file_still_proves(capsys, tmp_path):
@@ -158,7 +163,7 @@ def test_a_short_budget_ends_the_proof_in_time_as_unknown(capsys):
     code, out, _ = run(capsys, "--protocol", "kip-320", "--messages", "3", "--max-seconds", "1")
     seconds = time.perf_counter() - started
     assert code == exitcodes.INCOMPLETE and "UNKNOWN" in out and "time budget of 1 s" in out
-    assert seconds < 3, seconds
+    assert seconds < 1 + GRACE, seconds
 
 
 def test_the_budget_covers_the_search_after_a_failed_proof(capsys):
@@ -167,7 +172,7 @@ def test_the_budget_covers_the_search_after_a_failed_proof(capsys):
     seconds = time.perf_counter() - started
     # a counterexample to induction, and a search stopped by what was left of the budget
     assert code in (exitcodes.FAILED, exitcodes.INCOMPLETE) and "time budget of 2 s" in out, out
-    assert seconds < 4, seconds
+    assert seconds < 2 + GRACE, seconds
 
 
 def test_bounded_model_checking_holds_its_budget_over_all_depths():
@@ -175,7 +180,7 @@ def test_bounded_model_checking_holds_its_budget_over_all_depths():
     result = bounded_check(Config("kip-320", messages=3), 40, max_seconds=1.0)
     seconds = time.perf_counter() - started
     assert result.stopped_because.startswith("time budget of 1 s reached"), result.stopped_because
-    assert not result.complete and result.stats.depth < 40 and seconds < 2.5, seconds
+    assert not result.complete and result.stats.depth < 40 and seconds < 1 + GRACE, seconds
 
 
 def test_check_with_the_z3_engine_holds_its_budget(capsys):
@@ -184,7 +189,7 @@ def test_check_with_the_z3_engine_holds_its_budget(capsys):
                      "--max-seconds", "1", "--quiet"])
     seconds = time.perf_counter() - started
     capsys.readouterr()
-    assert code == exitcodes.INCOMPLETE and seconds < 3, (code, seconds)
+    assert code == exitcodes.INCOMPLETE and seconds < 1 + GRACE, (code, seconds)
 
 
 def test_reachability_holds_a_running_deadline():
@@ -192,7 +197,7 @@ def test_reachability_holds_a_running_deadline():
     found = reachability(Config("kip-320", messages=3), frozenset({"crashes", "elections"}),
                          ("NoCommittedDataLoss",), 40, deadline=deadline)
     assert not found.complete and "time budget of 0.5 s" in found.reason
-    assert deadline.elapsed() < 1.5
+    assert deadline.elapsed() < 0.5 + GRACE
 
 
 # ------------------------------------------------------------------ Spacer's child process
@@ -226,7 +231,7 @@ def test_the_spacer_child_is_gone_after_a_budget_stop(capsys, children):
     started = time.perf_counter()
     code, out, _ = run(capsys, "--protocol", "kip-320", "--method", "spacer", "--max-seconds", "1")
     assert code == exitcodes.INCOMPLETE and "no answer from Spacer within 1 s" in out
-    assert time.perf_counter() - started < 3
+    assert time.perf_counter() - started < 1 + GRACE
     assert len(children) == 1 and gone(children[0])
 
 
