@@ -1,5 +1,5 @@
-"""`kafka-mc control MODEL`: check a control-plane model of the cluster internals article (README
-"Sources"; controller, partition-fsm, rebalance) with the breadth-first engine (or the same search
+"""`kafka-mc control MODEL`: check a control-plane model (the cluster internals article's controller,
+partition-fsm and rebalance, README "Sources"; the KRaft controller, kraft) with the breadth-first engine (or the same search
 on Spark, `--engine spark`), and its goal on the state graph; or, with `--engine simulate`, walk it
 at random as `kafka-mc simulate` walks the replication model.
 
@@ -31,6 +31,7 @@ from kafka_mc.cli_common import (
 from kafka_mc.cli_simulate import chosen_seed, simulation_code, simulation_text, simulation_view, with_progress
 from kafka_mc.cli_spark import spark_system_search
 from kafka_mc.control import MODELS
+from kafka_mc.control.kraft import RELEASES as KRAFT_RELEASES
 from kafka_mc.counterexamples.views import result_view
 from kafka_mc.model.interface import ALWAYS
 from kafka_mc.progress import ProgressReporter
@@ -69,6 +70,13 @@ def control_command(
     unclean: bool = typer.Option(False, "--unclean", help="partition-fsm: unclean leader election."),
     delete_online: bool = typer.Option(False, "--delete-online",
                                        help="partition-fsm: deletion skips OfflinePartition (broken)."),
+    fencings: Optional[str] = typer.Option(None, metavar="N",
+                                           help=f"Session timeouts of a live broker, at most ({_defaults('fencings')})."),
+    shutdowns: Optional[str] = typer.Option(None, metavar="N",
+                                            help=f"Controlled shutdowns, at most ({_defaults('shutdowns')})."),
+    release: Optional[str] = typer.Option(None, metavar="VERSION",
+                                          help=f"kraft: the Kafka release, {', '.join(KRAFT_RELEASES)} "
+                                               f"({_defaults('release')})."),
     imbalance_percentage: Optional[str] = typer.Option(None, "--imbalance-percentage", metavar="PCT",
                                                        help="leader.imbalance.per.broker.percentage "
                                                             f"({_defaults('imbalance_percentage')})."),
@@ -108,8 +116,11 @@ def control_command(
     system_class, config_class = MODELS[model]
     numbers = {"brokers": brokers, "expirations": expirations, "partitions": partitions,
              "replication_factor": replication_factor, "failures": failures, "creations": creations,
-             "imbalance_percentage": imbalance_percentage}
-    settings = {name: number(flag_of(name), text) for name, text in numbers.items() if text is not None}
+             "imbalance_percentage": imbalance_percentage, "fencings": fencings, "shutdowns": shutdowns}
+    settings: dict[str, object] = {name: number(flag_of(name), text) for name, text in numbers.items()
+                                   if text is not None}
+    if release is not None:
+        settings["release"] = release
     switches = {"fence_epochs": (no_fencing, False), "atomic_epoch": (non_atomic_epoch, False),
                 "unclean": (unclean, True), "delete_online": (delete_online, True)}
     settings |= {name: value for name, (flag_given, value) in switches.items() if flag_given}

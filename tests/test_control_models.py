@@ -20,8 +20,8 @@ from kafka_mc.checker.symbolic.bmc import bounded_check
 from kafka_mc.checker.symbolic.registry import z3_encoding
 from kafka_mc.checker.tlc import run_tlc
 from kafka_mc.cli import main
-from kafka_mc.control import (MODELS, ControllerConfig, ControllerModel, PartitionFsmConfig, PartitionFsmModel,
-                              RebalanceConfig, RebalanceModel)
+from kafka_mc.control import (MODELS, ControllerConfig, ControllerModel, KRaftConfig, KRaftModel, PartitionFsmConfig,
+                              PartitionFsmModel, RebalanceConfig, RebalanceModel)
 from kafka_mc.control.partition_fsm import LEGAL, NON_EXISTENT, ONLINE
 from kafka_mc.control.system import ConfigError, ControlAction
 from kafka_mc.counterexamples.itf import itf_text, itf_to_trace
@@ -36,6 +36,8 @@ SMALL_SYSTEMS = [
     PartitionFsmModel(PartitionFsmConfig(brokers=3, partitions=2, delete_online=True, unclean=True)),
     RebalanceModel(RebalanceConfig()),
     RebalanceModel(RebalanceConfig(partitions=6, imbalance_percentage=50)),
+    KRaftModel(KRaftConfig(failures=1, shutdowns=0, release="3.2")),
+    KRaftModel(KRaftConfig(failures=0, shutdowns=1, release="3.3")),
 ]
 
 
@@ -497,6 +499,7 @@ def test_the_readme_table_of_controller_failures_is_what_the_checker_finds(capsy
 SPARK_SYSTEMS = [  # partition-fsm on Spark: test_cli_control_on_spark
     ControllerModel(ControllerConfig(brokers=2, expirations=1, fence_epochs=False)),
     RebalanceModel(RebalanceConfig(partitions=6, imbalance_percentage=50)),
+    KRaftModel(KRaftConfig(failures=1, shutdowns=0, release="3.2")),
 ]
 
 
