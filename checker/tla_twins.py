@@ -20,6 +20,10 @@ kafka-mc's names, and the TLC configuration (.cfg) of a run checking some of the
   `ChecksBrokerEpochs`, `FencesStaleFetches`).
 - The controller model: `model/tla/KafkaController.tla`, with `OneControllerPerEpoch` as an
   invariant and `StaleControllerIgnored` as an action property.
+- The KRaft controller model (`control/kraft.py`): `model/tla/KafkaKRaft.tla`, the release as the
+  constant `Release` (0, 1, 2 for 3.2, 3.3, 3.5), with `IsrMembersEligible` and `LeaderIsActive` as
+  invariants and `IsrJoinedByRegisteredIncarnation` and `ShutdownAfterLeadershipMoved` as action
+  properties; not the model's witnesses nor its goal.
 
 A twin is found by the model's `name` (`twin_of`); `register_twin` adds one.
 """
@@ -32,6 +36,7 @@ from typing import Callable
 
 from kafka_mc.control.controller import ControllerConfig
 from kafka_mc.control.epoch_bumps import EpochBumpSystem
+from kafka_mc.control.kraft import RELEASES, KRaftConfig, KRaftModel
 from kafka_mc.control.replication import model_of
 from kafka_mc.model import PROTOCOLS, Config
 from kafka_mc.model.epoch_bumps import bounding_config
@@ -194,10 +199,37 @@ def controller_twin(model: Model) -> TlaTwin:
                    lambda pending: controller_config_text(config, pending))
 
 
+# ------------------------------------------------------------------------------- KRaft
+
+KRAFT_MODULE = "KafkaKRaft"
+KRAFT_INVARIANTS = ("IsrMembersEligible", "LeaderIsActive")
+KRAFT_ACTION_PROPERTIES = ("IsrJoinedByRegisteredIncarnation", "ShutdownAfterLeadershipMoved")
+
+
+def kraft_config_text(config: KRaftConfig, pending: tuple[str, ...]) -> str:
+    """The .cfg of one TLC run of `KafkaKRaft.tla` checking the `pending` properties."""
+    brokers = ", ".join(str(b) for b in range(config.brokers))
+    lines = [f"\\* TLC configuration of {KRAFT_MODULE} for kafka-mc {config!r}", "CONSTANTS",
+             f"    Brokers = {{{brokers}}}", f"    MaxFailures = {config.failures}",
+             f"    MaxFencings = {config.fencings}", f"    MaxShutdowns = {config.shutdowns}",
+             f"    Release = {RELEASES.index(config.release)}", "SPECIFICATION Spec"]
+    lines += [f"INVARIANT {name}" for name in KRAFT_INVARIANTS if name in pending]
+    lines += [f"PROPERTY {name}" for name in KRAFT_ACTION_PROPERTIES if name in pending]
+    return "\n".join(lines) + "\n"
+
+
+def kraft_twin(model: Model) -> TlaTwin:
+    """The twin of the KRaft controller model's configuration."""
+    config: KRaftConfig = model.config
+    text = (TLA_DIR / f"{KRAFT_MODULE}.tla").read_text(encoding="utf-8")
+    return TlaTwin(KRAFT_MODULE, {KRAFT_MODULE: text}, (*KRAFT_INVARIANTS, *KRAFT_ACTION_PROPERTIES),
+                   lambda pending: kraft_config_text(config, pending))
+
+
 # ---------------------------------------------------------------------------- registry
 
 TWINS: dict[str, Callable[[Model], TlaTwin]] = {"replication": replication_twin, "controller": controller_twin,
-                                                 EpochBumpSystem.name: epoch_bump_twin}
+                                                 EpochBumpSystem.name: epoch_bump_twin, KRaftModel.name: kraft_twin}
 
 
 def register_twin(model_name: str, twin: Callable[[Model], TlaTwin]) -> None:

@@ -62,7 +62,11 @@ controllers and its failover are Vanlightly's `kraft/kip_853` specification's su
 model's); one active controller, whose in-memory heartbeat state is never lost; one partition,
 its replicas on every broker in broker order; a broker keeps the log prefix it replayed across a
 restart (its metadata log is on disk); a restarting broker registers only once its old
-registration is fenced (`registerBroker` refuses one with a live session); a heartbeat and its
+registration is fenced (`ClusterControlManager.registerBroker` refuses a registration while the
+old session is valid; once it has expired, the fence, scheduled at the session's deadline by
+`rescheduleMaybeFenceStaleBrokers`, comes first here: a registration that wins that race keeps the
+broker in the ISR, fenced, which this model leaves out, as KIP-966's unclean-shutdown handling at
+registration, from 3.7, removes it); a heartbeat and its
 answer are one step; no data (the replication model's business: the same rules with logs, HW and
 replaced disks are its `isr_updates` choices); no unclean election, no reassignment.
 """

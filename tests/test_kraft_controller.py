@@ -14,6 +14,7 @@ import pytest
 from kafka_mc import exitcodes
 from kafka_mc.checker import check
 from kafka_mc.checker.scenario import documented_scenarios, load_scenario, replay
+from kafka_mc.checker.tlc import run_tlc
 from kafka_mc.cli import main
 from kafka_mc.control import KRaftConfig, KRaftModel
 from kafka_mc.control.kraft import FENCE, NONE, PARTITION, UNFENCE, view
@@ -193,3 +194,20 @@ def test_bad_settings_raise_a_config_error_naming_the_setting():
     with pytest.raises(ConfigError) as error:
         KRaftConfig(release="4.0")
     assert error.value.field == "release"
+
+
+# ------------------------------------------------------------------ the TLA+ twin
+
+
+@pytest.mark.parametrize("config", [KRaftConfig(), KRaftConfig(release="3.3"),
+                                    KRaftConfig(failures=1, shutdowns=0, release="3.2")], ids=str)
+def test_tlc_on_the_kraft_twin_agrees_with_kafka_mc(config):
+    """model/tla/KafkaKRaft.tla under TLC: the same distinct states, states generated and depth
+    (TLC counts states, kafka-mc steps), and the same shortest violations (3.5 none, 3.3
+    IsrJoinedByRegisteredIncarnation, 3.2 IsrMembersEligible)."""
+    tlc = run_tlc(KRaftModel(config))
+    ours = check(KRaftModel(config), keep_going=True)
+    assert (tlc.distinct_states, tlc.states_generated, tlc.depth - 1) == \
+        (ours.stats.distinct_states, ours.stats.states_generated, ours.stats.depth)
+    assert {name: tlc.shortest_actions(name) for name in tlc.violations} == \
+        {v.invariant: len(v.trace) for v in ours.violations}
