@@ -92,6 +92,20 @@ def test_a_controlled_shutdown_moves_the_leadership_and_waits_for_the_other_brok
     assert not done.alive[0] and done.log[-1] == (FENCE, 0, 0)
 
 
+class WithoutTheOffsetWait(KRaftModel):
+    """A negative control: controlled shutdown granted once the leadership has moved, whatever
+    the other brokers replayed (no `lowestActiveOffset`)."""
+
+    def _lowest_active_offset(self, state, known, broker):
+        return float("inf")
+
+
+def test_without_the_wait_for_the_active_brokers_offsets_a_leader_is_let_go_unseen():
+    result = check(WithoutTheOffsetWait(KRaftConfig()), keep_going=True)
+    assert [(v.invariant, tuple(map(str, v.trace.actions))) for v in result.violations] == [
+        ("ShutdownAfterLeadershipMoved", ("BrokerBeginShutdown(0)", "BrokerHeartbeat(0)", "BrokerHeartbeat(0)"))]
+
+
 def test_a_broker_leading_nothing_shuts_down_at_once():
     model = KRaftModel(KRaftConfig())
     state = walk(model, "BrokerBeginShutdown(1)", "BrokerHeartbeat(1)")
