@@ -172,58 +172,45 @@ def epoch_bump_twin(model: Model) -> TlaTwin:
     return replication_twin(model, bumps=True)
 
 
-# -------------------------------------------------------------------------- controller
-
-CONTROLLER_MODULE = "KafkaController"
-CONTROLLER_INVARIANTS = ("OneControllerPerEpoch",)
-CONTROLLER_ACTION_PROPERTIES = ("StaleControllerIgnored",)
+# ------------------------------------------------------------------ the control-plane models
 
 
-def controller_config_text(config: ControllerConfig, pending: tuple[str, ...]) -> str:
-    """The .cfg of one TLC run of `KafkaController.tla` checking the `pending` properties."""
-    brokers = ", ".join(str(b) for b in range(config.brokers))
-    lines = ["CONSTANTS", f"    Brokers = {{{brokers}}}", f"    MaxExpirations = {config.expirations}",
-             f"    FenceEpochs = {str(config.fence_epochs).upper()}",
-             f"    AtomicEpoch = {str(config.atomic_epoch).upper()}", "SPECIFICATION Spec"]
-    lines += [f"INVARIANT {name}" for name in CONTROLLER_INVARIANTS if name in pending]
-    lines += [f"PROPERTY {name}" for name in CONTROLLER_ACTION_PROPERTIES if name in pending]
-    return "\n".join(lines) + "\n"
+def control_twin(module: str, invariants: tuple[str, ...], action_properties: tuple[str, ...],
+                 constants: dict[str, str]) -> TlaTwin:
+    """The twin of a control-plane model: one module, whose .cfg sets `constants` (name -> TLA+
+    value) and checks the pending ones of its `invariants` and `action_properties`."""
+
+    def config_text(pending: tuple[str, ...]) -> str:
+        lines = ["CONSTANTS", *(f"    {name} = {value}" for name, value in constants.items()), "SPECIFICATION Spec"]
+        lines += [f"INVARIANT {name}" for name in invariants if name in pending]
+        lines += [f"PROPERTY {name}" for name in action_properties if name in pending]
+        return "\n".join(lines) + "\n"
+
+    text = (TLA_DIR / f"{module}.tla").read_text(encoding="utf-8")
+    return TlaTwin(module, {module: text}, (*invariants, *action_properties), config_text)
+
+
+def _brokers(count: int) -> str:
+    return "{" + ", ".join(str(b) for b in range(count)) + "}"
 
 
 def controller_twin(model: Model) -> TlaTwin:
-    """The twin of the controller model's configuration."""
+    """The twin of the controller model's configuration (`KafkaController.tla`)."""
     config: ControllerConfig = model.config
-    text = (TLA_DIR / f"{CONTROLLER_MODULE}.tla").read_text(encoding="utf-8")
-    return TlaTwin(CONTROLLER_MODULE, {CONTROLLER_MODULE: text},
-                   (*CONTROLLER_INVARIANTS, *CONTROLLER_ACTION_PROPERTIES),
-                   lambda pending: controller_config_text(config, pending))
-
-
-# ------------------------------------------------------------------------------- KRaft
-
-KRAFT_MODULE = "KafkaKRaft"
-KRAFT_INVARIANTS = ("IsrMembersEligible", "LeaderIsActive")
-KRAFT_ACTION_PROPERTIES = ("IsrJoinedByRegisteredIncarnation", "ShutdownAfterLeadershipMoved")
-
-
-def kraft_config_text(config: KRaftConfig, pending: tuple[str, ...]) -> str:
-    """The .cfg of one TLC run of `KafkaKRaft.tla` checking the `pending` properties."""
-    brokers = ", ".join(str(b) for b in range(config.brokers))
-    lines = [f"\\* TLC configuration of {KRAFT_MODULE} for kafka-mc {config!r}", "CONSTANTS",
-             f"    Brokers = {{{brokers}}}", f"    MaxFailures = {config.failures}",
-             f"    MaxFencings = {config.fencings}", f"    MaxShutdowns = {config.shutdowns}",
-             f"    Release = {RELEASES.index(config.release)}", "SPECIFICATION Spec"]
-    lines += [f"INVARIANT {name}" for name in KRAFT_INVARIANTS if name in pending]
-    lines += [f"PROPERTY {name}" for name in KRAFT_ACTION_PROPERTIES if name in pending]
-    return "\n".join(lines) + "\n"
+    return control_twin("KafkaController", ("OneControllerPerEpoch",), ("StaleControllerIgnored",),
+                        {"Brokers": _brokers(config.brokers), "MaxExpirations": str(config.expirations),
+                         "FenceEpochs": str(config.fence_epochs).upper(),
+                         "AtomicEpoch": str(config.atomic_epoch).upper()})
 
 
 def kraft_twin(model: Model) -> TlaTwin:
-    """The twin of the KRaft controller model's configuration."""
+    """The twin of the KRaft controller model's configuration (`KafkaKRaft.tla`)."""
     config: KRaftConfig = model.config
-    text = (TLA_DIR / f"{KRAFT_MODULE}.tla").read_text(encoding="utf-8")
-    return TlaTwin(KRAFT_MODULE, {KRAFT_MODULE: text}, (*KRAFT_INVARIANTS, *KRAFT_ACTION_PROPERTIES),
-                   lambda pending: kraft_config_text(config, pending))
+    return control_twin("KafkaKRaft", ("IsrMembersEligible", "LeaderIsActive"),
+                        ("IsrJoinedByRegisteredIncarnation", "ShutdownAfterLeadershipMoved"),
+                        {"Brokers": _brokers(config.brokers), "MaxFailures": str(config.failures),
+                         "MaxFencings": str(config.fencings), "MaxShutdowns": str(config.shutdowns),
+                         "Release": str(RELEASES.index(config.release))})
 
 
 # ---------------------------------------------------------------------------- registry

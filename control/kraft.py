@@ -204,34 +204,25 @@ class KRaftModel:
     def broker_view(self, state: KRaftState, broker: int) -> View:
         return view(state.log[:state.replayed[broker]], self.config.brokers)
 
-    def shutting_down(self, state: KRaftState, known: View, broker: int) -> bool:
-        """In controlled shutdown as the controller knows it: its heartbeat state (every release)
-        or its registration (3.3 on)."""
+    def active(self, known: View, broker: int) -> bool:
+        """An acceptable leader: unfenced, and from 3.3 not in controlled shutdown
+        (`ClusterControlManager.isActive`)."""
         registration = known.registrations[broker]
-        return state.shutdown_offset[broker] != NONE or (registration is not None and registration.in_shutdown)
-
-    def active(self, state: KRaftState, known: View, broker: int) -> bool:
-        """An acceptable leader: unfenced, and from 3.3 not in controlled shutdown."""
-        registration = known.registrations[broker]
-        if not _unfenced(registration):
-            return False
-        return self.release == 0 or not registration.in_shutdown
+        return _unfenced(registration) and (self.release == 0 or not registration.in_shutdown)
 
     def eligible(self, known: View, broker: int) -> bool:
-        """KIP-841: may join the ISR (3.3 on; every broker in 3.2)."""
-        registration = known.registrations[broker]
-        return self.release == 0 or (_unfenced(registration) and not registration.in_shutdown)
+        """KIP-841: may join the ISR (3.3 on, where it is `active`; every broker in 3.2)."""
+        return self.release == 0 or self.active(known, broker)
 
     # ------------------------------------------------------------------ the controller's records
 
-    def partition_change(self, state: KRaftState, known: View, remove: int = NONE, add: int = NONE
-                         ) -> tuple[tuple[int, ...], ...]:
+    def partition_change(self, known: View, remove: int = NONE, add: int = NONE) -> tuple[tuple[int, ...], ...]:
         """`generateLeaderAndIsrUpdates(brokerToRemove, brokerToAdd)` through
         `PartitionChangeBuilder`: the ISR without `remove` (unless that empties it), the current
         leader kept if still valid, else the first valid ISR member, else none; () when nothing
         changes."""
         def acceptable(replica: int) -> bool:
-            return replica != remove and (replica == add or self.active(state, known, replica))
+            return replica != remove and (replica == add or self.active(known, replica))
 
         target = known.isr & ~(1 << remove) if remove != NONE else known.isr
 
@@ -245,11 +236,11 @@ class KRaftModel:
         bump = leader != known.leader or (known.isr & ~isr) != 0
         return ((PARTITION, leader, isr, known.leader_epoch + bump, known.partition_epoch + 1),)
 
-    def fence(self, state: KRaftState, known: View, broker: int) -> tuple[tuple[int, ...], ...]:
+    def fence(self, known: View, broker: int) -> tuple[tuple[int, ...], ...]:
         """`handleBrokerFenced`: the partition change without `broker`, then its Fence record."""
         registration = known.registrations[broker]
         assert registration is not None
-        return self.partition_change(state, known, remove=broker) + ((FENCE, broker, registration.epoch),)
+        return self.partition_change(known, remove=broker) + ((FENCE, broker, registration.epoch),)
 
     # ------------------------------------------------------------------ transitions
 
@@ -288,7 +279,7 @@ class KRaftModel:
             registration = known.registrations[b]
             if _unfenced(registration) and \
                     (not state.alive[b] or state.fencings < self.config.fencings):
-                log = state.log + self.fence(state, known, b)
+                log = state.log + self.fence(known, b)
                 yield ControlAction("SessionTimeout", (b,)), _forget_offsets(state._replace(
                     log=log, reported=put(state.reported, b, NONE), shutdown_offset=put(state.shutdown_offset, b, NONE),
                     fencings=state.fencings + state.alive[b]))
@@ -330,24 +321,22 @@ class KRaftModel:
         stop = False
         if registration.fenced:
             if state.shutting[broker]:
-                records, stop = self.fence(state, known, broker), True
+                records, stop = self.fence(known, broker), True
             elif caught_up and (self.release > 0 or replayed >= len(state.log)):
                 records = ((UNFENCE, broker, registration.epoch),)
                 if known.leader == NONE:
-                    records += self.partition_change(state, view(state.log + records, self.config.brokers),
-                                                     add=broker)
+                    records += self.partition_change(view(state.log + records, self.config.brokers), add=broker)
         elif shutdown_offset == NONE:
             if state.shutting[broker]:
                 if known.leader == broker:
                     if self.release > 0:
                         records = ((CONTROLLED_SHUTDOWN, broker, registration.epoch),)
-                    records += self.partition_change(state, view(state.log + records, self.config.brokers),
-                                                     remove=broker)
+                    records += self.partition_change(view(state.log + records, self.config.brokers), remove=broker)
                     shutdown_offset = len(state.log) + len(records)
                 else:
-                    records, stop = self.fence(state, known, broker), True
+                    records, stop = self.fence(known, broker), True
         elif known.leader != broker and shutdown_offset <= self._lowest_active_offset(state, known, broker):
-            records, stop = self.fence(state, known, broker), True
+            records, stop = self.fence(known, broker), True
         fenced = stop or (registration.fenced and not records)
         after = _forget_offsets(state._replace(
             log=state.log + records, reported=put(state.reported, broker, replayed),
@@ -417,7 +406,7 @@ class KRaftModel:
                 return "down"
             registration = known.registrations[b]
             status = "fenced" if not _unfenced(registration) else "unfenced"
-            if self.shutting_down(state, known, b):
+            if _shutting_down(state, known, b):
                 status += ", in controlled shutdown"
             elif state.shutting[b]:
                 status += ", wants to shut down"
@@ -445,6 +434,13 @@ def _unfenced(registration: Registration | None) -> TypeGuard[Registration]:
     return registration is not None and not registration.fenced
 
 
+def _shutting_down(state: KRaftState, known: View, broker: int) -> bool:
+    """In controlled shutdown as the controller knows it: its heartbeat state (every release) or
+    its registration (3.3 on)."""
+    registration = known.registrations[broker]
+    return state.shutdown_offset[broker] != NONE or (registration is not None and registration.in_shutdown)
+
+
 def _forget_offsets(state: KRaftState) -> KRaftState:
     """`state` with the heartbeat offsets forgotten while no broker is in controlled shutdown:
     only `lowestActiveOffset` reads them, against a controlled-shutdown offset, which is the log's
@@ -468,11 +464,7 @@ def isr_members_eligible(state: KRaftState) -> bool:
     members = bit_members(known.isr)
     if len(members) < 2:
         return True
-    for b in members:
-        registration = known.registrations[b]
-        if not _unfenced(registration) or registration.in_shutdown or state.shutdown_offset[b] != NONE:
-            return False
-    return True
+    return all(_unfenced(known.registrations[b]) and not _shutting_down(state, known, b) for b in members)
 
 
 def leader_is_active(state: KRaftState) -> bool:
@@ -480,9 +472,7 @@ def leader_is_active(state: KRaftState) -> bool:
     known, _ = _model(state)
     if known.leader == NONE:
         return True
-    registration = known.registrations[known.leader]
-    return _unfenced(registration) and not registration.in_shutdown \
-        and state.shutdown_offset[known.leader] == NONE
+    return _unfenced(known.registrations[known.leader]) and not _shutting_down(state, known, known.leader)
 
 
 def _added_to_isr(before: KRaftState, action: ControlAction, after: KRaftState) -> int:
