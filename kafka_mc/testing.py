@@ -134,15 +134,35 @@ def check_conformance(encoding: Encoding, configs: Sequence[Config] = CONFORMANC
     for config in configs:
         model = transitions(config)
         fired: set[str] = set()
-        states = list(reachable_states(config, transitions=transitions))
-        for first in range(0, len(states), batch):
-            chunk = states[first:first + batch]
-            expansions = list(encoding.expand(config, chunk))
-            if len(expansions) != len(chunk):
-                raise ValueError(f"{encoding.name} gave {len(expansions)} expansions for {len(chunk)} states")
-            for state, expansion in zip(chunk, expansions):
-                _compare(model, encoding, state, expansion, report, fired)
-        report.states += len(states)
+        pending: list[tuple[State, list[tuple[int, State]]]] = []  # states with their successors, in order
+
+        def compare_pending() -> None:
+            expansions = list(encoding.expand(config, [state for state, _ in pending]))
+            if len(expansions) != len(pending):
+                raise ValueError(f"{encoding.name} gave {len(expansions)} expansions for {len(pending)} states")
+            for (state, expected), expansion in zip(pending, expansions):
+                _compare(model, encoding, state, expected, expansion, report, fired)
+            pending.clear()
+
+        # breadth first, as `reachable_states`, each state's successors computed once for the
+        # comparison and the next level
+        frontier = list(dict.fromkeys(model.initial_states()))
+        seen = set(frontier)
+        while frontier:
+            following = []
+            for state in frontier:
+                expected = list(model.indexed_successors(state))
+                pending.append((state, expected))
+                if len(pending) == batch:
+                    compare_pending()
+                for _, successor in expected:
+                    if successor not in seen:
+                        seen.add(successor)
+                        following.append(successor)
+            report.states += len(frontier)
+            frontier = following
+        if pending:
+            compare_pending()
         fired_by_config.append((config, fired))
     if require_coverage:
         report.unexercised = _gaps(fired_by_config)
@@ -172,10 +192,9 @@ def _gaps(fired_by_config: list[tuple[Config, set[str]]]) -> list[str]:
     return gaps
 
 
-def _compare(model: ReplicationModel, encoding: Encoding, state: State, expansion: Expansion,
-             report: ConformanceReport, fired: set[str]) -> None:
+def _compare(model: ReplicationModel, encoding: Encoding, state: State, expected: list[tuple[int, State]],
+             expansion: Expansion, report: ConformanceReport, fired: set[str]) -> None:
     config = model.config
-    expected = list(model.indexed_successors(state))
     fired.update(model.action_names[slot // config.replicas] for slot, _ in expected)
     got = list(expansion.successors)
     if (got != expected) if encoding.ordered else (set(got) != set(expected)):

@@ -313,9 +313,11 @@ class ReplicationModel:
                 # only the leader that took the write holds it in purgatory: its own records carry
                 # its epoch; a crash or a new epoch ends the wait without an acknowledgement
                 start = self._leadership_start(state, leader.epoch)
-                acked = sum(1 << record.msg for record in leader.log[old_hw:hw]
-                            if start <= record.epoch <= leader.epoch)
-                state = state._replace(acked=state.acked | acked)
+                acked = state.acked
+                for record in leader.log[old_hw:hw]:
+                    if start <= record.epoch <= leader.epoch:
+                        acked |= 1 << record.msg  # a set of messages, as the Z3 encoding's flags
+                state = state._replace(acked=acked)
         if not hw:
             return state
         consumed = self._history_with(state.consumed, leader.log, hw)

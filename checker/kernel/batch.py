@@ -23,7 +23,7 @@ from .cache import compile_lock
 from .engine import replica_orders
 from .explore import BLOCK, expand_block, fingerprints, flag_block, pack_represented, unpack
 from .invariants import PROPERTY_NAMES
-from .layout import decode, encode, packing, settings
+from .layout import WIDTH, decode, encode, packing, settings
 from .transitions import slot_codes
 
 
@@ -54,7 +54,7 @@ class KernelBatch:
         return self.state(self.pack(state))
 
     def state(self, row: np.ndarray) -> State:
-        layout, wide = self.layout, np.empty_like(encode(self.model.initial_states()[0]))
+        layout, wide = self.layout, np.empty(WIDTH, dtype=np.int16)
         unpack(np.ascontiguousarray(row, dtype=np.int64), 0, layout.cells, layout.biases, layout.bits,
                layout.shifts, layout.words, wide)
         return decode(wide, self.config.replicas)

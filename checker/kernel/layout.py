@@ -222,8 +222,13 @@ def decode(wide: np.ndarray, replicas: int) -> State:
                                bool(cells[base + DELAYED_FETCH_STALE])))
 
     def history(first: int) -> tuple:
-        return tuple((offset, msg) for offset in range(MAX_MESSAGES) for msg in range(MAX_MESSAGES + 1)
-                     if cells[first + offset] >> msg & 1)
+        pairs = []
+        for offset in range(MAX_MESSAGES):
+            bits = cells[first + offset] & 0xFFFF
+            while bits:  # each set bit, lowest first
+                pairs.append((offset, (bits & -bits).bit_length() - 1))
+                bits &= bits - 1
+        return tuple(pairs)
 
     controller = Controller(cells[LEADER], cells[CONTROLLER_EPOCH], cells[ISR], cells[BUMPED], cells[ELR],
                             cells[PROPOSAL], cells[REREGISTERED])
