@@ -10,7 +10,7 @@ breadth-first engine's.
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import z3
 
@@ -21,7 +21,7 @@ from kafka_mc.testing import Expansion
 
 from .bmc import bounded_check
 from .budget import solve
-from .layout import as_int, constant, decode, equal
+from .layout import as_int, decode, leaves, values_of
 from .properties import SYMBOLIC_INVARIANTS, well_formed
 from .transitions import SymbolicModel
 
@@ -40,25 +40,59 @@ class Z3Encoding:
 
     def expand(self, config: Config, states: Sequence[State]) -> Iterator[Expansion]:
         symbolic = SymbolicModel(config, bumps=self.bumps)
+        shape = symbolic.shape
         before, after, action = symbolic.fresh("s"), symbolic.fresh("t"), symbolic.action_variable("a")
         solver = z3.SolverFor("QF_BV")
         solver.add(symbolic.step(before, after, action))
+        # built once over the state variables, and evaluated in the solver's model of each state
+        checked = [("well formed", well_formed(before))]
+        checked += [(prop.name, SYMBOLIC_INVARIANTS[prop.name](before)) for prop in INVARIANTS]
+
+        def fixer(variables: list) -> Callable[[State], list[z3.BoolRef]]:
+            """A function of a state to the literals fixing `variables` (a SymState's leaves) to
+            it, each literal made once."""
+            made: dict[tuple[int, bool, int], z3.BoolRef] = {}
+
+            def fixing(state: State) -> list[z3.BoolRef]:
+                fixed = []
+                for index, v in enumerate(leaves(values_of(shape, state))):
+                    key = (index, isinstance(v, bool), int(v))
+                    if key not in made:
+                        made[key] = variables[index] == (z3.BoolVal(v) if key[1] else shape.num(v))
+                    fixed.append(made[key])
+                return fixed
+
+            return fixing
+
+        fix_before, fix_after = fixer(leaves(before)), fixer(leaves(after))
         for state in states:
-            fixed = constant(symbolic.shape, state)
-            if not z3.is_true(z3.simplify(well_formed(fixed))):
-                raise AssertionError(f"the Z3 encoding finds {state} not well formed")
-            values = {prop.name: z3.is_true(z3.simplify(SYMBOLIC_INVARIANTS[prop.name](fixed))) for prop in INVARIANTS}
             solver.push()
-            solver.add(equal(before, fixed))
-            admitted = []
+            solver.add(fix_before(state))
+            admitted, holds = [], None
             while solve(solver) == z3.sat:
                 model = solver.model()
+                if holds is None:  # the formulas' values where `before` is the state
+                    holds = {name: z3.is_true(model.eval(formula, model_completion=True)) for name, formula in checked}
                 slot = model.eval(action, model_completion=True)
                 successor = decode(model, after)
                 admitted.append((as_int(slot), successor))  # slots are the model's slot indices
-                solver.add(z3.Not(z3.And(action == slot, equal(after, constant(symbolic.shape, successor)))))
+                solver.add(z3.Not(conjunction([action == slot, *fix_after(successor)])))
             solver.pop()
-            yield Expansion(tuple(admitted), values)
+            if holds is None:  # no successor: the values substituted into the formulas
+                pairs = [(leaf, z3.BoolVal(v) if isinstance(v, bool) else shape.num(v))
+                         for leaf, v in zip(leaves(before), leaves(values_of(shape, state)))]
+                holds = {name: z3.is_true(z3.simplify(z3.substitute(formula, *pairs))) for name, formula in checked}
+            if not holds.pop("well formed"):
+                raise AssertionError(f"the Z3 encoding finds {state} not well formed")
+            yield Expansion(tuple(admitted), holds)
+
+
+def conjunction(literals: list[z3.BoolRef]) -> z3.BoolRef:
+    """`z3.And(literals)` without its per-argument checks (the literals are Boolean terms of one
+    context), which cost more than the solver here."""
+    context = literals[0].ctx
+    array = (z3.Ast * len(literals))(*(literal.as_ast() for literal in literals))
+    return z3.BoolRef(z3.Z3_mk_and(context.ref(), len(literals), array), context)
 
 
 def shortest_lengths(config: Config, depth: int | None = None) -> tuple[dict[str, int], dict[str, int]]:
