@@ -475,6 +475,7 @@ def test_the_readme_table_of_control_models_is_what_the_checker_finds(capsys):
         assert json.loads(out)["distinct_states"] == states, argv
 
 
+@pytest.mark.slow  # 146,000 states on the Python engine; the failover's verdicts: test_a_controller_failover_changes_no_verdict...
 def test_the_readme_table_of_controller_failures_is_what_the_checker_finds(capsys):
     readme = CONTROL_PAGE.read_text(encoding="utf-8")
     table = readme[readme.index("| configuration | distinct states, no controller failure |"):]
@@ -503,6 +504,7 @@ SPARK_SYSTEMS = [  # partition-fsm on Spark: test_cli_control_on_spark
 ]
 
 
+@pytest.mark.slow  # control models on Spark, shorter: test_cli_control_on_spark
 def test_spark_explores_the_control_models_as_the_local_engine_does():
     """Spark's search agrees with the local one: counts, depth, verdicts, shortest lengths and
     witnesses; its traces replay and break their property at their last step."""

@@ -113,8 +113,11 @@ def _bash_examples() -> list:
 
 
 def _python_examples() -> list:
+    """Every Python block of the pages, but one that is a test file the suite runs itself
+    (`tests/examples/test_*.py`, shown as written: test_the_property_example_is_the_file_the_suite_runs)."""
+    run_by_the_suite = {path.read_text(encoding="utf-8") for path in (ROOT / "tests" / "examples").glob("test_*.py")}
     return [pytest.param(block, id=f"{path.name}:python:{number}")
-            for path in PAGES for number, block in enumerate(_blocks(path, "python"), 1)]
+            for path in PAGES for number, block in enumerate(_blocks(path, "python"), 1) if block not in run_by_the_suite]
 
 
 @pytest.fixture

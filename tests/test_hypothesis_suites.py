@@ -42,7 +42,8 @@ def documented_config(scenario: str) -> Config:
 
 
 @pytest.mark.parametrize("scenario, name", [
-    ("case-l-hw.toml", "NoCommittedDataLoss"),  # Case L: clean elections, 10 steps at the least
+    pytest.param("case-l-hw.toml", "NoCommittedDataLoss",  # Case L: clean elections, 10 steps at the least
+                 marks=pytest.mark.slow),  # two minutes, most of it shrinking
     ("case-d-hw.toml", "NoLogDivergence"),  # Case D: its unclean election, 6 steps at the least
 ])
 def test_hypothesis_finds_hw_violations_and_shrinks_them_to_twice_the_shortest(scenario, name, tmp_path):

@@ -88,6 +88,7 @@ def test_the_controllers_epoch_bumps_run_on_spark_as_on_the_local_engines(spark,
         assert violation.trace.model.name == EpochBumpSystem.name
 
 
+@pytest.mark.slow  # the bump on Spark, shorter: test_the_controllers_epoch_bumps_run_on_spark_as_on_the_local_engines
 def test_check_epoch_bumps_on_spark_from_the_command_line(tmp_path):
     import subprocess
     import sys

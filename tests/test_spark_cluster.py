@@ -139,6 +139,7 @@ def test_bad_spark_options_exit_151(tmp_path, capsys):
     assert main(["check", "--engine", "spark", "--workers", "2"]) == 151
 
 
+@pytest.mark.slow  # a standalone cluster of three JVMs
 def test_cli_on_the_standalone_cluster(cluster):
     """Executors run the installed kafka-mc; the result equals the local engine's."""
     run = _cli("check", "--engine", "spark", "--spark-master", cluster.url, "--spark-partitions", "2",
@@ -152,6 +153,7 @@ def test_cli_on_the_standalone_cluster(cluster):
     assert "depth 1:" in stderr and "states/s" in stderr
 
 
+@pytest.mark.slow  # a standalone cluster of three JVMs
 def test_driver_killed_then_resumed(cluster, tmp_path):
     directory = tmp_path / "checkpoint"
     run = _cli("check", "--engine", "spark", "--spark-master", "local[2]", "--checkpoint-dir", str(directory),
@@ -175,6 +177,7 @@ def test_driver_killed_then_resumed(cluster, tmp_path):
         [(v.invariant, len(v.trace)) for v in local.violations]
 
 
+@pytest.mark.slow  # a standalone cluster of three JVMs
 def test_worker_killed_mid_run(cluster):
     """Last: it leaves the cluster with one worker."""
     spark = session(cluster.url, 2, app_name="kafka-mc-worker-kill", extra={"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})

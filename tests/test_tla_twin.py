@@ -31,15 +31,15 @@ TWIN_CONFIGS = [
     pytest.param(Config(protocol="leader-epoch", replicas=2, messages=2, crashes=1, elections=1), id="le-2r"),
     pytest.param(Config(protocol="leader-epoch", replicas=2, messages=2, crashes=1, elections=1, min_isr=2),
                  id="le-2r-min-isr-2"),
-    pytest.param(Config(protocol="hw", replicas=3, messages=1, crashes=1, elections=1), id="hw-3r"),
-    pytest.param(Config(protocol="leader-epoch", replicas=3, messages=1, crashes=1, elections=1), id="le-3r"),
+    pytest.param(Config(protocol="hw", replicas=3, messages=1, crashes=1, elections=1), id="hw-3r", marks=pytest.mark.slow),
+    pytest.param(Config(protocol="leader-epoch", replicas=3, messages=1, crashes=1, elections=1), id="le-3r", marks=pytest.mark.slow),
     # unclean election loses committed data and makes logs diverge under both protocols
     pytest.param(Config(protocol="hw", replicas=2, messages=2, crashes=1, elections=1, unclean=True),
                  id="hw-2r-unclean"),
     pytest.param(Config(protocol="leader-epoch", replicas=2, messages=2, crashes=1, elections=1, unclean=True),
                  id="le-2r-unclean"),
     pytest.param(Config(protocol="hw", replicas=3, messages=1, crashes=1, elections=1, unclean=True),
-                 id="hw-3r-unclean"),
+                 id="hw-3r-unclean", marks=pytest.mark.slow),
     # Case L and Case D: hw truncation fails with clean elections once two brokers crash
     pytest.param(Config(protocol="hw", replicas=2, messages=2, crashes=2, elections=1), id="hw-2r-case-l-d"),
     # the later variants; diverging-epoch loses committed data when a diverging fetch joins the ISR
@@ -266,7 +266,9 @@ def test_the_bump_configurations_use_each_rule_of_the_bump(config, rules):
 
 
 @needs_java
-@pytest.mark.parametrize("config", [pytest.param(param.values[0], id=param.id) for param in BUMP_CONFIGS])
+@pytest.mark.parametrize("config", [pytest.param(param.values[0], id=param.id,  # le-3r's rules: kip279-3r and kip320-3r
+                                                 marks=[pytest.mark.slow] * (param.id == "le-3r"))
+                                    for param in BUMP_CONFIGS])
 def test_tlc_and_kafka_mc_agree_with_the_epoch_bump(config):
     """The twin with `EpochBump` and the explicit engine on `EpochBumpSystem`: the same states, depth,
     violated invariants and shortest lengths."""
