@@ -32,6 +32,16 @@ replayed and what it wants, and the controller answers as
   member, or to none; its controlled-shutdown offset is the log's end. It is told to shut down
   once it leads nothing and every active broker (unfenced, not shutting down) has reported that
   offset (`lowestActiveOffset`). A broker that leads nothing shuts down at once, fenced.
+- `BrokerStartBeforeFence(b)`, at most `early_registrations` times: a crashed broker restarts
+  and registers after its session expired but before the controller fenced it.
+  `ClusterControlManager.registerBroker` refuses a new incarnation only while the old session is
+  valid; once it has expired it removes that session (`heartbeatManager.remove`), so the fence
+  that `maybeFenceOneStaleBroker` would have written at the session's deadline never comes, and
+  nothing takes the broker out of the ISR: it stays there, fenced, and keeps the leadership if
+  it had it. The unclean-shutdown handling that removes it at registration
+  (`ReplicationControlManager.handleBrokerUncleanShutdown`) came with KIP-966 in 3.8, and only
+  where the metadata version supports eligible leader replicas (3.7.0's `registerBroker` has a
+  TODO there).
 - `SessionTimeout(b)`: the controller fences a broker whose heartbeats stopped
   (`maybeFenceOneStaleBroker` -> `handleBrokerFenced`): it leaves the ISR (unless it is the ISR
   alone) and loses the leadership. It is enabled for a broker that is down, and for a live one
@@ -61,12 +71,7 @@ Simplified, and why: the metadata log is committed as it is appended (the Raft q
 controllers and its failover are Vanlightly's `kraft/kip_853` specification's subject, not this
 model's); one active controller, whose in-memory heartbeat state is never lost; one partition,
 its replicas on every broker in broker order; a broker keeps the log prefix it replayed across a
-restart (its metadata log is on disk); a restarting broker registers only once its old
-registration is fenced (`ClusterControlManager.registerBroker` refuses a registration while the
-old session is valid; once it has expired, the fence, scheduled at the session's deadline by
-`rescheduleMaybeFenceStaleBrokers`, comes first here: a registration that wins that race keeps the
-broker in the ISR, fenced, which this model leaves out, as KIP-966's unclean-shutdown handling at
-registration, from 3.7, removes it); a heartbeat and its
+restart (its metadata log is on disk); a heartbeat and its
 answer are one step; no data (the replication model's business: the same rules with logs, HW and
 replaced disks are its `isr_updates` choices); no unclean election, no reassignment.
 """
@@ -93,7 +98,8 @@ SOURCE = "Kafka's QuorumController, BrokerHeartbeatManager and ReplicationContro
 @dataclass(frozen=True)
 class KRaftConfig(ModelConfig):
     """`brokers`, each with a replica of the one partition; at most `failures` broker crashes,
-    `fencings` session timeouts of a live broker and `shutdowns` controlled shutdowns per
+    `fencings` session timeouts of a live broker, `shutdowns` controlled shutdowns and
+    `early_registrations` restarts registered before the crashed incarnation's fence per
     behaviour; the controller and brokers of `release`."""
 
     brokers: int = 2
@@ -101,12 +107,14 @@ class KRaftConfig(ModelConfig):
     fencings: int = 0
     shutdowns: int = 1
     release: str = "3.5"
+    early_registrations: int = 0
 
     def __post_init__(self) -> None:
         check_int("brokers", self.brokers, 2, 3)
         check_int("failures", self.failures, 0, 2)
         check_int("fencings", self.fencings, 0, 2)
         check_int("shutdowns", self.shutdowns, 0, 2)
+        check_int("early_registrations", self.early_registrations, 0, 2)
         check_str("release", self.release, RELEASES)
         if self.release not in RELEASES:
             raise ConfigError("release", f"release must be one of {', '.join(RELEASES)}, not {self.release!r}")
@@ -127,6 +135,7 @@ class KRaftState(NamedTuple):
     failures: int
     fencings: int
     shutdowns: int
+    early_registrations: int
 
 
 class Registration(NamedTuple):
@@ -182,7 +191,7 @@ class KRaftModel:
     """The KRaft controller and its brokers as a transition system (`control.system`)."""
 
     name = "kraft"
-    action_names = ("BrokerStart", "BrokerReplay", "BrokerHeartbeat", "BrokerBeginShutdown", "BrokerCrash",
+    action_names = ("BrokerStart", "BrokerStartBeforeFence", "BrokerReplay", "BrokerHeartbeat", "BrokerBeginShutdown", "BrokerCrash",
                     "SessionTimeout", "FollowerFetch", "LeaderProposeIsr", "ControllerHandleAlterPartition")
 
     def __init__(self, config: KRaftConfig):
@@ -252,14 +261,21 @@ class KRaftModel:
         log += ((PARTITION, 0, (1 << n) - 1, 0, 0),)
         end = len(log)
         return [KRaftState(log, (True,) * n, tuple(self.brokers), (end,) * n, (False,) * n, (NONE,) * n,
-                           (NONE,) * n, (NO_FETCH,) * n, (), 0, 0, 0)]
+                           (NONE,) * n, (NO_FETCH,) * n, (), 0, 0, 0, 0)]
 
     def successors(self, state: KRaftState) -> Iterator[tuple[ControlAction, KRaftState]]:
         known = self.controller(state)
         for b in self.brokers:
             registration = known.registrations[b]
-            if not state.alive[b] and not _unfenced(registration):
+            if state.alive[b]:
+                continue
+            if not _unfenced(registration):
                 yield ControlAction("BrokerStart", (b,)), self._start(state, b)
+            elif state.early_registrations < self.config.early_registrations:
+                # its session expired, the fence not yet written: `registerBroker` removes the old
+                # session (no fence follows) and the ISR keeps the broker, now fenced
+                yield ControlAction("BrokerStartBeforeFence", (b,)), _forget_offsets(self._start(state, b)._replace(
+                    early_registrations=state.early_registrations + 1))
         for b in self.brokers:
             if state.alive[b] and state.replayed[b] < len(state.log):
                 yield ControlAction("BrokerReplay", (b,)), state._replace(replayed=put(state.replayed, b,
@@ -427,6 +443,7 @@ class KRaftModel:
             "failures": state.failures,
             "fencings": state.fencings,
             "shutdowns": state.shutdowns,
+            "earlyRegistrations": state.early_registrations,
         }
 
 

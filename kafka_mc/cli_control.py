@@ -74,6 +74,10 @@ def control_command(
                                            help=f"Session timeouts of a live broker, at most ({_defaults('fencings')})."),
     shutdowns: Optional[str] = typer.Option(None, metavar="N",
                                             help=f"Controlled shutdowns, at most ({_defaults('shutdowns')})."),
+    early_registrations: Optional[str] = typer.Option(
+        None, "--early-registrations", metavar="N",
+        help=f"kraft: restarts registered before the crashed incarnation's fence, at most "
+             f"({_defaults('early_registrations')})."),
     release: Optional[str] = typer.Option(None, metavar="VERSION",
                                           help=f"kraft: the Kafka release, {', '.join(KRAFT_RELEASES)} "
                                                f"({_defaults('release')})."),
@@ -116,7 +120,8 @@ def control_command(
     system_class, config_class = MODELS[model]
     numbers = {"brokers": brokers, "expirations": expirations, "partitions": partitions,
              "replication_factor": replication_factor, "failures": failures, "creations": creations,
-             "imbalance_percentage": imbalance_percentage, "fencings": fencings, "shutdowns": shutdowns}
+             "imbalance_percentage": imbalance_percentage, "fencings": fencings, "shutdowns": shutdowns,
+             "early_registrations": early_registrations}
     settings: dict[str, object] = {name: number(flag_of(name), text) for name, text in numbers.items()
                                    if text is not None}
     if release is not None:

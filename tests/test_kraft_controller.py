@@ -175,6 +175,25 @@ def test_a_live_broker_fenced_rejoins_the_isr_in_3_2_only():
         assert ("IsrMembersEligible" not in result.violated) == holds
 
 
+def test_a_restart_registered_before_the_fence_keeps_the_broker_in_the_isr_fenced_in_every_release():
+    """`registerBroker` takes a new incarnation once the old session expired, removing that session:
+    the fence never comes, and no release modelled takes the broker out of the ISR (KIP-966's
+    unclean-shutdown handling came in 3.8)."""
+    for release in ("3.2", "3.3", "3.5"):
+        result = check(KRaftModel(KRaftConfig(release=release, early_registrations=1)), keep_going=True)
+        shortest = {v.invariant: [str(a) for a in v.trace.actions] for v in result.violations}
+        assert shortest["IsrMembersEligible"] == shortest["LeaderIsActive"] == \
+            ["BrokerCrash(0)", "BrokerStartBeforeFence(0)"], release
+    model = KRaftModel(KRaftConfig(early_registrations=1))
+    state = walk(model, "BrokerCrash(0)", "BrokerStartBeforeFence(0)")
+    assert partition(state) == (0, 0b11, 0, 0) and view(state.log, 2).registrations[0].fenced  # leads, fenced
+    assert not enabled(model, state, "SessionTimeout(0)")  # its new registration is fenced: no fence follows
+    assert not enabled(model, walk(model, "BrokerCrash(0)", "SessionTimeout(0)"), "BrokerStartBeforeFence(0)")
+    assert not enabled(KRaftModel(KRaftConfig()), walk(model, "BrokerCrash(0)"), "BrokerStartBeforeFence(0)")  # bound 0
+    with pytest.raises(ValueError, match="does not model the setting early_registrations=1"):
+        run_tlc(model)
+
+
 def test_the_documented_kip_903_scenario_replays_and_is_the_shortest_violation():
     path = next(path for path in documented_scenarios("control") if path.name == "kraft-kip-903.toml")
     scenario = load_scenario(path)
@@ -198,6 +217,7 @@ def test_cli_checks_each_release(capsys):
     (["--release", "3.4"], "release must be one of 3.2, 3.3, 3.5"),
     (["--brokers", "4"], "brokers must be an integer from 2 to 3"),
     (["--fencings", "-1"], "fencings must be an integer from 0 to 2"),
+    (["--early-registrations", "3"], "early_registrations must be an integer from 0 to 2"),
 ])
 def test_cli_bad_settings_are_named(capsys, argv, message):
     code = main(["control", "kraft", *argv, "--quiet"])
