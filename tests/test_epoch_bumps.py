@@ -156,9 +156,11 @@ def test_a_users_variant_runs_with_the_bump_its_declaration_chooses():
 BUMP_CONFORMANCE = [Config("leader-epoch", 3, 1, 1, 1), Config("kip-320", 3, 1, 1, 1), Config("hw", 2, 2, 2, 1),
                     Config("diverging-epoch", 2, 2, 2, 1), Config("kip-279", 2, 2, 1, 0, partitions=1),
                     Config("kip-320", 2, 1, 1, 0, partitions=1),
-                    # the bump beside the HW held below min.insync.replicas and KIP-841 (ZooKeeper mode, 3.7), and
-                    # KRaft's controller, which does not bump (`isr_removal_bump`)
-                    Config("kafka-15583", 3, 1, 1, 1, min_isr=2, flush=False), Config("kip-966", 2, 2, 2, 1)]
+                    # the bump beside the HW held below min.insync.replicas and KIP-841 (ZooKeeper mode, 3.7: with two
+                    # replicas the bump is taken, lost, followed by an election and crossed by an acknowledged write,
+                    # 4,866 states; three replicas, 67,248, add only the fenced fetch of kip-320 3,1,1,1), and KRaft's
+                    # controller, which does not bump (`isr_removal_bump`)
+                    Config("kafka-15583", 2, 1, 2, 1, min_isr=2, flush=False), Config("kip-966", 2, 2, 2, 1)]
 
 
 def test_the_kernel_with_the_bump_conforms_to_the_model_on_every_reachable_state():
