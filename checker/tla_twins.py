@@ -204,16 +204,13 @@ def controller_twin(model: Model) -> TlaTwin:
 
 
 def kraft_twin(model: Model) -> TlaTwin:
-    """The twin of the KRaft controller model's configuration (`KafkaKRaft.tla`); ValueError for
-    registrations before the fence, which it does not model."""
+    """The twin of the KRaft controller model's configuration (`KafkaKRaft.tla`)."""
     config: KRaftConfig = model.config
-    if config.early_registrations:
-        raise ValueError(f"the TLA+ twin does not model the setting early_registrations={config.early_registrations}; "
-                         "it covers: brokers, failures, fencings, shutdowns, release")
     return control_twin("KafkaKRaft", ("IsrMembersEligible", "LeaderIsActive"),
                         ("IsrJoinedByRegisteredIncarnation", "ShutdownAfterLeadershipMoved"),
                         {"Brokers": _brokers(config.brokers), "MaxFailures": str(config.failures),
                          "MaxFencings": str(config.fencings), "MaxShutdowns": str(config.shutdowns),
+                         "MaxEarlyRegistrations": str(config.early_registrations),
                          "Release": str(RELEASES.index(config.release))})
 
 

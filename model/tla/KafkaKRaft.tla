@@ -17,7 +17,7 @@
 (* successor per step kraft.py yields.                                                     *)
 EXTENDS Integers, Sequences, FiniteSets
 
-CONSTANTS Brokers, MaxFailures, MaxFencings, MaxShutdowns, Release
+CONSTANTS Brokers, MaxFailures, MaxFencings, MaxShutdowns, MaxEarlyRegistrations, Release
 
 ASSUME Brokers = 0..(Cardinality(Brokers) - 1)
 ASSUME Release \in {0, 1, 2}
@@ -31,9 +31,9 @@ PARTITION == 4
 NoFetch == <<None, None, None>>
 
 VARIABLES log, alive, epoch, replayed, shutting, reported, shutdownOffset, fetched, pending,
-          failures, fencings, shutdowns
+          failures, fencings, shutdowns, earlyRegistrations
 vars == <<log, alive, epoch, replayed, shutting, reported, shutdownOffset, fetched, pending,
-          failures, fencings, shutdowns>>
+          failures, fencings, shutdowns, earlyRegistrations>>
 
 Min(S) == CHOOSE x \in S : \A y \in S : x <= y
 
@@ -119,6 +119,7 @@ Init ==
        /\ failures = 0
        /\ fencings = 0
        /\ shutdowns = 0
+       /\ earlyRegistrations = 0
 
 \* The broker's process starts and registers: a RegisterBroker record, its offset the epoch.
 BrokerStart(b) ==
@@ -129,6 +130,21 @@ BrokerStart(b) ==
     /\ epoch' = [epoch EXCEPT ![b] = Len(log)]
     /\ reported' = [reported EXCEPT ![b] = None]
     /\ shutdownOffset' = [shutdownOffset EXCEPT ![b] = None]
+    /\ UNCHANGED <<replayed, shutting, fetched, pending, failures, fencings, shutdowns, earlyRegistrations>>
+
+\* A crashed broker restarts and registers after its session expired, before the controller fenced
+\* it (kraft.py `BrokerStartBeforeFence`): registerBroker removes the old session, no fence follows.
+BrokerStartBeforeFence(b) ==
+    /\ ~alive[b]
+    /\ Unfenced(ViewOf(log).reg[b])
+    /\ earlyRegistrations < MaxEarlyRegistrations
+    /\ log' = Append(log, <<REGISTER, b>>)
+    /\ alive' = [alive EXCEPT ![b] = TRUE]
+    /\ epoch' = [epoch EXCEPT ![b] = Len(log)]
+    /\ LET so == [shutdownOffset EXCEPT ![b] = None]
+       IN /\ shutdownOffset' = so
+          /\ reported' = ForgetOffsets([reported EXCEPT ![b] = None], so)
+    /\ earlyRegistrations' = earlyRegistrations + 1
     /\ UNCHANGED <<replayed, shutting, fetched, pending, failures, fencings, shutdowns>>
 
 \* The broker replays the log to its end.
@@ -137,7 +153,7 @@ BrokerReplay(b) ==
     /\ replayed[b] < Len(log)
     /\ replayed' = [replayed EXCEPT ![b] = Len(log)]
     /\ UNCHANGED <<log, alive, epoch, shutting, reported, shutdownOffset, fetched, pending,
-                   failures, fencings, shutdowns>>
+                   failures, fencings, shutdowns, earlyRegistrations>>
 
 \* processBrokerHeartbeat (kraft.py `_heartbeat`): the records calculateNextBrokerState decides,
 \* whether the broker is told to stop, its controlled-shutdown offset; then its offset remembered.
@@ -180,7 +196,7 @@ BrokerHeartbeat(b) ==
        /\ alive' = IF stop THEN [alive EXCEPT ![b] = FALSE] ELSE alive
        /\ epoch' = IF stop THEN [epoch EXCEPT ![b] = None] ELSE epoch
        /\ shutting' = IF stop THEN [shutting EXCEPT ![b] = FALSE] ELSE shutting
-       /\ UNCHANGED <<replayed, fetched, pending, failures, fencings, shutdowns>>
+       /\ UNCHANGED <<replayed, fetched, pending, failures, fencings, shutdowns, earlyRegistrations>>
 
 \* The broker wants to shut down; its heartbeats say so from now on.
 BrokerBeginShutdown(b) ==
@@ -190,7 +206,7 @@ BrokerBeginShutdown(b) ==
     /\ shutting' = [shutting EXCEPT ![b] = TRUE]
     /\ shutdowns' = shutdowns + 1
     /\ UNCHANGED <<log, alive, epoch, replayed, reported, shutdownOffset, fetched, pending,
-                   failures, fencings>>
+                   failures, fencings, earlyRegistrations>>
 
 \* The broker's process ends; what it replayed stays on disk.
 BrokerCrash(b) ==
@@ -200,7 +216,7 @@ BrokerCrash(b) ==
     /\ epoch' = [epoch EXCEPT ![b] = None]
     /\ shutting' = [shutting EXCEPT ![b] = FALSE]
     /\ failures' = failures + 1
-    /\ UNCHANGED <<log, replayed, reported, shutdownOffset, fetched, pending, fencings, shutdowns>>
+    /\ UNCHANGED <<log, replayed, reported, shutdownOffset, fetched, pending, fencings, shutdowns, earlyRegistrations>>
 
 \* The controller fences an unfenced broker whose heartbeats stopped: one that is down, or a
 \* live one at most MaxFencings times.
@@ -213,7 +229,7 @@ SessionTimeout(b) ==
        /\ shutdownOffset' = newOffsets
        /\ reported' = ForgetOffsets([reported EXCEPT ![b] = None], newOffsets)
        /\ fencings' = IF alive[b] THEN fencings + 1 ELSE fencings
-       /\ UNCHANGED <<alive, epoch, replayed, shutting, fetched, pending, failures, shutdowns>>
+       /\ UNCHANGED <<alive, epoch, replayed, shutting, fetched, pending, failures, shutdowns, earlyRegistrations>>
 
 \* A fetch the follower f can send now and its leader accepts and remembers for an ISR
 \* expansion (kraft.py `_fetch`): to the leader of its view, in its view's leader epoch, which
@@ -236,7 +252,7 @@ FollowerFetch(f) ==
     /\ FetchOf(f) # fetched[f]
     /\ fetched' = [fetched EXCEPT ![f] = FetchOf(f)]
     /\ UNCHANGED <<log, alive, epoch, replayed, shutting, reported, shutdownOffset, pending,
-                   failures, fencings, shutdowns>>
+                   failures, fencings, shutdowns, earlyRegistrations>>
 
 \* The AlterPartition the leader sends to add f, as its view and f's last fetch allow
 \* (kraft.py `_proposal`): KIP-841 from 3.3, KIP-903 (the fetch's broker epoch is f's
@@ -259,7 +275,7 @@ LeaderProposeIsr(leader, f) ==
     /\ pending' = <<leader, epoch[leader], BrokerView(leader).leaderEpoch, BrokerView(leader).partitionEpoch,
                     f, fetched[f][3]>>
     /\ UNCHANGED <<log, alive, epoch, replayed, shutting, reported, shutdownOffset, fetched,
-                   failures, fencings, shutdowns>>
+                   failures, fencings, shutdowns, earlyRegistrations>>
 
 \* alterPartition -> validateAlterPartitionData (kraft.py `_alter_partition`): the new ISR's
 \* record, or <<>> when refused.
@@ -279,11 +295,11 @@ ControllerHandleAlterPartition ==
     /\ log' = log \o AlterPartitionRecords(ViewOf(log), pending)
     /\ pending' = <<>>
     /\ UNCHANGED <<alive, epoch, replayed, shutting, reported, shutdownOffset, fetched,
-                   failures, fencings, shutdowns>>
+                   failures, fencings, shutdowns, earlyRegistrations>>
 
 Next ==
     \/ \E b \in Brokers :
-        \/ BrokerStart(b) \/ BrokerReplay(b) \/ BrokerHeartbeat(b) \/ BrokerBeginShutdown(b)
+        \/ BrokerStart(b) \/ BrokerStartBeforeFence(b) \/ BrokerReplay(b) \/ BrokerHeartbeat(b) \/ BrokerBeginShutdown(b)
         \/ BrokerCrash(b) \/ SessionTimeout(b) \/ FollowerFetch(b)
         \/ \E f \in Brokers : LeaderProposeIsr(b, f)
     \/ ControllerHandleAlterPartition
