@@ -191,8 +191,8 @@ class KRaftModel:
     """The KRaft controller and its brokers as a transition system (`control.system`)."""
 
     name = "kraft"
-    action_names = ("BrokerStart", "BrokerStartBeforeFence", "BrokerReplay", "BrokerHeartbeat", "BrokerBeginShutdown", "BrokerCrash",
-                    "SessionTimeout", "FollowerFetch", "LeaderProposeIsr", "ControllerHandleAlterPartition")
+    action_names = ("BrokerStart", "BrokerStartBeforeFence", "BrokerReplay", "BrokerHeartbeat", "BrokerBeginShutdown",
+                    "BrokerCrash", "SessionTimeout", "FollowerFetch", "LeaderProposeIsr", "ControllerHandleAlterPartition")
 
     def __init__(self, config: KRaftConfig):
         self.config = config

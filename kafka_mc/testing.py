@@ -108,18 +108,25 @@ def reachable_states(config: Config, *others: Config,
     every state reachable when each step may be a step of any of these configurations (variants
     mixed: a new leader that caches its epoch at one election and not at the next, ...).
     `transitions`: the model's class (`model.epoch_bumps.EpochBumpModel`: with the epoch bumps)."""
-    models = [transitions(each) for each in (config, *others)]
+    for state, _ in _expanded([transitions(each) for each in (config, *others)]):
+        yield state
+
+
+def _expanded(models: Sequence[ReplicationModel]) -> Iterator[tuple[State, list[tuple[int, State]]]]:
+    """Every state reachable when each step is a step of any of `models`, breadth first, in the
+    models' order, with its successors under each model in turn ((slot, state) pairs), each
+    computed once."""
     frontier = list(dict.fromkeys(state for model in models for state in model.initial_states()))
     seen = set(frontier)
     while frontier:
-        yield from frontier
         following = []
         for state in frontier:
-            for model in models:
-                for _, successor in model.indexed_successors(state):
-                    if successor not in seen:
-                        seen.add(successor)
-                        following.append(successor)
+            successors = [edge for model in models for edge in model.indexed_successors(state)]
+            yield state, successors
+            for _, successor in successors:
+                if successor not in seen:
+                    seen.add(successor)
+                    following.append(successor)
         frontier = following
 
 
@@ -144,23 +151,11 @@ def check_conformance(encoding: Encoding, configs: Sequence[Config] = CONFORMANC
                 _compare(model, encoding, state, expected, expansion, report, fired)
             pending.clear()
 
-        # breadth first, as `reachable_states`, each state's successors computed once for the
-        # comparison and the next level
-        frontier = list(dict.fromkeys(model.initial_states()))
-        seen = set(frontier)
-        while frontier:
-            following = []
-            for state in frontier:
-                expected = list(model.indexed_successors(state))
-                pending.append((state, expected))
-                if len(pending) == batch:
-                    compare_pending()
-                for _, successor in expected:
-                    if successor not in seen:
-                        seen.add(successor)
-                        following.append(successor)
-            report.states += len(frontier)
-            frontier = following
+        for state, expected in _expanded([model]):  # the successors compared are those explored
+            pending.append((state, expected))
+            report.states += 1
+            if len(pending) == batch:
+                compare_pending()
         if pending:
             compare_pending()
         fired_by_config.append((config, fired))
@@ -174,8 +169,7 @@ def coverage_gaps(configs: Sequence[Config]) -> list[str]:
     fired_by_config = []
     for config in configs:
         model = ReplicationModel(config)
-        fired = {model.action_names[slot // config.replicas]
-                 for state in reachable_states(config) for slot, _ in model.indexed_successors(state)}
+        fired = {model.action_names[slot // config.replicas] for _, edges in _expanded([model]) for slot, _ in edges}
         fired_by_config.append((config, fired))
     return _gaps(fired_by_config)
 

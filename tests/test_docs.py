@@ -117,7 +117,8 @@ def _python_examples() -> list:
     (`tests/examples/test_*.py`, shown as written: test_the_property_example_is_the_file_the_suite_runs)."""
     run_by_the_suite = {path.read_text(encoding="utf-8") for path in (ROOT / "tests" / "examples").glob("test_*.py")}
     return [pytest.param(block, id=f"{path.name}:python:{number}")
-            for path in PAGES for number, block in enumerate(_blocks(path, "python"), 1) if block not in run_by_the_suite]
+            for path in PAGES for number, block in enumerate(_blocks(path, "python"), 1)
+            if block not in run_by_the_suite]
 
 
 @pytest.fixture

@@ -31,8 +31,10 @@ TWIN_CONFIGS = [
     pytest.param(Config(protocol="leader-epoch", replicas=2, messages=2, crashes=1, elections=1), id="le-2r"),
     pytest.param(Config(protocol="leader-epoch", replicas=2, messages=2, crashes=1, elections=1, min_isr=2),
                  id="le-2r-min-isr-2"),
-    pytest.param(Config(protocol="hw", replicas=3, messages=1, crashes=1, elections=1), id="hw-3r", marks=pytest.mark.slow),
-    pytest.param(Config(protocol="leader-epoch", replicas=3, messages=1, crashes=1, elections=1), id="le-3r", marks=pytest.mark.slow),
+    pytest.param(Config(protocol="hw", replicas=3, messages=1, crashes=1, elections=1), id="hw-3r",
+                 marks=pytest.mark.slow),
+    pytest.param(Config(protocol="leader-epoch", replicas=3, messages=1, crashes=1, elections=1), id="le-3r",
+                 marks=pytest.mark.slow),
     # unclean election loses committed data and makes logs diverge under both protocols
     pytest.param(Config(protocol="hw", replicas=2, messages=2, crashes=1, elections=1, unclean=True),
                  id="hw-2r-unclean"),

@@ -21,7 +21,7 @@ from kafka_mc.testing import Expansion
 
 from .bmc import bounded_check
 from .budget import solve
-from .layout import as_int, decode, leaves, values_of
+from .layout import as_int, constant, decode, leaves, values_of
 from .properties import SYMBOLIC_INVARIANTS, well_formed
 from .transitions import SymbolicModel
 
@@ -79,8 +79,7 @@ class Z3Encoding:
                 solver.add(z3.Not(conjunction([action == slot, *fix_after(successor)])))
             solver.pop()
             if holds is None:  # no successor: the values substituted into the formulas
-                pairs = [(leaf, z3.BoolVal(v) if isinstance(v, bool) else shape.num(v))
-                         for leaf, v in zip(leaves(before), leaves(values_of(shape, state)))]
+                pairs = list(zip(leaves(before), leaves(constant(shape, state))))
                 holds = {name: z3.is_true(z3.simplify(z3.substitute(formula, *pairs))) for name, formula in checked}
             if not holds.pop("well formed"):
                 raise AssertionError(f"the Z3 encoding finds {state} not well formed")
