@@ -26,6 +26,12 @@ an empty ELR, so their layout, and the proofs over it, are unchanged too.
 A replica's `leader_id` (the leader it follows, `Replica.leader_id`: NO_LEADER or a replica index)
 is one number per replica where the protocol remembers it (`Protocol.remembers_leader`,
 `follower_skips` before 2.1; `Shape.leader_ids`), and none otherwise: there it is always NO_LEADER.
+
+Delayed requests (`Config.delays`; `Shape.delays`) add the controller's AlterPartition in flight
+(`proposal`, `reregistered`: one Bool per replica each), the counter of delayed requests (`delays`: one
+number) and, per replica, its delayed fetch (`delayed_fetch`: one number, its offset + 1, and
+`delayed_fetch_stale`: one Bool); without delays these are empty lists, as in every state of such a
+configuration, so the layout, and the proofs over it, are unchanged.
 """
 
 from __future__ import annotations
@@ -50,7 +56,8 @@ class Shape:
     `epochs`, the epochs the controller's `bumped` flags cover (0: no epoch bumps, the
     replication model; `greatest_epoch + 1` for the bump model); `elr`: the controller keeps
     eligible leader replicas, one flag per replica (the protocol's `eligible_leaders`, KIP-966);
-    `leader_ids`: each replica keeps the leader it follows (the protocol's `remembers_leader`)."""
+    `leader_ids`: each replica keeps the leader it follows (the protocol's `remembers_leader`);
+    `delays`: requests may be delayed (`Config.delays`), so the layout keeps them."""
 
     replicas: int
     log: int
@@ -59,6 +66,7 @@ class Shape:
     epochs: int = 0
     elr: bool = False
     leader_ids: bool = False
+    delays: bool = False
 
     @staticmethod
     def of(config: Config, cache: int | None = None, integers: bool = False, bumps: bool = False) -> "Shape":
@@ -71,10 +79,10 @@ class Shape:
         if cache is None:
             cache = config.elections + 1 if PROTOCOLS[config.protocol].epoch_cache else 0
         largest = max(config.messages + 1, config.elections + 1, config.crashes + 1, config.partitions + 1, cache + 1,
-                      config.replicas)
+                      config.replicas, config.delays + 1)
         protocol = PROTOCOLS[config.protocol]
         return Shape(config.replicas, config.messages, cache, None if integers else largest.bit_length() + 2, epochs,
-                     protocol.eligible_leaders, protocol.remembers_leader)
+                     protocol.eligible_leaders, protocol.remembers_leader, config.delays > 0)
 
     def num(self, value: int) -> z3.ExprRef:
         return z3.IntVal(value) if self.bits is None else z3.BitVecVal(value, self.bits)
@@ -85,7 +93,7 @@ class Shape:
 
 # Fields whose leaves are Bools; every other leaf is an Int.
 BOOLS = {"has_response", "resp_oor", "stale_isr", "leading", "isr", "bumped", "elr", "committed", "consumed", "acked",
-         "zk_cut", "peer_cut"}
+         "zk_cut", "peer_cut", "proposal", "reregistered", "delayed_fetch_stale"}
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,8 @@ class SymReplica:
     leading: Any  # the replica keeps a view of the others' LEOs (it was made leader)
     remote_leo: list  # one per replica
     leader_id: list  # the leader it follows (`Replica.leader_id`): one where `Shape.leader_ids`, none otherwise
+    delayed_fetch: list  # its delayed fetch's offset + 1 (0: none): one where `Shape.delays`, none otherwise
+    delayed_fetch_stale: list  # that fetch is of an earlier incarnation: one where `Shape.delays`, none otherwise
 
 
 @dataclass(frozen=True)
@@ -130,6 +140,9 @@ class SymState:
     zk_cut: list
     peer_cut: list
     cuts: Any
+    proposal: list  # one per replica where `Shape.delays`: the AlterPartition in flight adds it; none otherwise
+    reregistered: list  # one per replica where `Shape.delays`: registered again since that request; none otherwise
+    delays: list  # one where `Shape.delays`: the requests delayed so far; none otherwise
 
 
 def _sizes(shape: Shape) -> dict[str, int]:
@@ -137,7 +150,10 @@ def _sizes(shape: Shape) -> dict[str, int]:
     return {"log_msg": m, "log_epoch": m, "cache_epoch": shape.cache, "cache_start": shape.cache, "resp_msg": m,
             "resp_epoch": m, "stale_isr": n, "remote_leo": n, "isr": n, "committed": m * m, "consumed": m * m,
             "acked": m, "zk_cut": n, "peer_cut": n, "bumped": shape.epochs,
-            "elr": n if shape.elr else 0, "leader_id": 1 if shape.leader_ids else 0}
+            "elr": n if shape.elr else 0, "leader_id": 1 if shape.leader_ids else 0,
+            "proposal": n if shape.delays else 0, "reregistered": n if shape.delays else 0,
+            "delays": 1 if shape.delays else 0, "delayed_fetch": 1 if shape.delays else 0,
+            "delayed_fetch_stale": 1 if shape.delays else 0}
 
 
 def _build(cls, shape: Shape, leaf, path: str):
@@ -201,7 +217,7 @@ def shape_of(s) -> Shape:
     whole = isinstance(s, SymState)
     return Shape(len(replica.stale_isr), len(replica.log_msg), len(replica.cache_epoch),
                  sort.size() if z3.is_bv_sort(sort) else None, len(s.bumped) if whole else 0,
-                 bool(s.elr) if whole else False, bool(replica.leader_id))
+                 bool(s.elr) if whole else False, bool(replica.leader_id), bool(replica.delayed_fetch))
 
 
 # ------------------------------------------------------------------ concrete states
@@ -238,8 +254,15 @@ def values_of(shape: Shape, state: State) -> SymState:
         raise CapacityError(f"the controller's ELR {elr:#b} is not empty; the encoding of a protocol without "
                             "eligible_leaders has none")
 
+    controller = state.controller
+    if (controller.proposal or controller.reregistered or state.delays) and not shape.delays:
+        raise CapacityError("the state has delayed requests; the encoding of a configuration without delays has none")
+
     replicas = []
     for replica in state.replicas:
+        if replica.delayed_fetch and not shape.delays:
+            raise CapacityError("a replica has a delayed fetch; the encoding of a configuration without delays has "
+                                "none")
         if replica.leader_id != NO_LEADER and not shape.leader_ids:
             raise CapacityError(f"a replica follows leader {replica.leader_id}; the encoding of a protocol that does "
                                 "not remember the leader has none")
@@ -267,6 +290,8 @@ def values_of(shape: Shape, state: State) -> SymState:
             leading=bool(replica.remote_leos),
             remote_leo=padded(list(replica.remote_leos), n, "a leader's view of LEOs"),
             leader_id=[replica.leader_id] if shape.leader_ids else [],
+            delayed_fetch=[replica.delayed_fetch] if shape.delays else [],
+            delayed_fetch_stale=[replica.delayed_fetch_stale] if shape.delays else [],
         ))
     return SymState(
         replicas=replicas,
@@ -283,6 +308,9 @@ def values_of(shape: Shape, state: State) -> SymState:
         zk_cut=bits(state.zk_cut),
         peer_cut=bits(state.peer_cut),
         cuts=state.cuts,
+        proposal=bits(controller.proposal) if shape.delays else [],
+        reregistered=bits(controller.reregistered) if shape.delays else [],
+        delays=[state.delays] if shape.delays else [],
     )
 
 
@@ -320,10 +348,13 @@ def to_state(shape: Shape, values: SymState) -> State:
             stale_isr=mask(r.stale_isr),
             remote_leos=tuple(r.remote_leo) if r.leading else (),
             leader_id=r.leader_id[0] if r.leader_id else NO_LEADER,
+            delayed_fetch=r.delayed_fetch[0] if r.delayed_fetch else 0,
+            delayed_fetch_stale=bool(r.delayed_fetch_stale[0]) if r.delayed_fetch_stale else False,
         ))
     return State(
         replicas=tuple(replicas),
-        controller=Controller(values.leader, values.epoch, mask(values.isr), mask(values.bumped), mask(values.elr)),
+        controller=Controller(values.leader, values.epoch, mask(values.isr), mask(values.bumped), mask(values.elr),
+                              mask(values.proposal), mask(values.reregistered)),
         written=values.written,
         crashes=values.crashes,
         committed=history(values.committed),
@@ -332,6 +363,7 @@ def to_state(shape: Shape, values: SymState) -> State:
         zk_cut=mask(values.zk_cut),
         peer_cut=mask(values.peer_cut),
         cuts=values.cuts,
+        delays=values.delays[0] if values.delays else 0,
     )
 
 

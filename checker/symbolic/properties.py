@@ -161,4 +161,11 @@ def well_formed(s: SymState) -> z3.BoolRef:
         terms.append(z3.Implies(z3.Not(r.leading), z3.And([leo == 0 for leo in r.remote_leo])))
         terms += [z3.Implies(r.leading, z3.And(leo >= UNKNOWN, leo <= m)) for leo in r.remote_leo]
         terms += [z3.And(leader >= NO_LEADER, leader < n) for leader in r.leader_id]
+        # a delayed fetch (`Shape.delays`): its offset + 1, at most past a full log; stale only while there is one
+        terms += [z3.And(fetch >= 0, fetch <= m + 1) for fetch in r.delayed_fetch]
+        terms += [z3.Implies(stale, fetch > 0) for fetch, stale in zip(r.delayed_fetch, r.delayed_fetch_stale)]
+    # an AlterPartition in flight adds one replica, registered again since or not (`Shape.delays`)
+    terms += [z3.AtMost(*s.proposal, 1)] if s.proposal else []
+    terms += [z3.Implies(again, member) for again, member in zip(s.reregistered, s.proposal)]
+    terms += [delays >= 0 for delays in s.delays]
     return z3.And(terms)

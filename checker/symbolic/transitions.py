@@ -21,6 +21,14 @@ says (`ReplicationModel.become_follower`, `Protocol.skips_leader_and_isr`): it t
 up to 2.0.0 in any newer epoch, in 2.0.1 in the next only (KAFKA-7164); an election makes the new
 leader follow itself and any other new follower the controller's leader, a crash forgets the leader.
 
+Delayed requests (`Config.delays`; the layout keeps them only where a configuration has delays,
+`Shape.delays`): the leader's AlterPartition in flight counts in its HW and acknowledgements
+(`maximal_isr`), blocks every other ISR change of the leader's, and is dropped by any new partition
+epoch (`isr_change`, the leader's loss) or handled by the controller as `isr_updates` says
+(`controller_handle_alter_partition`); a delayed fetch is the follower's next fetch, stale after its
+crash, handled late as `stale_fetch` says (`leader_handle_stale_fetch`, KAFKA-15221's race included),
+and fenced by a new leader epoch (`fenced_fetches`).
+
 Two choices act on the controller's ISR changes: `hw_needs_min_isr` (KAFKA-15583: the HW stays
 put while the leader's ISR is below min.insync.replicas, `advance_hw`) and `eligible_leaders`
 (KIP-966: the ELR, one flag per replica in the layout, kept by every ISR change, `isr_change`; the
@@ -116,9 +124,6 @@ class SymbolicModel:
         self.unfenced_requests = bumps and PROTOCOLS[config.protocol].followers_skip_bumps
         self.unbounded = unbounded
         self.explicit = self.model.transitions
-        if config.delays:
-            raise EncodingError(f"the Z3 encoding does not encode delayed AlterPartition requests (delays="
-                                f"{config.delays}); every ISR change reaches its controller at once there")
         try:
             self.protocol = SymbolicProtocol(PROTOCOLS[config.protocol])
         except UnencodedChoice as refused:
@@ -284,6 +289,41 @@ class SymbolicModel:
         stale = s.replicas[index].stale_isr
         return [z3.If(s.leader == index, member, old) for member, old in zip(s.isr, stale)]
 
+    def maximal_isr(self, s: SymState, index: int) -> list:
+        """`ReplicationModel._maximal_isr`: the ISR of the leader at `index` and the member its AlterPartition
+        in flight adds (`PendingExpandIsr.maximalIsr`, KIP-497)."""
+        isr = self.isr_of(s, index)
+        if not s.proposal:
+            return isr
+        return [z3.Or(member, z3.And(s.leader == index, added)) for member, added in zip(isr, s.proposal)]
+
+    def joins_isr(self, s: SymState, j: int, i: int, offset) -> z3.BoolRef:
+        """`ReplicationModel._joins_isr`: the leader `j` proposes to add follower `i`, fetching at `offset`, to
+        the ISR: it is outside it and may join (`isr_join`), the leader can write ISR changes and has none in
+        flight, and, where the controller takes only live brokers (KIP-841), the follower is one."""
+        joins = z3.And(z3.Not(s.isr[i]), self.protocol.may_join_isr(s.replicas[j], offset), self.can_write_isr(s, j),
+                       z3.Not(z3.Or(s.proposal)))
+        if self.protocol.declaration.joins_live_members_only:
+            joins = z3.And(joins, s.replicas[i].status == UP)
+        return joins
+
+    def dropped_proposal(self, s: SymState, when=True) -> SymState:
+        """`replication.dropped_proposal` where `when` holds: no AlterPartition in flight."""
+        if not s.proposal:
+            return s
+        return replace(s, proposal=[z3.And(z3.Not(when), flag) for flag in s.proposal],
+                       reregistered=[z3.And(z3.Not(when), flag) for flag in s.reregistered])
+
+    def fenced_fetches(self, s: SymState, when=True) -> SymState:
+        """`replication.fenced_fetches` where `when` holds: a new leader epoch fences every delayed fetch."""
+        if not s.delays:
+            return s
+        return replace(s, replicas=[replace(r, delayed_fetch=[z3.If(when, self.num(0), fetch)
+                                                              for fetch in r.delayed_fetch],
+                                            delayed_fetch_stale=[z3.And(z3.Not(when), stale)
+                                                                 for stale in r.delayed_fetch_stale])
+                                    for r in s.replicas])
+
     def can_write_isr(self, s: SymState, index: int) -> z3.BoolRef:
         return z3.And(s.leader == index, z3.Not(s.zk_cut[index]))
 
@@ -333,12 +373,12 @@ class SymbolicModel:
         """`ReplicationModel._advance_hw` for the leader at `index`."""
         m = self.shape.log
         leader = s.replicas[index]
-        isr = self.isr_of(s, index)
+        isr, maximal = self.isr_of(s, index), self.maximal_isr(s, index)
         leos = [leader.log_len if q == index else leader.remote_leo[q] for q in range(self.shape.replicas)]
         lowest = self.num(m + 1)
-        for member, leo in zip(isr, leos):
+        for member, leo in zip(maximal, leos):
             lowest = z3.If(z3.And(member, leo < lowest), leo, lowest)
-        hw = z3.If(z3.Or(isr), smax(leader.hw, lowest), leader.hw)
+        hw = z3.If(z3.Or(maximal), smax(leader.hw, lowest), leader.hw)
         if self.protocol.declaration.hw_needs_min_isr:  # KAFKA-15583: not while `isUnderMinIsr`
             hw = z3.If(count(isr, hw) < self.config.min_isr, leader.hw, hw)
         s = with_replica(s, index, replace(leader, hw=hw))
@@ -349,7 +389,7 @@ class SymbolicModel:
 
         acked = s.acked
         if self.config.acks == "all":
-            completes = z3.And(hw > leader.hw, count(isr, hw) >= self.config.min_isr)
+            completes = z3.And(hw > leader.hw, count(maximal, hw) >= self.config.min_isr)
             # the records of the leader's leadership: its epoch's, and with the bump the epochs since its election
             start = self.leadership_start(s, leader.epoch)
             ours = [leader.log_epoch[o] == leader.epoch if not s.bumped
@@ -362,9 +402,11 @@ class SymbolicModel:
         return replace(s, acked=acked, consumed=consumed, committed=committed)
 
     def isr_change(self, s: SymState, isr: list, unclean: int | None = None) -> SymState:
-        """`ReplicationModel._isr_change`: the controller's ISR set to `isr`, and with eligible leader
+        """`ReplicationModel._isr_change`: the controller's ISR set to `isr`, in a new partition epoch that drops
+        an AlterPartition in flight, and with eligible leader
         replicas (KIP-966) its ELR: empty with `isr` at min.insync.replicas or more, else the old ELR
         and ISR less `isr` and the replica `unclean` (one back from an unclean shutdown)."""
+        s = self.dropped_proposal(s)  # a new partition epoch
         if not s.elr:
             return replace(s, isr=isr)
         small = count(isr, s.epoch) < self.config.min_isr
@@ -404,22 +446,21 @@ class SymbolicModel:
         wrote = self.advance_hw(with_replica(sent, i, self.appended(leader, [msg], [leader.epoch], 1)), i)
         return z3.And(guard), merge(lost_on_wire, sent, wrote)
 
-    def leader_handle_fetch_request(self, s: SymState, i: int):
+    def leader_handle_fetch_request(self, s: SymState, i: int, delay: bool = False):
+        """`ReplicationModel.leader_handle_fetch_request`; with `delay`, the AlterPartition adding the
+        follower stays in flight (`leader_send_alter_partition`)."""
         follower = s.replicas[i]
         offset = follower.log_len
+        if s.delays:  # this is the delayed fetch the follower waits for, unless that one is stale
+            waited = z3.If(follower.delayed_fetch_stale[0], follower.delayed_fetch[0], self.num(0))
+            follower = replace(follower, delayed_fetch=[waited])
 
         def handled_by(j: int) -> SymState:
             leader = s.replicas[j]
             out_of_range = replace(self._no_response(follower), has_response=z3.BoolVal(True),
                                    resp_offset=leader.log_len, resp_hw=leader.hw, resp_oor=z3.BoolVal(True))
             diverges, target = self.protocol.fetch_divergence(leader, follower)
-            expand = z3.And(z3.Not(s.isr[i]), self.protocol.may_join_isr(leader, offset), self.can_write_isr(s, j))
-            if self.protocol.declaration.joins_live_members_only:  # KIP-841: `ReplicationModel._joins_isr`
-                expand = z3.And(expand, follower.status == UP)
-            fetched = (merge(expand, self.isr_change(s, put(s.isr, i, z3.BoolVal(True))), s) if s.elr
-                       else replace(s, isr=put(s.isr, i, z3.Or(s.isr[i], expand))))
-            fetched = with_replica(fetched, j, replace(leader, remote_leo=put(leader.remote_leo, i, offset)))
-            fetched = self.advance_hw(fetched, j)
+            fetched = self.record_fetch(s, j, i, offset, delay)
             recorded = fetched if self.protocol.declaration.diverging_fetch_updates_leader else s
             diverging = replace(self._no_response(follower), has_response=z3.BoolVal(True), resp_offset=target,
                                 resp_hw=recorded.replicas[j].hw, resp_oor=z3.BoolVal(True))
@@ -433,6 +474,83 @@ class SymbolicModel:
 
         reachable, after = self._by_leader(self.reachable_leaders(s, i), handled_by, s)
         return z3.And(z3.Not(follower.has_response), follower.role == FOLLOWER, reachable), after
+
+    def record_fetch(self, s: SymState, j: int, i: int, offset, delay: bool = False, join: bool = True) -> SymState:
+        """`ReplicationModel._record_fetch`: the leader `j` takes `offset` as follower `i`'s LEO, adds it to the
+        ISR when the protocol lets it join (and `join`), and advances its HW; with `delay` the AlterPartition
+        that adds it stays in flight instead, one more delayed request."""
+        fetched = s
+        if join:
+            expand = self.joins_isr(s, j, i, offset)
+            if delay:
+                fetched = replace(s, proposal=[z3.If(expand, z3.BoolVal(q == i), flag)
+                                               for q, flag in enumerate(s.proposal)],
+                                  reregistered=[z3.And(z3.Not(expand), flag) for flag in s.reregistered],
+                                  delays=[z3.If(expand, delayed + 1, delayed) for delayed in s.delays])
+            elif s.elr or s.proposal:
+                fetched = merge(expand, self.isr_change(s, put(s.isr, i, z3.BoolVal(True))), s)
+            else:
+                fetched = replace(s, isr=put(s.isr, i, z3.Or(s.isr[i], expand)))
+        leader = fetched.replicas[j]
+        fetched = with_replica(fetched, j, replace(leader, remote_leo=put(leader.remote_leo, i, offset)))
+        return self.advance_hw(fetched, j)
+
+    def leader_send_alter_partition(self, s: SymState, i: int):
+        """`ReplicationModel.leader_send_alter_partition`: enabled where the fetch adds the follower."""
+        guard, after = self.leader_handle_fetch_request(s, i, delay=True)
+        return z3.And(s.delays[0] < self.config.delays, guard, after.delays[0] > s.delays[0]), after
+
+    def controller_handle_alter_partition(self, s: SymState, i: int):
+        """`ReplicationModel.controller_handle_alter_partition`: the controller adds replica `i` unless it
+        refuses it (`isr_updates`): a broker not live (KIP-841), one registered again since (KIP-903)."""
+        proposed = z3.And([flag if q == i else z3.Not(flag) for q, flag in enumerate(s.proposal)])
+        status = s.replicas[i].status
+        refused = z3.BoolVal(False)
+        if self.protocol.declaration.joins_live_members_only:
+            refused = z3.Or(status == OFFLINE, status == EXPIRED)
+        if self.protocol.declaration.checks_broker_epochs:
+            refused = z3.Or(refused, s.reregistered[i])
+        return proposed, merge(refused, self.dropped_proposal(s), self.with_isr(s, put(s.isr, i, z3.BoolVal(True))))
+
+    def follower_send_delayed_fetch(self, s: SymState, i: int):
+        """`ReplicationModel.follower_send_delayed_fetch`: a fetch at the follower's LEO the leader handles late."""
+        follower = s.replicas[i]
+        reachable = z3.Or([condition for _, condition in self.reachable_leaders(s, i)])
+        guard = z3.And(s.delays[0] < self.config.delays, follower.delayed_fetch[0] == 0,
+                       z3.Not(follower.has_response), follower.role == FOLLOWER, reachable)
+        sent = with_replica(s, i, replace(follower, delayed_fetch=[follower.log_len + 1]))
+        return guard, replace(sent, delays=[s.delays[0] + 1])
+
+    def leader_handle_stale_fetch(self, s: SymState, i: int):
+        """`ReplicationModel.leader_handle_stale_fetch`: the current leader handles the fetch replica `i` sent
+        before it crashed (`stale_fetch`): refused from a live follower where stale fetches are fenced
+        (KAFKA-15221); otherwise its offset is the follower's LEO in the leader's view (none past the leader's
+        LEO), and the follower joins the ISR on it, where AlterPartition carries broker epochs (KIP-903) only
+        through KAFKA-15221's race with a fetch of its new incarnation."""
+        follower = s.replicas[i]
+        offset = follower.delayed_fetch[0] - 1
+        cleared = with_replica(s, i, replace(follower, delayed_fetch=[self.num(0)],
+                                             delayed_fetch_stale=[z3.BoolVal(False)]))
+        declaration = self.protocol.declaration
+        reaching = dict(self.reachable_leaders(cleared, i))
+
+        def handled_by(j: int) -> SymState:
+            refused = offset > cleared.replicas[j].log_len  # OffsetOutOfRange
+            if declaration.fences_stale_fetches:
+                refused = z3.Or(refused, alive(follower))  # NOT_LEADER_OR_FOLLOWER
+            if not declaration.checks_broker_epochs:
+                return merge(refused, cleared, self.record_fetch(cleared, j, i, offset))
+            taken = self.record_fetch(cleared, j, i, offset, join=False)
+            if not declaration.fences_stale_fetches:
+                joined = self.isr_change(cleared, put(cleared.isr, i, z3.BoolVal(True)))
+                raced_guard, raced = self.leader_handle_fetch_request(joined, i)
+                race = z3.And(self.joins_isr(cleared, j, i, offset), reaching[j], raced_guard)
+                taken = merge(race, raced, taken)
+            return merge(refused, cleared, taken)
+
+        cases = [(j, self.current_leader(s, j)) for j in range(self.shape.replicas) if j != i]
+        leads, after = self._by_leader(cases, handled_by, s)
+        return z3.And(follower.delayed_fetch_stale[0], leads), after
 
     def follower_handle_fetch_response(self, s: SymState, i: int):
         follower = s.replicas[i]
@@ -452,13 +570,15 @@ class SymbolicModel:
     def leader_shrink_isr(self, s: SymState, i: int):
         dropping = [z3.And(self.current_leader(s, j), self.can_write_isr(s, j), self.out_of_sync(s.replicas[j], i))
                     for j in range(self.shape.replicas) if j != i]
-        return z3.And(s.isr[i], z3.Or(dropping)), self.with_isr(s, put(s.isr, i, z3.BoolVal(False)))
+        guard = z3.And(s.isr[i], z3.Not(z3.Or(s.proposal)), z3.Or(dropping))  # not while an AlterPartition is in flight
+        return guard, self.with_isr(s, put(s.isr, i, z3.BoolVal(False)))
 
     def leader_shrink_isr_fails(self, s: SymState, i: int):
         leader = s.replicas[i]
         out_of_sync = [z3.And(member, self.out_of_sync(leader, q))
                        for q, member in enumerate(self.isr_of(s, i)) if q != i]
-        guard = z3.And(leader.role == LEADER, alive(leader), z3.Not(self.can_write_isr(s, i)), z3.Or(out_of_sync))
+        guard = z3.And(leader.role == LEADER, alive(leader), z3.Not(self.can_write_isr(s, i)), z3.Or(out_of_sync),
+                       z3.Not(z3.And(s.leader == i, z3.Or(s.proposal))))
         return guard, with_replica(s, i, replace(leader, role=self.num(FENCED)))
 
     def become_follower(self, s: SymState, i: int):
@@ -500,7 +620,8 @@ class SymbolicModel:
         crashed = self.truncate(replica, replica.log_len - replica.unflushed, log_load=True)
         crashed = replace(self.remembering(self._forget_leadership(crashed), self.num(NO_LEADER)),
                           status=z3.If(replica.status == EXPIRED, self.num(OFFLINE), self.num(CRASHED)),
-                          role=self.num(NO_ROLE), epoch=self.num(UNKNOWN))
+                          role=self.num(NO_ROLE), epoch=self.num(UNKNOWN),
+                          delayed_fetch_stale=[fetch > 0 for fetch in replica.delayed_fetch])  # it stays at the leader
         return guard, replace(with_replica(s, i, crashed), crashes=s.crashes + 1)
 
     def replica_disk_failure(self, s: SymState, i: int):
@@ -514,6 +635,8 @@ class SymbolicModel:
         guard = z3.And(z3.Not(alive(replica)), z3.Not(z3.And(replica.status == CRASHED, waits)),
                        z3.Not(s.zk_cut[i]))
         after = with_replica(s, i, replace(replica, status=self.num(UP)))
+        if s.proposal:  # a new broker epoch, which an AlterPartition in flight predates
+            after = replace(after, reregistered=put(s.reregistered, i, z3.Or(s.reregistered[i], s.proposal[i])))
         if not self.protocol.declaration.eligible_leaders:
             return guard, after
         # KIP-966: a new incarnation leaves the ISR and the ELR (`handleBrokerUncleanShutdown`)
@@ -529,6 +652,7 @@ class SymbolicModel:
                                 stale_isr=[z3.If(s.leader == i, member, old)
                                            for member, old in zip(s.isr, replica.stale_isr)]))
         after = replace(with_replica(s, i, noticed), leader=z3.If(s.leader == i, NO_LEADER, s.leader))
+        after = self.dropped_proposal(after, s.leader == i)  # a lost leader: a new partition epoch
         remaining = put(s.isr, i, z3.BoolVal(False))
         # with eligible leader replicas the last member leaves too, and the ISR is empty (KIP-966)
         shrinks = s.isr[i] if self.protocol.declaration.eligible_leaders else z3.And(s.isr[i], z3.Or(remaining))
@@ -540,7 +664,7 @@ class SymbolicModel:
         bump = z3.And(shrinks, s.leader != NO_LEADER, s.leader != i)
         epoch = after.epoch + 1
         self.overflow(z3.And(bump, epoch >= len(after.bumped)))  # past greatest_epoch: never reached
-        bumped = replace(after, epoch=epoch,
+        bumped = replace(self.fenced_fetches(after), epoch=epoch,
                          bumped=[z3.Or(flag, epoch == value) for value, flag in enumerate(after.bumped)])
         taken = bumped
         for j in range(self.shape.replicas):
@@ -575,7 +699,9 @@ class SymbolicModel:
         guard = z3.And(s.leader == NO_LEADER, self._bounded("elections", self.elections(s), self.config.elections),
                        candidate.status == UP, z3.Not(s.zk_cut[i]), z3.Or(live[i], unclean))
         epoch = s.epoch + 1
-        leader = replace(self.remembering(self._forget_leadership(candidate), self.num(i)), role=self.num(LEADER),
+        fenced = self.fenced_fetches(s)  # a new epoch
+        leader = replace(self.remembering(self._forget_leadership(fenced.replicas[i]), self.num(i)),
+                         role=self.num(LEADER),
                          epoch=epoch, leading=z3.BoolVal(True), remote_leo=[self.num(UNKNOWN)] * n)
         leader = self.protocol.on_become_leader(self, leader, epoch)
         # an ELR member becomes the only ISR member and leaves the ELR (`tryElection`); an unclean
@@ -583,7 +709,7 @@ class SymbolicModel:
         isr = [z3.If(z3.And(live[i], z3.Not(isr_empty)) if s.elr else live[i], member, z3.BoolVal(q == i))
                for q, member in enumerate(s.isr)]
         elr = [z3.And(live[i], flag) if q != i else z3.BoolVal(False) for q, flag in enumerate(s.elr)]
-        after = replace(with_replica(s, i, leader), leader=self.num(i), epoch=epoch, isr=isr, elr=elr)
+        after = replace(with_replica(fenced, i, leader), leader=self.num(i), epoch=epoch, isr=isr, elr=elr)
         return guard, self.advance_hw(after, i)
 
     def zk_disconnect(self, s: SymState, i: int):

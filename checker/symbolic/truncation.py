@@ -40,14 +40,14 @@ class SymbolicProtocol:
         "bounce_noticed": (False, True),
         "hw_needs_min_isr": (False, True),  # `SymbolicModel.advance_hw`
         "eligible_leaders": (False, True),  # `Shape.elr`, `SymbolicModel.isr_change` and the actions it names
-        # the immediate ISR expansion (`SymbolicModel.leader_handle_fetch_request`: KIP-841's live member); a
-        # delayed AlterPartition (`Config.delays`) is refused by `SymbolicModel`
+        # the ISR expansion (`SymbolicModel.joins_isr`: KIP-841's live member) and the controller's refusals of a
+        # delayed AlterPartition (`SymbolicModel.controller_handle_alter_partition`: KIP-841, KIP-903)
         "isr_updates": (ZOOKEEPER_WRITES, ALTER_ISR, LIVE_MEMBERS, BROKER_EPOCHS),
         "isr_shrink": (SHRINK_AFTER_LAG_TIME, SHRINK_BEHIND_LEO),  # `SymbolicModel.leader_shrink_isr(_fails)`
         # `Shape.leader_ids` and `SymbolicModel.skips_leader_and_isr`
         "follower_skips": (SKIP_SAME_LEADER, SKIP_NEXT_EPOCH, SKIP_SAME_EPOCH),
         "isr_removal_bump": (FOLLOWERS_SKIP_BUMP, FOLLOWERS_TAKE_BUMP, NO_BUMP),  # `SymbolicModel(bumps=True)`
-        # read only for a delayed fetch, and `SymbolicModel` refuses delays (`Config.delays`)
+        # read only for a delayed fetch (`SymbolicModel.leader_handle_stale_fetch`)
         "stale_fetch": (STALE_FETCH_UPDATES, STALE_FETCH_FENCED),
     }
 
