@@ -13,7 +13,10 @@ import pytest
 
 from kafka_mc import exitcodes
 from kafka_mc.checker import check
+from kafka_mc.checker.graph import system_graph
 from kafka_mc.checker.scenario import documented_scenarios, load_scenario, replay
+from kafka_mc.checker.symbolic.bmc import bounded_check
+from kafka_mc.checker.symbolic.registry import z3_encoding
 from kafka_mc.checker.tlc import run_tlc
 from kafka_mc.cli import main
 from kafka_mc.control import KRaftConfig, KRaftModel
@@ -244,3 +247,79 @@ def test_tlc_on_the_kraft_twin_agrees_with_kafka_mc(config):
         (ours.stats.distinct_states, ours.stats.states_generated, ours.stats.depth)
     assert {name: tlc.shortest_actions(name) for name in tlc.violations} == \
         {v.invariant: len(v.trace) for v in ours.violations}
+
+
+# ---------------------------------------------------------------------- the Z3 encoding
+
+# each release, with a controlled shutdown, a crash and a registration before the fence
+Z3_CONFIGS = [KRaftConfig(failures=0, shutdowns=1, release="3.3"), KRaftConfig(failures=1, shutdowns=0, release="3.2"),
+              KRaftConfig(failures=1, shutdowns=0, early_registrations=1)]
+
+
+def assert_the_z3_encoding_agrees(model: KRaftModel, states) -> set[str]:
+    """The encoding admits the model's successors of each of `states`, action by action, and the views it
+    keeps are its log's (`KRaftEncoding.check_decoded`); the actions taken."""
+    encoding = z3_encoding(model)
+    taken = set()
+    for state in states:
+        expected = sorted(model.successors(state))
+        assert sorted(encoding.successors(state)) == expected, state
+        taken |= {action.name for action, _ in expected}
+    return taken
+
+
+def reachable(model: KRaftModel) -> list:
+    return [state for _, state in system_graph(model).nodes(data="state")]
+
+
+@pytest.mark.parametrize("config", Z3_CONFIGS, ids=str)
+def test_the_z3_encoding_equals_the_model_on_every_reachable_state(config):
+    model = KRaftModel(config)
+    assert assert_the_z3_encoding_agrees(model, reachable(model)) >= set(KRaftModel.action_names) - {
+        "SessionTimeout", "BrokerCrash", "BrokerStartBeforeFence", "BrokerBeginShutdown"}
+
+
+@pytest.mark.parametrize("config, case", [
+    (KRaftConfig(failures=0, fencings=1, shutdowns=1), "a fenced broker shuts down"),
+    (KRaftConfig(failures=0, fencings=2, shutdowns=0), "an unfencing elects a leader")])
+def test_the_z3_encoding_equals_the_model_in_the_rarer_heartbeat_cases(config, case):
+    """The heartbeat's cases the configurations above do not reach, on every reachable state where they apply."""
+    model = KRaftModel(config)
+
+    def applies(state) -> bool:
+        known = model.controller(state)
+        for b in model.brokers:
+            registration = known.registrations[b]
+            if state.alive[b] and registration.fenced and registration.epoch == state.epoch[b]:
+                if state.shutting[b] if case == "a fenced broker shuts down" else \
+                        known.leader == NONE and state.replayed[b] > registration.epoch:
+                    return True
+        return False
+
+    states = [state for state in reachable(model) if applies(state)]
+    assert states and "BrokerHeartbeat" in assert_the_z3_encoding_agrees(model, states)
+
+
+def test_z3_bounded_model_checking_finds_the_registration_before_the_fence(capsys):
+    """Both properties broken in two steps, as the breadth-first engine finds them; and from the CLI."""
+    config = KRaftConfig(early_registrations=1)
+    explicit = {v.invariant: len(v.trace) for v in check(KRaftModel(config), keep_going=True).violations}
+    bounded = bounded_check(KRaftModel(config), 2)
+    assert {v.invariant: len(v.trace) for v in bounded.violations} == explicit == \
+        {"IsrMembersEligible": 2, "LeaderIsActive": 2}
+    for violation in bounded.violations:  # a broker crashes and registers again before its fence
+        crash, start = violation.trace.actions
+        assert (crash.name, start.name) == ("BrokerCrash", "BrokerStartBeforeFence") and crash.args == start.args
+    code = main(["control", "kraft", "--engine", "z3", "--early-registrations", "1", "--depth", "2", "--quiet"])
+    assert code == exitcodes.VIOLATION and "IsrMembersEligible                violated (2 steps)" in \
+        capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_z3_bounded_model_checking_finds_what_kip_841_fixed_at_the_breadth_first_length():
+    """3.2 to depth 7: KIP-841's two properties broken in 7 steps, and every witness at its shortest length."""
+    model = KRaftModel(KRaftConfig(release="3.2"))
+    explicit, bounded = check(model, keep_going=True), bounded_check(model, 7, keep_going=True)
+    assert {v.invariant: len(v.trace) for v in bounded.violations} == {"IsrMembersEligible": 7, "LeaderIsActive": 7}
+    assert {n: len(t) for n, t in bounded.witness_traces.items()} == \
+        {n: len(t) for n, t in explicit.witness_traces.items() if len(t) <= 7}

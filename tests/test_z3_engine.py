@@ -220,10 +220,10 @@ def test_one_engine_runs_every_model_with_an_encoding_and_refuses_the_others_by_
     assert lengths(controller) == {"OneControllerPerEpoch": 5} and controller.witnesses["TwoBrokersActAsController"]
     partitions = bounded_check(PartitionFsmModel(PartitionFsmConfig(delete_online=True)), 4)
     assert [v.invariant for v in partitions.violations] == ["OnlyLegalTransitions"]
-    assert z3_encoded_models() == ("replication", "replication-epoch-bumps", "controller", "partition-fsm")
+    assert z3_encoded_models() == ("replication", "replication-epoch-bumps", "controller", "partition-fsm", "kraft")
     for model in (RebalanceModel(RebalanceConfig()), FailoverModel(FailoverConfig("hw"))):
         with pytest.raises(NoEncoding, match=f"^the {model.name} model has no Z3 encoding; models with one: "
-                                             "replication, replication-epoch-bumps, controller, partition-fsm$"):
+                                             "replication, replication-epoch-bumps, controller, partition-fsm, kraft$"):
             bounded_check(model, 2)
     with pytest.raises(EncodingError, match="WitnessName has no Z3 encoding: only state invariants have one"):
         bounded_check(Config("hw"), 2, [dataclasses.replace(INVARIANTS[0], name="WitnessName", kind="sometimes")])

@@ -98,19 +98,30 @@ class ControlEncoding:
         return [*guard, *(after == value for after, value in updates.items()), *frame]
 
     def successors(self, state) -> list:
-        """The encoding's successors of an explicit state, action by action (for the agreement
-        test with the model)."""
-        s, n = self.fresh("here"), self.fresh("next")
-        solver = z3.Solver()
+        """The encoding's successors of an explicit state, action instance by action instance (for
+        the agreement test with the model)."""
+        if not hasattr(self, "_steps"):  # built once, for every state asked about
+            s, n = self.fresh("here"), self.fresh("next")
+            self._steps = (s, n, [(instance, z3.And(*self.instance_step(instance, s, n)))
+                                  for instance in self.action_instances])
+        s, n, steps = self._steps
+        solver = self.solver()
         solver.add(self.concrete(state, s))
         found = []
-        for instance in self.action_instances:
+        for instance, step in steps:
             solver.push()
-            solver.add(*self.instance_step(instance, s, n))
+            solver.add(step)
             if solve(solver) == z3.sat:
-                found.append((instance, self.decode(solver.model(), n)))
+                model = solver.model()
+                after = self.decode(model, n)
+                self.check_decoded(model, n, after)
+                found.append((instance, after))
             solver.pop()
         return found
+
+    def check_decoded(self, model: z3.ModelRef, n: Any, state: Any) -> None:
+        """Raise AssertionError where the variables of `n` that `decode` does not read disagree with
+        the `state` it decoded (an encoding that keeps derived values checks them here)."""
 
 
 class ControllerEncoding(ControlEncoding):

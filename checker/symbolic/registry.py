@@ -1,13 +1,14 @@
 """Each model's Z3 encoding (`encoding.SymbolicEncoding`), found by the model's name: the
 replication model's (`transitions.SymbolicModel`) and, with the controller's epoch bumps, the bump
 model's (`SymbolicModel` with `bumps`), the controller's and the partition state machine's
-(`control.py`), and any a plugin registers. A model without one is refused by name."""
+(`control.py`), the KRaft controller's (`kraft.py`), and any a plugin registers. A model without one is refused by name."""
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from kafka_mc.control.controller import ControllerModel
+from kafka_mc.control.kraft import KRaftModel
 from kafka_mc.control.epoch_bumps import EpochBumpSystem
 from kafka_mc.control.partition_fsm import PartitionFsmModel
 from kafka_mc.control.replication import ReplicationSystem
@@ -15,6 +16,7 @@ from kafka_mc.model.interface import Model
 
 from .control import ControllerEncoding, PartitionFsmEncoding
 from .encoding import SymbolicEncoding
+from .kraft import KRaftEncoding
 from .transitions import EncodingError, SymbolicModel
 
 EncodingFactory = Callable[[Any], SymbolicEncoding]  # of a model of the name it is registered for
@@ -24,6 +26,7 @@ _FACTORIES: dict[str, EncodingFactory] = {
     EpochBumpSystem.name: lambda model: SymbolicModel(model.config, bumps=True),
     ControllerModel.name: ControllerEncoding,
     PartitionFsmModel.name: PartitionFsmEncoding,
+    KRaftModel.name: KRaftEncoding,
 }
 
 
