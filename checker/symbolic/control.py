@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from functools import partial
 from itertools import product
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 import z3
 
@@ -118,6 +118,19 @@ class ControlEncoding:
                 found.append((instance, after))
             solver.pop()
         return found
+
+    def check_agreement(self, states: Iterable) -> set[str]:
+        """The names of the actions the model takes from `states`; AssertionError at the first of them
+        whose successors the encoding does not give as the model does, action by action (the
+        agreement tests)."""
+        taken: set[str] = set()
+        for state in states:
+            expected, got = sorted(self.model.successors(state)), sorted(self.successors(state))
+            if got != expected:
+                raise AssertionError(f"the {self.model.name} model's Z3 encoding gives {got} from {state}; the "
+                                     f"model gives {expected}")
+            taken |= {action.name for action, _ in expected}
+        return taken
 
     def check_decoded(self, model: z3.ModelRef, n: Any, state: Any) -> None:
         """Raise AssertionError where the variables of `n` that `decode` does not read disagree with

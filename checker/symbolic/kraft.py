@@ -21,7 +21,7 @@ import z3
 
 from kafka_mc.control.kraft import (CONTROLLED_SHUTDOWN, FENCE, NONE, PARTITION, REGISTER, UNFENCE, KRaftModel,
                                     KRaftState, view)
-from kafka_mc.control.system import ControlAction
+from kafka_mc.control.system import ControlAction, put
 
 from .control import ControlEncoding
 
@@ -91,13 +91,9 @@ def _if(condition, then, otherwise):
     if isinstance(then, (SymView, SymKRaft)):
         return type(then)(**{name: _if(condition, getattr(then, name), getattr(otherwise, name))
                              for name in then.__dataclass_fields__})
-    if then is otherwise or then.eq(otherwise):
+    if then.eq(otherwise):
         return then
     return z3.If(condition, then, otherwise)
-
-
-def _put(values: tuple, index: int, value) -> tuple:
-    return values[:index] + (value,) + values[index + 1:]
 
 
 def _mask(flags: tuple) -> z3.ArithRef:
@@ -236,17 +232,17 @@ class KRaftEncoding(ControlEncoding):
         """A RegisterBroker record: its offset is the broker epoch, and the broker is fenced."""
         known = s.controller
         return self.append(s, z3.BoolVal(True), (z3.IntVal(REGISTER), z3.IntVal(b)),
-                           replace(known, epoch=_put(known.epoch, b, s.length),
-                                   fenced=_put(known.fenced, b, z3.BoolVal(True)),
-                                   in_shutdown=_put(known.in_shutdown, b, z3.BoolVal(False))))
+                           replace(known, epoch=put(known.epoch, b, s.length),
+                                   fenced=put(known.fenced, b, z3.BoolVal(True)),
+                                   in_shutdown=put(known.in_shutdown, b, z3.BoolVal(False))))
 
     def change(self, s: SymKRaft, when, kind: int, b: int) -> SymKRaft:
         """An Unfence, Fence or ControlledShutdown record of the broker's registration."""
         known = s.controller
         if kind == CONTROLLED_SHUTDOWN:
-            updated = replace(known, in_shutdown=_put(known.in_shutdown, b, z3.BoolVal(True)))
+            updated = replace(known, in_shutdown=put(known.in_shutdown, b, z3.BoolVal(True)))
         else:
-            updated = replace(known, fenced=_put(known.fenced, b, z3.BoolVal(kind == FENCE)))
+            updated = replace(known, fenced=put(known.fenced, b, z3.BoolVal(kind == FENCE)))
         return self.append(s, when, (z3.IntVal(kind), z3.IntVal(b), known.epoch[b]), updated)
 
     def active(self, known: SymView, b: int) -> z3.BoolRef:
@@ -295,15 +291,15 @@ class KRaftEncoding(ControlEncoding):
         """`KRaftModel._start`."""
         offset = s.length
         s = self.register(s, b)
-        return replace(s, alive=_put(s.alive, b, z3.BoolVal(True)), epoch=_put(s.epoch, b, offset),
-                       reported=_put(s.reported, b, z3.IntVal(NONE)),
-                       shutdown_offset=_put(s.shutdown_offset, b, z3.IntVal(NONE)))
+        return replace(s, alive=put(s.alive, b, z3.BoolVal(True)), epoch=put(s.epoch, b, offset),
+                       reported=put(s.reported, b, z3.IntVal(NONE)),
+                       shutdown_offset=put(s.shutdown_offset, b, z3.IntVal(NONE)))
 
     @staticmethod
     def stop(s: SymKRaft, b: int) -> SymKRaft:
         """`KRaftModel._stop`."""
-        return replace(s, alive=_put(s.alive, b, z3.BoolVal(False)), epoch=_put(s.epoch, b, z3.IntVal(NONE)),
-                       shutting=_put(s.shutting, b, z3.BoolVal(False)))
+        return replace(s, alive=put(s.alive, b, z3.BoolVal(False)), epoch=put(s.epoch, b, z3.IntVal(NONE)),
+                       shutting=put(s.shutting, b, z3.BoolVal(False)))
 
     @staticmethod
     def forget_offsets(s: SymKRaft) -> SymKRaft:
@@ -325,9 +321,9 @@ class KRaftEncoding(ControlEncoding):
         def settled(case: SymKRaft, stop: bool = False, offset_gone: bool = False) -> SymKRaft:
             """The heartbeat's offset remembered, the controlled-shutdown offset gone where the broker is
             let go or stays fenced, the offsets forgotten, and the broker let go (`stop`)."""
-            built = replace(case, reported=_put(case.reported, b, replayed))
+            built = replace(case, reported=put(case.reported, b, replayed))
             if stop or offset_gone:
-                built = replace(built, shutdown_offset=_put(built.shutdown_offset, b, z3.IntVal(NONE)))
+                built = replace(built, shutdown_offset=put(built.shutdown_offset, b, z3.IntVal(NONE)))
             built = self.forget_offsets(built)
             return self.stop(built, b) if stop else built
 
@@ -336,7 +332,7 @@ class KRaftEncoding(ControlEncoding):
         unfenced = self.partition_change(unfenced, known.leader == NONE, add=b)  # elected where none leads
         moving = self.change(s, z3.BoolVal(True), CONTROLLED_SHUTDOWN, b) if self.release else s
         moving = self.partition_change(moving, z3.BoolVal(True), remove=b)  # the leadership moves
-        moving = replace(moving, shutdown_offset=_put(moving.shutdown_offset, b, moving.length))
+        moving = replace(moving, shutdown_offset=put(moving.shutdown_offset, b, moving.length))
         cases = [
             (z3.And(known.fenced[b], s.shutting[b]), let_go),
             (z3.And(known.fenced[b], caught_up), settled(unfenced)),
@@ -384,22 +380,22 @@ class KRaftEncoding(ControlEncoding):
         if name == "BrokerReplay":
             (b,) = args
             return ([s.alive[b], s.replayed[b] < s.length],
-                    replace(s, replayed=_put(s.replayed, b, s.length), views=_put(s.views, b, known)))
+                    replace(s, replayed=put(s.replayed, b, s.length), views=put(s.views, b, known)))
         if name == "BrokerHeartbeat":
             (b,) = args
             return [s.alive[b], known.epoch[b] == s.epoch[b]], self.heartbeat(s, b)
         if name == "BrokerBeginShutdown":
             (b,) = args
             return ([s.alive[b], z3.Not(s.shutting[b]), s.shutdowns < config.shutdowns],
-                    replace(s, shutting=_put(s.shutting, b, z3.BoolVal(True)), shutdowns=s.shutdowns + 1))
+                    replace(s, shutting=put(s.shutting, b, z3.BoolVal(True)), shutdowns=s.shutdowns + 1))
         if name == "BrokerCrash":
             (b,) = args
             return [s.alive[b], s.failures < config.failures], replace(self.stop(s, b), failures=s.failures + 1)
         if name == "SessionTimeout":
             (b,) = args
             fenced = self.fence(s, b)
-            fenced = replace(fenced, reported=_put(fenced.reported, b, z3.IntVal(NONE)),
-                             shutdown_offset=_put(fenced.shutdown_offset, b, z3.IntVal(NONE)),
+            fenced = replace(fenced, reported=put(fenced.reported, b, z3.IntVal(NONE)),
+                             shutdown_offset=put(fenced.shutdown_offset, b, z3.IntVal(NONE)),
                              fencings=s.fencings + z3.If(s.alive[b], 1, 0))
             return ([z3.Not(known.fenced[b]), z3.Or(z3.Not(s.alive[b]), s.fencings < config.fencings)],
                     self.forget_offsets(fenced))
@@ -407,7 +403,7 @@ class KRaftEncoding(ControlEncoding):
             (f,) = args
             sent, fetch = self.fetch(s, f)
             fresh = z3.Or([new != old for new, old in zip(fetch, s.fetched[f])])
-            return [sent, fresh], replace(s, fetched=_put(s.fetched, f, fetch))
+            return [sent, fresh], replace(s, fetched=put(s.fetched, f, fetch))
         if name == "LeaderProposeIsr":
             leader, f = args
             seen = s.views[leader]
@@ -427,7 +423,7 @@ class KRaftEncoding(ControlEncoding):
                         self.eligible(known, f)]
             if self.release == 2:  # KIP-903 at the controller
                 accepted.append(known.epoch[f] == broker_epoch)
-            after = self.partition(s, z3.And(accepted), z3.IntVal(leader), _put(known.isr, f, z3.BoolVal(True)),
+            after = self.partition(s, z3.And(accepted), z3.IntVal(leader), put(known.isr, f, z3.BoolVal(True)),
                                    leader_epoch, partition_epoch + 1)
             cleared = replace(after, pending=z3.BoolVal(False), request=(z3.IntVal(0),) * 6)
             return [s.pending, s.request[0] == leader, s.request[4] == f], cleared
@@ -460,7 +456,8 @@ class KRaftEncoding(ControlEncoding):
                 for instance, taken in self._instances("ControllerHandleAlterPartition", action)]
 
     def isr_joined_by_registered_incarnation(self, s: SymKRaft, action, n: SymKRaft) -> z3.BoolRef:
-        return z3.And([z3.Implies(added, s.controller.epoch[f] == s.request[5]) for f, added in self._added(s, action, n)])
+        return z3.And([z3.Implies(added, s.controller.epoch[f] == s.request[5])
+                       for f, added in self._added(s, action, n)])
 
     def _granted(self, s: SymKRaft, action, n: SymKRaft) -> list[tuple[int, z3.BoolRef]]:
         """(broker, this step let it go from controlled shutdown)."""

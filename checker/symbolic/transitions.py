@@ -314,14 +314,11 @@ class SymbolicModel:
         return replace(s, proposal=[z3.And(z3.Not(when), flag) for flag in s.proposal],
                        reregistered=[z3.And(z3.Not(when), flag) for flag in s.reregistered])
 
-    def fenced_fetches(self, s: SymState, when=True) -> SymState:
-        """`replication.fenced_fetches` where `when` holds: a new leader epoch fences every delayed fetch."""
+    def fenced_fetches(self, s: SymState) -> SymState:
+        """`replication.fenced_fetches`: a new leader epoch fences every delayed fetch."""
         if not s.delays:
             return s
-        return replace(s, replicas=[replace(r, delayed_fetch=[z3.If(when, self.num(0), fetch)
-                                                              for fetch in r.delayed_fetch],
-                                            delayed_fetch_stale=[z3.And(z3.Not(when), stale)
-                                                                 for stale in r.delayed_fetch_stale])
+        return replace(s, replicas=[replace(r, delayed_fetch=[self.num(0)], delayed_fetch_stale=[z3.BoolVal(False)])
                                     for r in s.replicas])
 
     def can_write_isr(self, s: SymState, index: int) -> z3.BoolRef:
