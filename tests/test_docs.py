@@ -112,13 +112,28 @@ def _bash_examples() -> list:
     return params
 
 
+# Python blocks another test runs as they stand on the page, checking what they print.
+RUN_ELSEWHERE = {"proofs.md:python:1": "tests/test_prove.py::test_a_users_lemma_function_works_as_the_docs_show"}
+
+
 def _python_examples() -> list:
     """Every Python block of the pages, but one that is a test file the suite runs itself
-    (`tests/examples/test_*.py`, shown as written: test_the_property_example_is_the_file_the_suite_runs)."""
+    (`tests/examples/test_*.py`, shown as written: test_the_property_example_is_the_file_the_suite_runs)
+    and one that another test runs from the page (`RUN_ELSEWHERE`)."""
     run_by_the_suite = {path.read_text(encoding="utf-8") for path in (ROOT / "tests" / "examples").glob("test_*.py")}
     return [pytest.param(block, id=f"{path.name}:python:{number}")
             for path in PAGES for number, block in enumerate(_blocks(path, "python"), 1)
-            if block not in run_by_the_suite]
+            if block not in run_by_the_suite and f"{path.name}:python:{number}" not in RUN_ELSEWHERE]
+
+
+def test_the_python_blocks_run_elsewhere_are_run_there():
+    """Each block left to another test is on its page, and that test exists and reads the page."""
+    for block, test in RUN_ELSEWHERE.items():
+        page, _, number = block.partition(":python:")
+        assert len(_blocks(DOCS / page, "python")) >= int(number), block
+        path, _, name = test.partition("::")
+        source = (ROOT / path).read_text(encoding="utf-8")
+        assert f"def {name}(" in source and page in source, test
 
 
 @pytest.fixture
@@ -145,7 +160,7 @@ def test_the_examples_are_found_and_every_skip_is_marked():
     is only what is marked, each with its reason."""
     python = _python_examples()
     bash = _bash_examples()
-    assert len(python) >= 5 and len(bash) >= 10
+    assert len(python) >= 4 and len(bash) >= 10
     ran = [command for param in bash for command, _ in param.values[0]]
     skipped = [(command, reason) for param in bash for command, reason in param.values[1]]
     assert len(ran) >= 15

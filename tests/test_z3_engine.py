@@ -304,15 +304,6 @@ def test_an_invariant_formula_that_disagrees_with_its_predicate_is_an_internal_e
         bounded_check(Config("hw"), 2)
 
 
-def test_the_readme_shows_the_prove_example_the_tests_run():
-    import re
-    from pathlib import Path
-
-    root = Path(__file__).parent.parent
-    example = re.search(r"README_EXAMPLE = '''\n(.*?)'''", (root / "tests" / "test_prove.py").read_text(), re.S)
-    assert example and example.group(1).strip() in (root / "docs" / "proofs.md").read_text()
-
-
 # ------------------------------------------------------------------ the controller's epoch bump
 
 # The smallest configurations that together fire every rule of the bump (`model/epoch_bumps.py`);

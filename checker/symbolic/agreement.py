@@ -21,7 +21,7 @@ from kafka_mc.testing import Expansion
 
 from .bmc import bounded_check
 from .budget import solve
-from .layout import as_int, constant, decode, leaves, values_of
+from .layout import constant, decode, leaves, model_values, values_of
 from .properties import SYMBOLIC_INVARIANTS, well_formed
 from .transitions import SymbolicModel
 
@@ -65,18 +65,26 @@ class Z3Encoding:
             return fixing
 
         fix_before, fix_after = fixer(leaves(before)), fixer(leaves(after))
+        names, formulas = zip(*checked)
+        action_literals: dict[int, z3.BoolRef] = {}
+
+        def fix_action(slot: int) -> z3.BoolRef:
+            if slot not in action_literals:
+                action_literals[slot] = action == slot
+            return action_literals[slot]
+
         for state in states:
             solver.push()
-            solver.add(fix_before(state))
+            solver.add(conjunction(fix_before(state)))
             admitted, holds = [], None
             while solve(solver) == z3.sat:
                 model = solver.model()
                 if holds is None:  # the formulas' values where `before` is the state
-                    holds = {name: z3.is_true(model.eval(formula, model_completion=True)) for name, formula in checked}
-                slot = model.eval(action, model_completion=True)
+                    holds = dict(zip(names, model_values(model, formulas)))
+                slot, = model_values(model, [action])
                 successor = decode(model, after)
-                admitted.append((as_int(slot), successor))  # slots are the model's slot indices
-                solver.add(z3.Not(conjunction([action == slot, *fix_after(successor)])))
+                admitted.append((slot, successor))  # slots are the model's slot indices
+                solver.add(z3.Not(conjunction([fix_action(slot), *fix_after(successor)])))
             solver.pop()
             if holds is None:  # no successor: the values substituted into the formulas
                 pairs = list(zip(leaves(before), leaves(constant(shape, state))))

@@ -36,10 +36,12 @@ configuration, so the layout, and the proofs over it, are unchanged.
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import z3
+from z3 import z3core
 
 from kafka_mc.model import PROTOCOLS, Config, State
 from kafka_mc.model.epoch_bumps import bounding_config
@@ -369,11 +371,36 @@ def to_state(shape: Shape, values: SymState) -> State:
 
 def evaluate(model: z3.ModelRef, s: SymState) -> SymState:
     """The Python values a solver model gives the leaves of `s`."""
-    def value(term):
-        term = model.eval(term, model_completion=True)
-        return z3.is_true(term) if z3.is_bool(term) else as_int(term)
+    return rebuild(shape_of(s), model_values(model, leaves(s)))
 
-    return rebuild(shape_of(s), [value(leaf) for leaf in leaves(s)])
+
+def model_values(model: z3.ModelRef, terms: list) -> list:
+    """The Python value (bool, or int: a bit-vector's signed) a solver model gives each of
+    `terms`, by Z3's C API (`z3core`): `model.eval` wraps every answer in a Python object, which
+    cost more than the solving where every successor of a state is decoded (the agreement tests).
+    Each answer is read before the next call that makes a term (Z3 keeps the last one alive)."""
+    context, native = model.ctx.ref(), model.model
+    answer, number = (z3.Ast * 1)(), ctypes.c_int64()
+    values: list = []
+    for term in terms:
+        term_ast = term.as_ast()
+        sort = z3core.Z3_get_sort(context, term_ast)
+        kind = z3core.Z3_get_sort_kind(context, sort)
+        size = z3core.Z3_get_bv_sort_size(context, sort) if kind == z3.Z3_BV_SORT else 0
+        if not z3core.Z3_model_eval(context, native, term_ast, True, answer):
+            raise z3.Z3Exception(f"the model does not evaluate {term}")
+        if kind == z3.Z3_BOOL_SORT:
+            truth = z3core.Z3_get_bool_value(context, answer[0])
+            if truth == z3.Z3_L_UNDEF:
+                raise z3.Z3Exception(f"the model leaves {term} undecided")
+            values.append(truth == z3.Z3_L_TRUE)
+        elif kind in (z3.Z3_BV_SORT, z3.Z3_INT_SORT) and size <= 63 and \
+                z3core.Z3_get_numeral_int64(context, answer[0], ctypes.byref(number)):
+            value = number.value
+            values.append(value - (1 << size) if size and value >> (size - 1) else value)
+        else:  # a number past 64 bits
+            values.append(as_int(model.eval(term, model_completion=True)))
+    return values
 
 
 def as_int(term: z3.ExprRef) -> int:
