@@ -25,6 +25,7 @@ from kafka_mc.model.interface import Property
 
 from .budget import solve
 from .encoding import Formula
+from .layout import model_values
 from .transitions import EncodingError
 
 
@@ -87,7 +88,7 @@ class ControlEncoding:
         return self.formulas[prop.name]
 
     def decode_action(self, solver_model: z3.ModelRef, action: z3.ArithRef) -> ControlAction:
-        return self.action_instances[solver_model.eval(action, model_completion=True).as_long()]
+        return self.action_instances[model_values(solver_model, [action])[0]]
 
     @staticmethod
     def effect(guard: list, updates: dict, s, n) -> list:
@@ -100,23 +101,25 @@ class ControlEncoding:
     def successors(self, state) -> list:
         """The encoding's successors of an explicit state, action instance by action instance (for
         the agreement test with the model)."""
-        if not hasattr(self, "_steps"):  # built once, for every state asked about
-            s, n = self.fresh("here"), self.fresh("next")
-            self._steps = (s, n, [(instance, z3.And(*self.instance_step(instance, s, n)))
-                                  for instance in self.action_instances])
-        s, n, steps = self._steps
-        solver = self.solver()
+        if not hasattr(self, "_steps"):  # one solver, each instance's step taken by its own literal
+            s, n, solver = self.fresh("here"), self.fresh("next"), self.solver()
+            chosen = []
+            for index, instance in enumerate(self.action_instances):
+                literal = z3.Bool(f"take_{index}")
+                solver.add(z3.Implies(literal, z3.And(*self.instance_step(instance, s, n))))
+                chosen.append((instance, literal))
+            self._steps = (s, n, solver, chosen)
+        s, n, solver, chosen = self._steps
+        solver.push()
         solver.add(self.concrete(state, s))
         found = []
-        for instance, step in steps:
-            solver.push()
-            solver.add(step)
-            if solve(solver) == z3.sat:
+        for instance, literal in chosen:
+            if solve(solver, literal) == z3.sat:
                 model = solver.model()
                 after = self.decode(model, n)
                 self.check_decoded(model, n, after)
                 found.append((instance, after))
-            solver.pop()
+        solver.pop()
         return found
 
     def check_agreement(self, states: Iterable) -> set[str]:
@@ -253,13 +256,12 @@ class ControllerEncoding(ControlEncoding):
         return z3.Or(*(stale for _, stale in self._stale_handles(s, action)))
 
     def decode(self, model: z3.ModelRef, s: SymController) -> ControllerState:
-        value = lambda term: model.eval(term, model_completion=True)  # noqa: E731
-        flight = tuple(sorted(key for key, flag in s.flight.items() if z3.is_true(value(flag))))
-        return ControllerState(value(s.holder).as_long(), value(s.zk_epoch).as_long(),
-                               sum(1 << b for b, flag in enumerate(s.sessions) if z3.is_true(value(flag))),
-                               tuple(value(a).as_long() for a in s.acting),
-                               tuple(value(r).as_long() for r in s.reading),
-                               tuple(value(o).as_long() for o in s.obeyed), flight, value(s.expirations).as_long())
+        values = iter(model_values(model, s.variables()))
+        holder, zk_epoch, expirations = next(values), next(values), next(values)
+        sessions = sum(1 << b for b in range(len(s.sessions)) if next(values))
+        acting, reading, obeyed = (tuple(next(values) for _ in part) for part in (s.acting, s.reading, s.obeyed))
+        flight = tuple(sorted(key for key in s.flight if next(values)))
+        return ControllerState(holder, zk_epoch, sessions, acting, reading, obeyed, flight, expirations)
 
     def concrete(self, state: ControllerState, s: SymController) -> z3.BoolRef:
         """`s` equals the explicit `state`."""
@@ -409,14 +411,11 @@ class PartitionFsmEncoding(ControlEncoding):
         return z3.And(taken, z3.Or(*(action == index for index in by)))
 
     def decode(self, model: z3.ModelRef, s: SymPartitions) -> PartitionFsmState:
-        value = lambda term: model.eval(term, model_completion=True)  # noqa: E731
-        return PartitionFsmState(tuple(value(v).as_long() for v in s.states),
-                                 tuple(value(v).as_long() for v in s.leaders),
-                                 tuple(sum(1 << b for b, flag in enumerate(row) if z3.is_true(value(flag)))
-                                       for row in s.isr),
-                                 sum(1 << b for b, flag in enumerate(s.live) if z3.is_true(value(flag))),
-                                 z3.is_true(value(s.deleting)), value(s.creations).as_long(),
-                                 value(s.failures).as_long())
+        values = iter(model_values(model, s.variables()))
+        states, leaders = (tuple(next(values) for _ in part) for part in (s.states, s.leaders))
+        isr = tuple(sum(1 << b for b in range(len(row)) if next(values)) for row in s.isr)
+        live = sum(1 << b for b in range(len(s.live)) if next(values))
+        return PartitionFsmState(states, leaders, isr, live, next(values), next(values), next(values))
 
     def concrete(self, state: PartitionFsmState, s: SymPartitions) -> z3.BoolRef:
         return z3.And(*(v == x for v, x in zip(s.states, state.states)),

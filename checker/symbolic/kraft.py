@@ -24,6 +24,7 @@ from kafka_mc.control.kraft import (CONTROLLED_SHUTDOWN, FENCE, NONE, PARTITION,
 from kafka_mc.control.system import ControlAction, put
 
 from .control import ControlEncoding
+from .layout import model_values
 
 FIELDS = ("kind", "a", "b", "c", "d")  # a record: its kind, then (broker, broker epoch) or (leader, ISR, epochs)
 
@@ -195,9 +196,7 @@ class KRaftEncoding(ControlEncoding):
         return z3.And(fixed)
 
     def decode(self, model: z3.ModelRef, s: SymKRaft) -> KRaftState:
-        value = lambda term: model.eval(term, model_completion=True)  # noqa: E731
-        number = lambda term: value(term).as_long()  # noqa: E731
-        truth = lambda term: z3.is_true(value(term))  # noqa: E731
+        number = truth = lambda term: model_values(model, [term])[0]  # noqa: E731
         log = []
         for terms in self._records(s, number(s.length)):
             kind, *fields = (number(term) for term in terms)
@@ -214,10 +213,8 @@ class KRaftEncoding(ControlEncoding):
         """The views the encoding kept are the folds of the decoded log (`control.kraft.view`)."""
         expected = self.values_of(state)
         for kept, folded in zip([n.controller, *n.views], [expected.controller, *expected.views]):
-            for term, value in zip(kept.terms(), folded.terms()):
-                got = model.eval(term, model_completion=True)
-                if (z3.is_true(got) if z3.is_bool(got) else got.as_long()) != value:
-                    raise AssertionError(f"the encoding's views of {state} are not its log's")
+            if model_values(model, kept.terms()) != list(folded.terms()):
+                raise AssertionError(f"the encoding's views of {state} are not its log's")
 
     # ------------------------------------------------------------------ the log and the views
 
