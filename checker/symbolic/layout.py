@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, Sequence
 
 import z3
 from z3 import z3core
@@ -374,7 +374,7 @@ def evaluate(model: z3.ModelRef, s: SymState) -> SymState:
     return rebuild(shape_of(s), model_values(model, leaves(s)))
 
 
-def model_values(model: z3.ModelRef, terms: list) -> list:
+def model_values(model: z3.ModelRef, terms: Sequence) -> list:
     """The Python value (bool, or int: a bit-vector's signed) a solver model gives each of
     `terms`, by Z3's C API (`z3core`): `model.eval` wraps every answer in a Python object, which
     cost more than the solving where every successor of a state is decoded (the agreement tests).
