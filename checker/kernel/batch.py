@@ -142,9 +142,20 @@ class KernelEncoding:
 
     def __init__(self, bumps: bool = False):
         self.bumps = bumps  # held to `model.epoch_bumps.EpochBumpModel` instead
+        self._decoded: tuple[Config | None, dict[bytes, State]] = (None, {})
 
     def expand(self, config: Config, states: Sequence[State]) -> Iterator[Expansion]:
         batch = KernelBatch(config, bumps=self.bumps)
+        if self._decoded[0] != config:  # a packed row decoded once per configuration: states recur as successors
+            self._decoded = (config, {})
+        decoded = self._decoded[1]
+
+        def state_of(row: np.ndarray) -> State:
+            key = row.tobytes()
+            if key not in decoded:
+                decoded[key] = batch.state(row)
+            return decoded[key]
+
         rows = np.stack([batch.pack(state) for state in states])
         parents, slots, fingerprints, successors, truncated = batch.expand(rows)
         if not np.array_equal(fingerprints, batch.fingerprints(successors)):
@@ -152,11 +163,11 @@ class KernelEncoding:
         flags = batch.flags(rows)
         ends = np.searchsorted(parents, np.arange(len(states) + 1))
         for index, state in enumerate(states):
-            if batch.state(rows[index]) != state:
+            if state_of(rows[index]) != state:
                 raise AssertionError(f"packing does not round-trip {state}")
             made = range(ends[index], ends[index + 1])
             yield Expansion(
-                tuple((int(slots[k]), batch.state(successors[k])) for k in made),
+                tuple((int(slots[k]), state_of(successors[k])) for k in made),
                 {name: bool(flags[index] >> bit & 1) != (KINDS[name] == ALWAYS)
                  for bit, name in enumerate(PROPERTY_NAMES) if name in KINDS},
                 tuple({STEP_WITNESS: bool(truncated[k])} for k in made))
