@@ -97,8 +97,8 @@ from .spark_storage import HadoopDirectory, StorageError, directory
 CHECKPOINT_FILE = "kafka-mc-checkpoint.json"
 # a level's write: no _SUCCESS file (the level's JSON marks it complete), each task's file moved in
 # place when the task commits (not again by the driver when the job does)
-_WRITE_OPTIONS = {"mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
-                  "mapreduce.fileoutputcommitter.algorithm.version": "2"}
+WRITE_OPTIONS = {"mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+                 "mapreduce.fileoutputcommitter.algorithm.version": "2"}
 CHECKPOINT_FORMAT = 3  # 3: the visited set as sorted fingerprints per partition and level (2: rows, anti-joins)
 
 
@@ -561,7 +561,7 @@ class _Engine:
         summaries = self.spark.sparkContext.accumulator([], SummaryList())
         step = level_step(depth, self.uid, self.count, from_disk, flags, bits, summaries, self.level_schema)
         (candidates.repartition(self.count, "owner").mapInArrow(step, self.level_schema)
-         .write.mode("overwrite").options(**_WRITE_OPTIONS).parquet(self.files.uri_at(_level_dir(depth))))
+         .write.mode("overwrite").options(**WRITE_OPTIONS).parquet(self.files.uri_at(_level_dir(depth))))
         reports = {report["partition"]: report for report in summaries.value}
         if len(reports) != self.count:
             raise RuntimeError(f"level {depth}: {self.count - len(reports)} of {self.count} partitions sent no summary")
