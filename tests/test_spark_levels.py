@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from spark_levels import level_rows  # noqa: E402
 
@@ -36,3 +38,28 @@ def test_each_level_gets_its_jobs_stages_python_and_the_drivers_rest():
                                                                                             (1, 24, 450, 70)]
     assert [(r["expand_ms"], r["expand_python_ms"], r["step_ms"], r["step_python_ms"], r["shuffle_mb"])
             for r in rows] == [(100, 40, 150, 35, 1.0), (200, 120, 160, 70, 3.0)]
+
+
+FLOOR = Path(__file__).resolve().parent.parent / "benchmarks" / "spark_floor.py"
+
+
+def test_the_floor_benchmark_refuses_fewer_jobs_than_it_leaves_out():
+    import subprocess
+
+    refused = subprocess.run([sys.executable, str(FLOOR), "--jobs", "2", "--warm-up", "2"], capture_output=True, text=True)
+    assert refused.returncode == 2 and "--jobs must be more than --warm-up (2), not 2" in refused.stderr
+
+
+@pytest.mark.slow  # starts Spark: half a minute for a smoke run
+def test_the_floor_benchmark_runs_each_shape_and_writes_its_figures(tmp_path):
+    """`benchmarks/spark_floor.py` as the docs run it, with two jobs of each shape (one left out)."""
+    import json
+    import subprocess
+
+    figures = tmp_path / "floor.json"
+    done = subprocess.run([sys.executable, str(FLOOR), "--jobs", "2", "--warm-up", "1", "--json", str(figures)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    shapes = json.loads(figures.read_text())["shapes"]
+    assert list(shapes) == ["level", "one stage", "rdd"]
+    assert all(0 < shape["min_s"] <= shape["median_s"] <= shape["max_s"] for shape in shapes.values())
