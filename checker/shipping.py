@@ -4,9 +4,10 @@
 `ship(spark_context)` zips the driver's own kafka-mc (the Python files of every `kafka_mc`
 package the driver has loaded, and of the packages below them) and adds the zip with
 `addPyFile`: each executor puts it on its `sys.path` before running a task, so executors run the
-driver's code, never an older kafka-mc installed on them. The zip holds Python files only; the
-driver's `sys.path` is left as it was. The compiled kernel, run from the zip, is cached per
-user and kernel source (`checker.kernel.cache.ShippedKernelLocator`), not per job.
+driver's code, never an older kafka-mc installed on them. The zip holds Python files and the path
+of the driver's kernel cache; the driver's `sys.path` is left as it was. The compiled kernel, run
+from the zip, is cached per kernel source (`checker.kernel.cache.ShippedKernelLocator`), not per
+job: in the driver's own cache where the executor's machine has it, else per user.
 """
 
 from __future__ import annotations
@@ -42,11 +43,16 @@ def _add_tree(files: dict[str, Path], prefix: str, directory: Path) -> None:
 
 def build_zip() -> Path:
     """The zip of `package_files()`, written once per content into the temporary directory."""
+    from kafka_mc.checker.kernel.cache import DRIVER_CACHE_ENTRY, SOURCES_CACHE
+
     buffer = io.BytesIO()
+    entries = {name: source.read_bytes() for name, source in package_files().items()}
+    # where the driver caches the compiled kernel: executors on its machine use that cache too
+    entries[f"kafka_mc/checker/kernel/{DRIVER_CACHE_ENTRY}"] = str(SOURCES_CACHE).encode()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, source in sorted(package_files().items()):
+        for name, content in sorted(entries.items()):
             info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))  # the same bytes for the same code
-            archive.writestr(info, source.read_bytes(), zipfile.ZIP_DEFLATED)
+            archive.writestr(info, content, zipfile.ZIP_DEFLATED)
     content = buffer.getvalue()
     digest = hashlib.sha256(content).hexdigest()[:16]
     path = _ZIPS.get(digest)

@@ -6,6 +6,7 @@ engine's counts, verdicts and traces."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -234,6 +235,47 @@ def test_the_kernel_shipped_in_a_zip_is_cached_by_its_sources_not_by_the_zips_pa
     assert first.get_source_stamp() == second.get_source_stamp() != changed.get_source_stamp()
     assert ShippedKernelLocator.from_function(function, str(tmp_path / "a" / "kafka_mc-x.zip" / "kafka_mc/model/state.py")) is None
     assert ShippedKernelLocator.from_function(function, __file__) is None  # not in a zip: numba's own locators
+
+
+def test_the_kernel_shipped_in_a_zip_uses_the_drivers_cache_of_the_same_sources_where_the_machine_has_it(
+        tmp_path, monkeypatch):
+    """An executor on the driver's machine loads what the driver compiled (local mode compiles once); a
+    cache of other sources, or one this machine does not have, is not used."""
+    import zipfile
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    from kafka_mc.checker.kernel.cache import DRIVER_CACHE_ENTRY, ShippedKernelLocator
+
+    def function():
+        pass
+
+    def located(name: str, driver: Path) -> str:
+        path = tmp_path / name / "kafka_mc-x.zip"
+        path.parent.mkdir()
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("kafka_mc/checker/kernel/explore.py", b"x = 1")
+            archive.writestr(f"kafka_mc/checker/kernel/{DRIVER_CACHE_ENTRY}", str(driver))
+        return ShippedKernelLocator.from_function(function, str(path / "kafka_mc/checker/kernel/explore.py"))
+
+    digest = located("probe", tmp_path / "nowhere").get_source_stamp()
+    same = tmp_path / "driver" / f"sources-{digest[:32]}"
+    other = tmp_path / "driver" / f"sources-{'0' * 32}"
+    same.mkdir(parents=True)
+    other.mkdir()
+    assert located("same", same).get_cache_path() == str(same)
+    user_cache = str(tmp_path / "cache" / "kafka-mc" / "kernel" / digest[:32])
+    assert located("other", other).get_cache_path() == user_cache
+    assert located("absent", tmp_path / "driver" / "gone" / f"sources-{digest[:32]}").get_cache_path() == user_cache
+
+
+def test_the_shipped_zip_names_the_drivers_kernel_cache():
+    import zipfile
+
+    from kafka_mc.checker.kernel.cache import DRIVER_CACHE_ENTRY, SOURCES_CACHE
+    from kafka_mc.checker.shipping import build_zip
+
+    with zipfile.ZipFile(build_zip()) as archive:
+        assert archive.read(f"kafka_mc/checker/kernel/{DRIVER_CACHE_ENTRY}").decode() == str(SOURCES_CACHE)
 
 
 def test_importing_the_kernel_starts_numbas_parallel_backend():

@@ -128,17 +128,28 @@ def compile_lock():
     return _lock("kafka-mc-kernel-compile.lock")
 
 
+# In a shipped zip, beside the kernel's sources: the driver's `SOURCES_CACHE` (`checker.shipping`)
+DRIVER_CACHE_ENTRY = "driver-kernel-cache.txt"
+
+
 class ShippedKernelLocator(_CacheLocator):
     """Where numba caches the kernel when it runs from the zip a Spark job ships
     (`checker.shipping`): numba's own locator for zips keys the cache on the zip's path and
     modification time, which are new for every job, so every job would compile the kernel
-    again. This one keys it on the kernel sources' content, in the user's cache directory."""
+    again. This one keys it on the kernel sources' content: in the driver's own cache of the
+    same sources where this machine has it (local mode, or an executor beside the driver: the
+    stamps and file names are the installed locator's, so neither compiles what the other has),
+    else in the user's cache directory."""
 
     def __init__(self, py_func, zip_path: str, internal_dir: str):
         self._lineno = py_func.__code__.co_firstlineno
         self._digest = _zipped_sources_digest(zip_path, internal_dir)
-        self._cache_path = os.path.join(AppDirs(appname="kafka-mc", appauthor=False).user_cache_dir,
-                                        "kernel", self._digest[:32])
+        driver = _driver_cache(zip_path, internal_dir)
+        if driver and driver.name == f"sources-{self._digest[:32]}" and driver.is_dir() and os.access(driver, os.W_OK):
+            self._cache_path = str(driver)
+        else:
+            self._cache_path = os.path.join(AppDirs(appname="kafka-mc", appauthor=False).user_cache_dir,
+                                            "kernel", self._digest[:32])
 
     def get_cache_path(self) -> str:
         return self._cache_path
@@ -182,6 +193,15 @@ def _zipped_sources_digest(zip_path: str, internal_dir: str) -> str:
                 digest.update(name.rsplit("/", 1)[-1].encode() + b"\0" + archive.read(name))
         _ZIP_DIGESTS[key] = digest.hexdigest()
     return _ZIP_DIGESTS[key]
+
+
+def _driver_cache(zip_path: str, internal_dir: str) -> Path | None:
+    """The driver's kernel cache folder a shipped zip names, if it names one."""
+    try:
+        with zipfile.ZipFile(zip_path) as archive:
+            return Path(archive.read(f"{internal_dir}/{DRIVER_CACHE_ENTRY}").decode())
+    except (KeyError, OSError, UnicodeDecodeError, zipfile.BadZipFile):
+        return None
 
 
 def register_locators() -> None:
