@@ -143,8 +143,7 @@ class ShippedKernelLocator(_CacheLocator):
 
     def __init__(self, py_func, zip_path: str, internal_dir: str):
         self._lineno = py_func.__code__.co_firstlineno
-        self._digest = _zipped_sources_digest(zip_path, internal_dir)
-        driver = _driver_cache(zip_path, internal_dir)
+        self._digest, driver = _zipped_kernel(zip_path, internal_dir)
         if driver and driver.name == f"sources-{self._digest[:32]}" and driver.is_dir() and os.access(driver, os.W_OK):
             self._cache_path = str(driver)
         else:
@@ -177,13 +176,14 @@ class ShippedKernelLocator(_CacheLocator):
         return self
 
 
-_ZIP_DIGESTS: dict[tuple[str, str], str] = {}
+_ZIPPED: dict[tuple[str, str], tuple[str, Path | None]] = {}
 
 
-def _zipped_sources_digest(zip_path: str, internal_dir: str) -> str:
-    """`sources_digest` of the kernel sources inside a zip."""
+def _zipped_kernel(zip_path: str, internal_dir: str) -> tuple[str, Path | None]:
+    """`sources_digest` of the kernel sources inside a zip, and the driver's kernel cache folder the
+    zip names (None where it names none): the zip read once per process."""
     key = (zip_path, internal_dir)
-    if key not in _ZIP_DIGESTS:
+    if key not in _ZIPPED:
         digest = hashlib.sha256()
         with zipfile.ZipFile(zip_path) as archive:
             names = sorted(name for name in archive.namelist()
@@ -191,17 +191,12 @@ def _zipped_sources_digest(zip_path: str, internal_dir: str) -> str:
                            and "/" not in name[len(internal_dir) + 1:])
             for name in names:
                 digest.update(name.rsplit("/", 1)[-1].encode() + b"\0" + archive.read(name))
-        _ZIP_DIGESTS[key] = digest.hexdigest()
-    return _ZIP_DIGESTS[key]
-
-
-def _driver_cache(zip_path: str, internal_dir: str) -> Path | None:
-    """The driver's kernel cache folder a shipped zip names, if it names one."""
-    try:
-        with zipfile.ZipFile(zip_path) as archive:
-            return Path(archive.read(f"{internal_dir}/{DRIVER_CACHE_ENTRY}").decode())
-    except (KeyError, OSError, UnicodeDecodeError, zipfile.BadZipFile):
-        return None
+            try:
+                driver: Path | None = Path(archive.read(f"{internal_dir}/{DRIVER_CACHE_ENTRY}").decode())
+            except (KeyError, UnicodeDecodeError):
+                driver = None
+        _ZIPPED[key] = (digest.hexdigest(), driver)
+    return _ZIPPED[key]
 
 
 def register_locators() -> None:
