@@ -5,8 +5,8 @@ reachable state some reachable state has every two live replicas' logs agreeing 
 lower of their HWs. Under `hw`, Case D breaks it: A keeps m2 below its HW and can never fetch
 m3. Beside it, AG EF LeaderAgain: from every reachable state some reachable state has a live
 leader, or the elections bound is spent (a bounded liveness check: the partition never stays
-without a leader it could still elect). Under `kip-966` two unclean shutdowns break it: both
-replicas leave the ISR and the ELR, and no clean election may take either. The control-plane
+without a leader it could still elect). Under `kip-966` it holds where the ISR and the ELR empty: the
+last known leader is elected (KAFKA-15584), uncleanly. The control-plane
 models use the same graph and check with their own goal (`system_graph`, `check_goal`).
 """
 

@@ -164,8 +164,10 @@ _DELAY_FIELDS = ("delayedFetch", "delayedFetchStale")
 _RESPONSE_FIELDS = ("offset", "hw", "records", "outOfRange")
 _CONTROLLER_FIELDS = ("leader", "epoch", "isr")
 _PROPOSAL_FIELDS = ("proposal", "reregistered")
-# the eligible leader replicas: a field of the twin's controller with EligibleLeaders only (KIP-966)
+# the eligible leader replicas: a field of the twin's controller with EligibleLeaders only (KIP-966), and with
+# them the last known leader (KAFKA-15584; absent from a trace written before the twin had it: none)
 _ELR_FIELD = "elr"
+_LAST_KNOWN_ELR_FIELD = "lastKnownElr"
 _NO_LEADER = "none"  # the twin's NoLeader
 _STATUSES = STATUS_NAMES[:3]  # up, crashed, offline: the twin has no network failures (no expired session)
 _ROLES = {NO_ROLE: "none", LEADER: "leader", TRUNCATING: "truncating", FOLLOWER: "follower"}
@@ -201,7 +203,8 @@ def twin_view(state: State) -> dict[str, Any]:
     `controller.isr`, `acked`): what `decode_twin_state` reads from a trace of the twin. The twin
     has no page cache, network failures or `consumed` history, so this leaves out fields that keep
     their initial values in every configuration it models. `controller.elr` is the eligible leader
-    replicas (KIP-966), empty where the protocol keeps none (the twin's controller then has no `elr`);
+    replicas (KIP-966), empty where the protocol keeps none (the twin's controller then has no `elr`), and
+    `controller.lastKnownElr` the last known leader (KAFKA-15584), as empty there;
     `replicas[A].leaderId` the leader A follows (`Replica.leader_id`), the twin's NoLeader for none;
     `replicas[A].delayedFetch` and `delayedFetchStale` A's fetch in flight (`Replica.delayed_fetch`),
     `controller.proposal` and `controller.reregistered` the AlterPartition in flight, `delays` the
@@ -233,6 +236,7 @@ def twin_view(state: State) -> dict[str, Any]:
     view["controller.epoch"] = controller.epoch
     view["controller.isr"] = members(controller.isr)
     view["controller.elr"] = members(controller.elr)
+    view["controller.lastKnownElr"] = members(controller.last_known_elr)
     view["controller.proposal"] = members(controller.proposal)
     view["controller.reregistered"] = members(controller.reregistered)
     view["written"] = state.written
@@ -282,7 +286,8 @@ def decode_twin_state(raw: dict, names: tuple[str, ...], where: str) -> dict[str
     raw_controller = values["controller"]
     with_elr = _is_record(raw_controller) and _ELR_FIELD in raw_controller._fields
     controller = _record(raw_controller, f"{where}.controller",
-                         (*_CONTROLLER_FIELDS, _ELR_FIELD) if with_elr else _CONTROLLER_FIELDS, _PROPOSAL_FIELDS)
+                         (*_CONTROLLER_FIELDS, _ELR_FIELD) if with_elr else _CONTROLLER_FIELDS,
+                         (*_PROPOSAL_FIELDS, _LAST_KNOWN_ELR_FIELD) if with_elr else _PROPOSAL_FIELDS)
     view["controller.leader"] = _leader(controller["leader"], f"{where}.controller.leader", names)
     view["controller.epoch"] = _int(controller["epoch"], f"{where}.controller.epoch")
     view["controller.isr"] = frozenset(_replica(member, f"{where}.controller.isr", names)
@@ -291,6 +296,9 @@ def decode_twin_state(raw: dict, names: tuple[str, ...], where: str) -> dict[str
     view["controller.elr"] = frozenset(_replica(member, f"{where}.controller.elr", names)
                                        for member in (_set(controller[_ELR_FIELD], f"{where}.controller.elr")
                                                       if with_elr else ()))
+    view["controller.lastKnownElr"] = frozenset(
+        _replica(member, f"{where}.controller.lastKnownElr", names)
+        for member in _set(controller.get(_LAST_KNOWN_ELR_FIELD, frozenset()), f"{where}.controller.lastKnownElr"))
     for field in _PROPOSAL_FIELDS:
         view[f"controller.{field}"] = frozenset(_replica(member, f"{where}.controller.{field}", names)
                                                 for member in _set(controller.get(field, frozenset()),

@@ -53,11 +53,14 @@ def elr_text(state: State) -> str:
 
 
 def isr_state_text(state: State) -> str:
-    """The ISR, followed by the ELR where it is not empty and the requests in flight where there are
-    some: `{A}`, `{A}, ELR {B, C}`, `{A}, AlterPartition adding B in flight (B registered again since)` or
-    `{A, B}, fetch of B at offset 1 in flight (sent before B crashed)`."""
+    """The ISR, followed by the ELR and the last known leader where they are not empty and the requests in
+    flight where there are some: `{A}`, `{A}, ELR {B, C}`, `{}, last known leader A`, `{A}, AlterPartition
+    adding B in flight (B registered again since)` or `{A, B}, fetch of B at offset 1 in flight (sent before B
+    crashed)`."""
     controller = state.controller
     text = isr_text(state) + (f", ELR {elr_text(state)}" if controller.elr else "")
+    if controller.last_known_elr:
+        text += ", last known leader " + ", ".join(replica_name(m) for m in isr_members(controller.last_known_elr))
     if controller.proposal:
         adding = ", ".join(replica_name(m) for m in isr_members(controller.proposal))
         text += f", AlterPartition adding {adding} in flight"
@@ -129,6 +132,7 @@ def state_view(state: State) -> dict:
             "leader_epoch": state.controller.epoch,
             "isr": [replica_name(m) for m in isr_members(state.controller.isr)],
             "elr": [replica_name(m) for m in isr_members(state.controller.elr)],
+            "last_known_elr": [replica_name(m) for m in isr_members(state.controller.last_known_elr)],
         },
         "written": state.written,
         "crashes": state.crashes,

@@ -75,7 +75,7 @@ What is simplified, and why:
 - The controller is ZooKeeper's or KRaft's alike: noticing a failure is a session expiry or
   missed heartbeats (fencing), a restart a new registration. With eligible leader replicas
   (`kip-966`) every restart after a crash is an unclean shutdown (no controlled shutdown is
-  modelled), and the last known ELR, which only the unclean recovery manager reads, is left out.
+  modelled); the last known leader is elected once it is up (Kafka elects it even while it is down).
 """
 
 from __future__ import annotations
@@ -367,14 +367,19 @@ class ReplicationModel:
         """The controller's partition state with the ISR `isr`; a new partition epoch, which drops an
         AlterPartition in flight (`controller_handle_alter_partition`). With eligible leader replicas (KIP-966,
         `PartitionChangeBuilder.maybePopulateTargetElr`): an ISR of min.insync.replicas members or more
-        empties the ELR; a smaller one adds the old ISR's members to it, less the new ISR's and `unclean`."""
-        elr = controller.elr
+        empties the ELR; a smaller one adds the old ISR's members to it, less the new ISR's and `unclean`. An ISR
+        that becomes empty keeps its last member as the last known leader (KAFKA-15584,
+        `maybeUpdateLastKnownLeader`: Kafka keeps `partition.leader`, which is that member, since Kafka elects in
+        the record that fences a leader; `controller_elect_leader`)."""
+        elr, last_known_elr = controller.elr, controller.last_known_elr
         if self.protocol.eligible_leaders:
             if bin(isr).count("1") >= self.config.min_isr:
                 elr = 0
             else:
                 elr = (elr | controller.isr) & ~isr & ~unclean
-        return dropped_proposal(controller._replace(isr=isr, elr=elr))
+            if controller.isr and not isr:
+                last_known_elr = controller.isr
+        return dropped_proposal(controller._replace(isr=isr, elr=elr, last_known_elr=last_known_elr))
 
     def _appended(self, replica: Replica, records: tuple[Record, ...]) -> Replica:
         """The replica with `records` at the end of its log, in the page cache unless flushed."""
@@ -678,9 +683,18 @@ class ReplicationModel:
 
     def controller_elect_leader(self, state: State, index: int) -> State | None:
         """The controller elects a live ISR member (with eligible leader replicas, a live ELR member
-        while the ISR is empty; any live replica, as the only ISR member, when unclean election is
-        enabled and no such member is live) in a new epoch. It cannot make a broker it cannot reach
-        the leader."""
+        while the ISR is empty; while both are empty, the last known leader, uncleanly; any live replica, as
+        the only ISR member, when unclean election is enabled and no such member is live) in a new epoch.
+        It cannot make a broker it cannot reach the leader.
+
+        The last known leader (KAFKA-15584, 3.7.0: `PartitionChangeBuilder.electAnyLeader` ->
+        `canElectLastKnownLeader`, on wherever the ELR is, `useLastKnownLeaderInBalancedRecovery` being true
+        unless a test sets it) comes before an unclean election of any other replica, and is an unclean
+        election itself: the only ISR member, the ELR and the last known leader cleared (`tryElection`,
+        `maybeUpdateRecordElr`, `maybeUpdateLastKnownLeader`). Kafka elects it even while it is down
+        (`canElectLastKnownLeader` only logs that); here it is elected once it is up, which is where Kafka's
+        leader that is down ends too: its registration leaves the ISR empty with it as the last known leader,
+        and its unfencing elects it again."""
         controller = state.controller
         candidate = state.replicas[index]
         if controller.leader != NO_LEADER or self.elections_spent(state):
@@ -690,10 +704,14 @@ class ReplicationModel:
         # KIP-966: while the ISR is empty an ELR member is as good (`PartitionChangeBuilder.isValidNewLeader`)
         eligible = controller.isr or controller.elr
         live_eligible = [m for m in isr_members(eligible) if state.replicas[m].status == UP]
-        elr = controller.elr
+        elr, last_known = controller.elr, controller.last_known_elr
         if index in live_eligible:
             isr = controller.isr or 1 << index  # an ELR member becomes the only ISR member (`tryElection`)
             elr &= ~(1 << index)
+        elif not eligible and bin(last_known).count("1") == 1:
+            if last_known != 1 << index:
+                return None  # KAFKA-15584: the last known leader, before any unclean election
+            isr = 1 << index
         elif self.config.unclean and not live_eligible:
             isr, elr = 1 << index, 0  # an unclean election clears the ELR (`maybeUpdateRecordElr`)
         else:
@@ -709,7 +727,7 @@ class ReplicationModel:
             epochs=self.protocol.epochs_on_become_leader(candidate.epochs, epoch, candidate.leo),
             leader_id=self._remembered(index),
         )
-        controller = controller._replace(leader=index, epoch=epoch, isr=isr, elr=elr)
+        controller = controller._replace(leader=index, epoch=epoch, isr=isr, elr=elr, last_known_elr=0)
         state = self.with_replica(state, index, leader)._replace(controller=controller)
         return self._advance_hw(state, index)
 

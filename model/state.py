@@ -120,6 +120,9 @@ class Controller(NamedTuple):
     # replica it adds to the ISR (0: none), and of those of them registered again since (a new broker epoch)
     proposal: int = 0
     reregistered: int = 0
+    # KIP-966 (`eligible_leaders`): the last known leader, kept when the ISR becomes empty and elected when the
+    # ISR and the ELR are both empty (KAFKA-15584, `PartitionChangeBuilder.lastKnownElr`); a bitmask, 0: none
+    last_known_elr: int = 0
 
 
 @_fast_replace

@@ -37,6 +37,7 @@ def permute(state: State, order: tuple[int, ...]) -> State:
         controller=controller._replace(leader=_renamed(controller.leader, order),
                                        isr=_permute_mask(controller.isr, order),
                                        elr=_permute_mask(controller.elr, order),
+                                       last_known_elr=_permute_mask(controller.last_known_elr, order),
                                        proposal=_permute_mask(controller.proposal, order),
                                        reregistered=_permute_mask(controller.reregistered, order)),
         zk_cut=_permute_mask(state.zk_cut, order),

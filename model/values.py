@@ -60,6 +60,7 @@ class ControllerElrVar(NamedTuple):
     epoch: int
     isr: SortedSet
     elr: SortedSet
+    lastKnownElr: SortedSet  # the last known leader (KAFKA-15584)
 
 
 class AlterPartitionVar(NamedTuple):
@@ -88,8 +89,8 @@ def state_values(state: State, elr: bool = False, delays: bool = False) -> dict[
     isr = SortedSet(replica_name(m) for m in isr_members(state.controller.isr))
     controller: ControllerVar | ControllerElrVar = ControllerVar(leader, epoch, isr)
     if elr:
-        controller = ControllerElrVar(leader, epoch, isr,
-                                      SortedSet(replica_name(m) for m in isr_members(state.controller.elr)))
+        controller = ControllerElrVar(leader, epoch, isr, _names(state.controller.elr),
+                                      _names(state.controller.last_known_elr))
     return {
         "replicas": {replica_name(i): _replica_var(state, i) for i in range(len(state.replicas))},
         "controller": controller,

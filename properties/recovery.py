@@ -20,8 +20,8 @@ def live_replicas_agree(state: State) -> bool:
 GOAL = Goal(RECOVERABILITY, RECOVERABILITY_SOURCE, live_replicas_agree)
 
 LEADER_AGAIN = "LeaderAgain"
-LEADER_AGAIN_SOURCE = ("KIP-966 (a partition whose ISR and ELR are empty stays offline until an unclean election); "
-                       "Vanlightly's kip-966 liveness properties")
+LEADER_AGAIN_SOURCE = ("KIP-966 (a partition whose ISR and ELR are empty elects its last known leader, "
+                       "KAFKA-15584); Vanlightly's kip-966 liveness properties")
 
 
 def live_leader(state: State) -> bool:

@@ -46,7 +46,7 @@ from numba import njit, prange
 from .invariants import FOLLOWER_TRUNCATED, follower_truncated, state_flags
 from kafka_mc.model.state import NO_LEADER
 
-from .layout import (C_REPLICAS, ELR, FOLLOWS, HAS_REMOTE, ISR, LEADER, PEER_CUT, PROPOSAL, REMOTE_LEO, REPLICA_WIDTH,
+from .layout import (C_REPLICAS, ELR, FOLLOWS, LAST_KNOWN_ELR, HAS_REMOTE, ISR, LEADER, PEER_CUT, PROPOSAL, REMOTE_LEO, REPLICA_WIDTH,
                      REREGISTERED, STALE_ISR, WIDTH, ZK_CUT)
 from .transitions import apply
 
@@ -103,6 +103,7 @@ def permute(cfg, t, order, u):
     u[LEADER] = renamed(t[LEADER], order, n)
     u[ISR] = permute_mask(t[ISR], order, n)
     u[ELR] = permute_mask(t[ELR], order, n)
+    u[LAST_KNOWN_ELR] = permute_mask(t[LAST_KNOWN_ELR], order, n)
     u[PROPOSAL] = permute_mask(t[PROPOSAL], order, n)
     u[REREGISTERED] = permute_mask(t[REREGISTERED], order, n)
     u[ZK_CUT] = permute_mask(t[ZK_CUT], order, n)

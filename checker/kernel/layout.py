@@ -75,7 +75,8 @@ PEER_CUT = ZK_CUT + 1
 CUTS = PEER_CUT + 1
 BUMPED = CUTS + 1  # with the controller's epoch bumps (`model/epoch_bumps.py`): the epochs bumps made
 ELR = BUMPED + 1  # with eligible leader replicas (KIP-966, `eligible_leaders`): the controller's ELR mask
-PROPOSAL = ELR + 1  # with delays: the replica the AlterPartition in flight adds (a mask; `Controller.proposal`)
+LAST_KNOWN_ELR = ELR + 1  # with eligible leader replicas: the last known leader (a mask; `Controller.last_known_elr`)
+PROPOSAL = LAST_KNOWN_ELR + 1  # with delays: the replica the AlterPartition in flight adds (a mask; `Controller.proposal`)
 REREGISTERED = PROPOSAL + 1  # with delays: `Controller.reregistered`
 DELAYS = REREGISTERED + 1  # with delays: AlterPartition requests delayed so far
 COMMITTED = DELAYS + 1
@@ -191,7 +192,7 @@ def encode(state: State) -> np.ndarray:
     wide[LEADER], wide[CONTROLLER_EPOCH], wide[ISR] = controller.leader, controller.epoch, controller.isr
     wide[WRITTEN], wide[CRASHES], wide[ACKED] = state.written, state.crashes, state.acked
     wide[ZK_CUT], wide[PEER_CUT], wide[CUTS] = state.zk_cut, state.peer_cut, state.cuts
-    wide[BUMPED], wide[ELR] = controller.bumped, controller.elr
+    wide[BUMPED], wide[ELR], wide[LAST_KNOWN_ELR] = controller.bumped, controller.elr, controller.last_known_elr
     wide[PROPOSAL], wide[REREGISTERED], wide[DELAYS] = controller.proposal, controller.reregistered, state.delays
     for history, first in ((state.committed, COMMITTED), (state.consumed, CONSUMED)):
         for offset, msg in history:
@@ -231,7 +232,7 @@ def decode(wide: np.ndarray, replicas: int) -> State:
         return tuple(pairs)
 
     controller = Controller(cells[LEADER], cells[CONTROLLER_EPOCH], cells[ISR], cells[BUMPED], cells[ELR],
-                            cells[PROPOSAL], cells[REREGISTERED])
+                            cells[PROPOSAL], cells[REREGISTERED], cells[LAST_KNOWN_ELR])
     return State(tuple(decoded), controller, cells[WRITTEN],
                  cells[CRASHES], history(COMMITTED), history(CONSUMED), cells[ACKED], cells[ZK_CUT],
                  cells[PEER_CUT], cells[CUTS], cells[DELAYS])
@@ -293,7 +294,7 @@ def _ranges(config: Config, bumps: bool = False) -> list[tuple[int, int, int]]:
     if bumps:
         ranges.append((BUMPED, 0, (1 << (elections + 1)) - 1))
     if keeps_elr:
-        ranges.append((ELR, 0, masks))
+        ranges += [(ELR, 0, masks), (LAST_KNOWN_ELR, 0, masks)]
     if config.delays:
         ranges += [(PROPOSAL, 0, masks), (REREGISTERED, 0, masks), (DELAYS, 0, config.delays)]
     for first in (COMMITTED, CONSUMED):

@@ -13,7 +13,7 @@ from numba import njit
 
 from .layout import (
     ACKED, ACKS_ALL, ACKS_ZERO, BUMPED, C_ACKS, C_DELAYS, C_ISR_UPDATES, DELAYS, ISR_BROKER_EPOCHS, ISR_LIVE_MEMBERS,
-    PROPOSAL, REREGISTERED, C_CRASHES, C_DIVERGING_FETCH_UPDATES_LEADER, C_ELECTIONS,
+    LAST_KNOWN_ELR, PROPOSAL, REREGISTERED, C_CRASHES, C_DIVERGING_FETCH_UPDATES_LEADER, C_ELECTIONS,
     C_BOUNCE_NOTICED, C_DIVERGING_RESPONSE_HW, C_ELIGIBLE_LEADERS, C_HW_NEEDS_MIN_ISR, C_EPOCH_ASSIGN, C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_EPOCH_LOOKUP, C_FLUSH, C_ISR_BUMPS, C_ISR_JOIN,
     C_UNFENCED_REQUESTS, C_FOLLOWER_SKIPS, C_MESSAGES, C_TRUNCATE_AT_END, C_MIN_ISR, C_NEW_FOLLOWER, C_PARTITIONS,
     C_REPLICAS, C_TRUNCATE_ON_FETCH, C_UNCLEAN, C_ISR_SHRINK, SHRINK_AFTER_LAG_TIME, SHRINK_BEHIND_LEO, SKIP_SAME_EPOCH,
@@ -374,12 +374,14 @@ def drop_proposal(t):
 def isr_change(cfg, t, isr, unclean):
     """`ReplicationModel._isr_change`: the controller's ISR becomes `isr`; with eligible leader replicas
     (KIP-966) the ELR empties at min.insync.replicas members or more, else takes the old ISR's members
-    less the new ISR's and `unclean`."""
+    less the new ISR's and `unclean`; an ISR that becomes empty keeps its last member as the last known leader."""
     if cfg[C_ELIGIBLE_LEADERS]:
         if popcount(isr) >= cfg[C_MIN_ISR]:
             t[ELR] = 0
         else:
             t[ELR] = (t[ELR] | t[ISR]) & ~isr & ~unclean
+        if t[ISR] and not isr:
+            t[LAST_KNOWN_ELR] = t[ISR]
     t[ISR] = isr
     drop_proposal(t)  # a new partition epoch
 
@@ -736,9 +738,14 @@ def controller_elect_leader(cfg, s, t, i):
     for member in range(n):
         if eligible >> member & 1 and s[member * REPLICA_WIDTH + STATUS] == UP:
             live_eligible |= 1 << member
+    last_known = s[LAST_KNOWN_ELR]
     if live_eligible >> i & 1:
         new_isr = isr if isr else 1 << i  # an ELR member becomes the only ISR member (`tryElection`)
         elr &= ~(1 << i)
+    elif not eligible and popcount(last_known) == 1:
+        if last_known != 1 << i:
+            return False  # KAFKA-15584: the last known leader, before any unclean election
+        new_isr = 1 << i
     elif cfg[C_UNCLEAN] and not live_eligible:
         new_isr, elr = 1 << i, 0  # an unclean election clears the ELR (`maybeUpdateRecordElr`)
     else:
@@ -758,6 +765,7 @@ def controller_elect_leader(cfg, s, t, i):
     t[CONTROLLER_EPOCH] = epoch
     t[ISR] = new_isr
     t[ELR] = elr
+    t[LAST_KNOWN_ELR] = 0
     advance_hw(cfg, t, i)
     return True
 

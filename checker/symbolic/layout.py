@@ -21,7 +21,8 @@ layout, and the proofs over it, are unchanged.
 
 The controller's `elr` (the eligible leader replicas, KIP-966) is one Bool per replica where the
 protocol has `eligible_leaders` (`Shape.elr`), and none otherwise: the other variants' states have
-an empty ELR, so their layout, and the proofs over it, are unchanged too.
+an empty ELR, so their layout, and the proofs over it, are unchanged too. So is `last_known_elr` (the
+last known leader, KAFKA-15584).
 
 A replica's `leader_id` (the leader it follows, `Replica.leader_id`: NO_LEADER or a replica index)
 is one number per replica where the protocol remembers it (`Protocol.remembers_leader`,
@@ -94,7 +95,8 @@ class Shape:
 
 
 # Fields whose leaves are Bools; every other leaf is an Int.
-BOOLS = {"has_response", "resp_oor", "stale_isr", "leading", "isr", "bumped", "elr", "committed", "consumed", "acked",
+BOOLS = {"has_response", "resp_oor", "stale_isr", "leading", "isr", "bumped", "elr", "last_known_elr", "committed",
+         "consumed", "acked",
          "zk_cut", "peer_cut", "proposal", "reregistered", "delayed_fetch_stale"}
 
 
@@ -134,6 +136,7 @@ class SymState:
     isr: list  # one per replica
     bumped: list  # one per epoch, `Shape.epochs` of them: the controller's epoch bumps made it (none: no bumps)
     elr: list  # one per replica where `Shape.elr` (KIP-966's eligible leader replicas), none otherwise
+    last_known_elr: list  # one per replica where `Shape.elr` (the last known leader, KAFKA-15584), none otherwise
     written: Any
     crashes: Any
     committed: list  # offset * log + (msg - 1)
@@ -152,7 +155,7 @@ def _sizes(shape: Shape) -> dict[str, int]:
     return {"log_msg": m, "log_epoch": m, "cache_epoch": shape.cache, "cache_start": shape.cache, "resp_msg": m,
             "resp_epoch": m, "stale_isr": n, "remote_leo": n, "isr": n, "committed": m * m, "consumed": m * m,
             "acked": m, "zk_cut": n, "peer_cut": n, "bumped": shape.epochs,
-            "elr": n if shape.elr else 0, "leader_id": 1 if shape.leader_ids else 0,
+            "elr": n if shape.elr else 0, "last_known_elr": n if shape.elr else 0, "leader_id": 1 if shape.leader_ids else 0,
             "proposal": n if shape.delays else 0, "reregistered": n if shape.delays else 0,
             "delays": 1 if shape.delays else 0, "delayed_fetch": 1 if shape.delays else 0,
             "delayed_fetch_stale": 1 if shape.delays else 0}
@@ -251,10 +254,10 @@ def values_of(shape: Shape, state: State) -> SymState:
     if bumped >> shape.epochs:
         raise CapacityError(f"the controller's bumped epochs {bumped:#b} reach past the encoding's {shape.epochs} "
                             "epochs" if shape.epochs else "the controller bumped an epoch; the encoding has no bumps")
-    elr = state.controller.elr
-    if elr and not shape.elr:
-        raise CapacityError(f"the controller's ELR {elr:#b} is not empty; the encoding of a protocol without "
-                            "eligible_leaders has none")
+    elr, last_known_elr = state.controller.elr, state.controller.last_known_elr
+    if (elr or last_known_elr) and not shape.elr:
+        raise CapacityError(f"the controller's ELR {elr:#b} or last known leader {last_known_elr:#b} is not empty; "
+                            "the encoding of a protocol without eligible_leaders has none")
 
     controller = state.controller
     if (controller.proposal or controller.reregistered or state.delays) and not shape.delays:
@@ -302,6 +305,7 @@ def values_of(shape: Shape, state: State) -> SymState:
         isr=bits(state.controller.isr),
         bumped=[bool(bumped >> epoch & 1) for epoch in range(shape.epochs)],
         elr=bits(elr) if shape.elr else [],
+        last_known_elr=bits(last_known_elr) if shape.elr else [],
         written=state.written,
         crashes=state.crashes,
         committed=history(state.committed),
@@ -356,7 +360,7 @@ def to_state(shape: Shape, values: SymState) -> State:
     return State(
         replicas=tuple(replicas),
         controller=Controller(values.leader, values.epoch, mask(values.isr), mask(values.bumped), mask(values.elr),
-                              mask(values.proposal), mask(values.reregistered)),
+                              mask(values.proposal), mask(values.reregistered), mask(values.last_known_elr)),
         written=values.written,
         crashes=values.crashes,
         committed=history(values.committed),

@@ -32,8 +32,9 @@ and fenced by a new leader epoch (`fenced_fetches`).
 Two choices act on the controller's ISR changes: `hw_needs_min_isr` (KAFKA-15583: the HW stays
 put while the leader's ISR is below min.insync.replicas, `advance_hw`) and `eligible_leaders`
 (KIP-966: the ELR, one flag per replica in the layout, kept by every ISR change, `isr_change`; the
-last ISR member leaves the ISR too; an ELR member is elected while the ISR is empty; a restarting
-ELR or ISR member leaves both).
+last ISR member leaves the ISR too and stays as the last known leader, `last_known_elr`; an ELR member
+is elected while the ISR is empty, the last known leader while both are; a restarting ELR or ISR member
+leaves both).
 
 `SymbolicModel` is the replication model's `encoding.SymbolicEncoding`: with the invariants'
 formulas and well-formedness of `properties.py` and the layout's decoding, bounded model
@@ -409,7 +410,10 @@ class SymbolicModel:
         small = count(isr, s.epoch) < self.config.min_isr
         elr = [z3.And(small, z3.Or(flag, old), z3.Not(new), z3.BoolVal(q != unclean))
                for q, (flag, old, new) in enumerate(zip(s.elr, s.isr, isr))]
-        return replace(s, isr=isr, elr=elr)
+        # an ISR that becomes empty keeps its last member as the last known leader (KAFKA-15584)
+        emptied = z3.And(z3.Or(s.isr), z3.Not(z3.Or(isr)))
+        last_known = [z3.If(emptied, old, flag) for old, flag in zip(s.isr, s.last_known_elr)]
+        return replace(s, isr=isr, elr=elr, last_known_elr=last_known)
 
     def with_isr(self, s: SymState, isr: list, unclean: int | None = None) -> SymState:
         """The controller's ISR set to `isr` (`isr_change`); the current leader's HW advances."""
@@ -693,6 +697,10 @@ class SymbolicModel:
         eligible = [z3.If(isr_empty, flag, member) for member, flag in zip(s.isr, s.elr)] if s.elr else s.isr
         live = [z3.And(member, r.status == UP) for member, r in zip(eligible, s.replicas)]
         unclean = z3.Not(z3.Or(live)) if self.config.unclean else z3.BoolVal(False)
+        if s.elr:
+            # KAFKA-15584: while the ISR and the ELR are empty, the last known leader, before any unclean election
+            by_last_known = z3.And(isr_empty, z3.Not(z3.Or(s.elr)), z3.PbEq([(f, 1) for f in s.last_known_elr], 1))
+            unclean = z3.If(by_last_known, s.last_known_elr[i], unclean)
         guard = z3.And(s.leader == NO_LEADER, self._bounded("elections", self.elections(s), self.config.elections),
                        candidate.status == UP, z3.Not(s.zk_cut[i]), z3.Or(live[i], unclean))
         epoch = s.epoch + 1
@@ -706,7 +714,8 @@ class SymbolicModel:
         isr = [z3.If(z3.And(live[i], z3.Not(isr_empty)) if s.elr else live[i], member, z3.BoolVal(q == i))
                for q, member in enumerate(s.isr)]
         elr = [z3.And(live[i], flag) if q != i else z3.BoolVal(False) for q, flag in enumerate(s.elr)]
-        after = replace(with_replica(fenced, i, leader), leader=self.num(i), epoch=epoch, isr=isr, elr=elr)
+        after = replace(with_replica(fenced, i, leader), leader=self.num(i), epoch=epoch, isr=isr, elr=elr,
+                        last_known_elr=[z3.BoolVal(False)] * len(s.last_known_elr))
         return guard, self.advance_hw(after, i)
 
     def zk_disconnect(self, s: SymState, i: int):

@@ -38,7 +38,8 @@
 (*              so the states of the replication model, and the traces     *)
 (*              other tools write of them, are those without the bump);    *)
 (*              with EligibleLeaders also elr, the eligible leader         *)
-(*              replicas (KIP-966; absent otherwise, as bumped); proposal  *)
+(*              replicas (KIP-966; absent otherwise, as bumped), and       *)
+(*              lastKnownElr, the last known leader (KAFKA-15584); proposal*)
 (*              is the replica the leader's AlterPartition in flight adds  *)
 (*              to the ISR (a set, empty for none), reregistered those of  *)
 (*              it registered again since (a new broker epoch)             *)
@@ -288,6 +289,12 @@ Elr(ctl) == IF EligibleLeaders THEN ctl.elr ELSE {}
 
 WithElr(ctl, elr) == IF EligibleLeaders THEN [ctl EXCEPT !.elr = elr] ELSE ctl
 
+(* The last known leader (Controller.last_known_elr, KAFKA-15584): a set  *)
+(* of at most one replica, none without EligibleLeaders.                   *)
+LastKnownElr(ctl) == IF EligibleLeaders THEN ctl.lastKnownElr ELSE {}
+
+WithLastKnownElr(ctl, last) == IF EligibleLeaders THEN [ctl EXCEPT !.lastKnownElr = last] ELSE ctl
+
 (* The partition state without an AlterPartition in flight: a new         *)
 (* partition epoch drops it (replication.dropped_proposal).                *)
 Dropped(ctl) == [ctl EXCEPT !.proposal = {}, !.reregistered = {}]
@@ -305,10 +312,14 @@ FencedFetches(rs) == [m \in Replicas |-> [rs[m] EXCEPT !.delayedFetch = 0, !.del
 (* back from an unclean shutdown; ReplicationModel._isr_change). With      *)
 (* EligibleLeaders (PartitionChangeBuilder.maybePopulateTargetElr): an ISR *)
 (* of MinIsr members or more empties the ELR; a smaller one adds the old   *)
-(* ISR's members to it, less the new ISR's and unclean.                    *)
+(* ISR's members to it, less the new ISR's and unclean; an ISR that       *)
+(* becomes empty keeps its last member as the last known leader           *)
+(* (KAFKA-15584, maybeUpdateLastKnownLeader).                              *)
 IsrChange(ctl, isr, unclean) ==
-    WithElr([Dropped(ctl) EXCEPT !.isr = isr],
-            IF Cardinality(isr) >= MinIsr THEN {} ELSE (Elr(ctl) \cup ctl.isr) \ (isr \cup unclean))
+    WithLastKnownElr(
+        WithElr([Dropped(ctl) EXCEPT !.isr = isr],
+                IF Cardinality(isr) >= MinIsr THEN {} ELSE (Elr(ctl) \cup ctl.isr) \ (isr \cup unclean)),
+        IF ctl.isr # {} /\ isr = {} THEN ctl.isr ELSE LastKnownElr(ctl))
 
 (* Whether a follower's fetch or OffsetsForLeaderEpoch request from an     *)
 (* epoch reaches the controller's leader (ReplicationModel._acting_leader, *)
@@ -394,13 +405,13 @@ Init ==
                 ELSE NewFollower(first)]
         /\ controller = CASE EpochBump /\ EligibleLeaders ->
                                 [leader |-> first, epoch |-> 0, isr |-> Replicas, bumped |-> {}, elr |-> {},
-                                 proposal |-> {}, reregistered |-> {}]
+                                 lastKnownElr |-> {}, proposal |-> {}, reregistered |-> {}]
                            [] EpochBump ->
                                 [leader |-> first, epoch |-> 0, isr |-> Replicas, bumped |-> {},
                                  proposal |-> {}, reregistered |-> {}]
                            [] EligibleLeaders ->
                                 [leader |-> first, epoch |-> 0, isr |-> Replicas, elr |-> {},
-                                 proposal |-> {}, reregistered |-> {}]
+                                 lastKnownElr |-> {}, proposal |-> {}, reregistered |-> {}]
                            [] OTHER -> [leader |-> first, epoch |-> 0, isr |-> Replicas,
                                         proposal |-> {}, reregistered |-> {}]
         /\ written = 0
@@ -714,9 +725,12 @@ ControllerNoticeFailure(r) ==
 (* The controller elects live replica r in a new epoch: a live ISR member  *)
 (* (with EligibleLeaders, a live ELR member while the ISR is empty, which  *)
 (* becomes the only ISR member and leaves the ELR: isValidNewLeader,       *)
-(* tryElection), or, when unclean election is enabled and no such member   *)
+(* tryElection); while the ISR and the ELR are empty, the last known      *)
+(* leader (KAFKA-15584, canElectLastKnownLeader), before any unclean       *)
+(* election; or, when unclean election is enabled and no such member      *)
 (* is live, any live replica, which becomes the only ISR member; an        *)
-(* unclean election clears the ELR (maybeUpdateRecordElr). The new         *)
+(* unclean election clears the ELR (maybeUpdateRecordElr) and every       *)
+(* election the last known leader (maybeUpdateLastKnownLeader). The new    *)
 (* leader names itself in leaderId. Any order of clean candidates is       *)
 (* explored. The new epoch fences every delayed fetch.                     *)
 ControllerElectLeader(r) ==
@@ -728,10 +742,12 @@ ControllerElectLeader(r) ==
         epoch == controller.epoch + 1
         isr == IF clean /\ controller.isr # {} THEN controller.isr ELSE {r}
         elr == IF clean THEN Elr(controller) \ {r} ELSE {}
+        byLastKnown == eligible = {} /\ Cardinality(LastKnownElr(controller)) = 1
     IN  /\ controller.leader = NoLeader
         /\ Elections(controller) < MaxElections
         /\ Alive(candidate)
-        /\ clean \/ (Unclean /\ liveEligible = {})
+        /\ \/ clean
+           \/ IF byLastKnown THEN r \in LastKnownElr(controller) ELSE Unclean /\ liveEligible = {}
         /\ Commit([fenced EXCEPT ![r] =
                       [candidate EXCEPT
                           !.role = Leader,
@@ -740,7 +756,8 @@ ControllerElectLeader(r) ==
                           !.remoteLeos = [m \in Replicas |-> Unknown],
                           !.epochs = EpochsOnBecomeLeader(@, epoch, Leo(candidate)),
                           !.leaderId = Remembered(r)]],
-                  WithElr([controller EXCEPT !.leader = r, !.epoch = epoch, !.isr = isr], elr))
+                  WithLastKnownElr(WithElr([controller EXCEPT !.leader = r, !.epoch = epoch, !.isr = isr], elr),
+                                   {}))
         /\ UNCHANGED <<written, crashes, delays>>
 
 (* OffsetsForLeaderEpoch, request and response in one event: follower r    *)
