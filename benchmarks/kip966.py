@@ -9,10 +9,12 @@ state explored by the compiled kernel (one thread, symmetry), each protocol in a
     python benchmarks/kip966.py                 # a Markdown table on stdout (about 6 minutes)
     python benchmarks/kip966.py --out FILE.json # also the rows as JSON
     python benchmarks/kip966.py --messages 3    # a larger bound
+    python benchmarks/kip966.py --delays 1 --protocols kip-966   # one AlterPartition or fetch in flight late
 
 The models differ (his has AlterPartition, broker registration and heartbeats, a metadata log,
-and one value with unbounded writes; this one has neither, and its writes are bounded), so the
-figures are beside his, not a like-for-like speed comparison.
+and one value with unbounded writes; this one writes the ISR through at once unless `--delays` lets
+requests arrive late, has no metadata log, and bounds the writes), so the figures are beside his, not
+a like-for-like speed comparison.
 """
 
 from __future__ import annotations
@@ -32,19 +34,20 @@ COLUMNS = ("protocol", "config", "distinct", "generated", "depth", "explore_s", 
            "violations")
 
 
-def run(protocol: str, messages: int, elections: int) -> dict:
+def run(protocol: str, messages: int, elections: int, delays: int) -> dict:
     """In the child: one complete exploration, as a JSON-ready row."""
     from kafka_mc.checker.kernel import kernel_check
     from kafka_mc.model import Config
 
     config = Config(protocol, replicas=3, messages=messages, crashes=1, elections=elections, min_isr=2,
-                    flush=False, partitions=1)
+                    flush=False, partitions=1, delays=delays)
     result = kernel_check(config, keep_going=True, symmetry=True)
     stats = result.stats
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return {
         "protocol": protocol,
-        "config": f"r=3 m={messages} c=1 e={elections} min.isr=2 no-flush network-failures=1",
+        "config": f"r=3 m={messages} c=1 e={elections} min.isr=2 no-flush network-failures=1"
+                  + (f" delays={delays}" if delays else ""),
         "distinct": stats.distinct_states,
         "generated": stats.states_generated,
         "depth": stats.depth,
@@ -59,17 +62,22 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=2, choices=range(1, 5), metavar="N", help="1 to 4")
     parser.add_argument("--elections", type=int, default=3, choices=range(1, 5), metavar="N", help="1 to 4")
+    parser.add_argument("--delays", type=int, default=0, choices=range(0, 3), metavar="N",
+                        help="0 to 2 AlterPartition requests or fetches handled late (default 0)")
+    parser.add_argument("--protocols", nargs="+", default=PROTOCOLS, choices=PROTOCOLS, metavar="NAME",
+                        help=f"any of {', '.join(PROTOCOLS)} (default all)")
     parser.add_argument("--out", type=Path, help="also write the rows as JSON")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(run(args.child, args.messages, args.elections)))
+        print(json.dumps(run(args.child, args.messages, args.elections, args.delays)))
         return
     rows = []
-    for protocol in PROTOCOLS:
+    for protocol in args.protocols:
         started = time.perf_counter()
         child = subprocess.run([sys.executable, __file__, "--child", protocol, "--messages", str(args.messages),
-                                "--elections", str(args.elections)], capture_output=True, text=True)
+                                "--elections", str(args.elections), "--delays", str(args.delays)],
+                               capture_output=True, text=True)
         if child.returncode != 0:
             sys.exit(f"{protocol} failed:\n{child.stderr}")
         row = json.loads(child.stdout.splitlines()[-1])
