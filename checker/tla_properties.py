@@ -94,6 +94,7 @@ _GLOBAL = {
     "controller_epoch": "{controller}.epoch",
     "isr": "ReplicaMask({controller}.isr)",
     "elr": "ReplicaMask(Elr({controller}))",  # KafkaReplication's Elr: controller.elr with EligibleLeaders, else {}
+    "last_known_elr": "ReplicaMask(LastKnownElr({controller}))",  # as Elr: {} without EligibleLeaders
     "written": "{written}",
     "crashes": "{crashes}",
     "acked": "MessageMask({acked})",

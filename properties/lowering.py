@@ -769,7 +769,8 @@ class _Interpreter:
         if isinstance(value, _StateView):
             return self.state_attribute(frame, value, name, node)
         if isinstance(value, _ControllerView):
-            names = {"leader": "leader", "epoch": "controller_epoch", "isr": "isr", "elr": "elr"}
+            names = {"leader": "leader", "epoch": "controller_epoch", "isr": "isr", "elr": "elr",
+                     "last_known_elr": "last_known_elr"}
             if name not in names:
                 raise self.refuse(node, f"the controller's field {name!r}")
             return _Value(field(value.which, names[name]))

@@ -345,3 +345,28 @@ def test_the_engines_read_the_elr_alike(config, violations, reached):
         assert result.witnesses == {"only_the_elr_is_left": bool(reached)}, result.engine
     for result in (python, kernel, z3_result):
         assert {name: len(trace) for name, trace in result.witness_traces.items()} == reached, result.engine
+
+
+def test_the_engines_read_the_last_known_leader_alike():
+    """`state.controller.last_known_elr` (KAFKA-15584) on the Python engine, the kernel and Z3 (bounded): an
+    invariant that holds (an election clears it) and a witness reached in 6 steps under kip-966 (A and B
+    crash, and each is fenced and comes back), never without eligible leaders, where it reads 0."""
+    from kafka_mc.checker import check
+    from kafka_mc.checker.kernel import kernel_check
+    from kafka_mc.checker.symbolic.bmc import bounded_check
+    from kafka_mc.properties import SOMETIMES, Property
+    from kafka_mc.properties.user import user_property
+
+    import twin_properties
+    witness = twin_properties.only_the_last_known_leader_is_left
+    properties = [user_property(twin_properties.last_known_leader_only_while_leaderless,
+                                "last_known_leader_only_while_leaderless"),
+                  Property("only_the_last_known_leader_is_left", SOMETIMES, "a witness", witness, predicate=witness)]
+    for config, reached in ((ELR, {"only_the_last_known_leader_is_left": 6}), (NO_ELR, {})):
+        python = check(config, properties, keep_going=True)
+        kernel = kernel_check(config, properties, keep_going=True)
+        z3_result = bounded_check(config, 7, properties, keep_going=True)
+        assert python.complete and kernel.stats.distinct_states == python.stats.distinct_states
+        for result in (python, kernel, z3_result):
+            assert not result.violations, result.engine
+            assert {name: len(trace) for name, trace in result.witness_traces.items()} == reached, result.engine

@@ -53,6 +53,10 @@ ELR_PROPERTIES = [
                   "live_elr_members_hold_every_committed_record"),
     Property("only_the_elr_is_left", SOMETIMES, "a witness", examples.only_the_elr_is_left,
              predicate=examples.only_the_elr_is_left),
+    # the last known leader (KAFKA-15584): controller.lastKnownElr with EligibleLeaders, else 0
+    user_property(examples.last_known_leader_only_while_leaderless, "last_known_leader_only_while_leaderless"),
+    Property("only_the_last_known_leader_is_left", SOMETIMES, "a witness", examples.only_the_last_known_leader_is_left,
+             predicate=examples.only_the_last_known_leader_is_left),
 ]
 # each configuration with the properties it checks: Case L and D break the shipped invariants; the
 # examples read every other field the twin maps

@@ -30,7 +30,7 @@ from kafka_mc.properties.lowering import Lowered, NotLowered, lower
 from .explore import BLOCK, expand_block, unpack
 from .layout import (
     ACKED, C_REPLICAS, CACHE_COUNT, CACHE_EPOCH, CACHE_START, COMMITTED, CONSUMED, CONTROLLER_EPOCH, CRASHES, CUTS,
-    ELR, EPOCH, HAS_REMOTE, HW, ISR, LEADER, LEO, LOG_EPOCH, LOG_MSG, MAX_MESSAGES, PEER_CUT, REMOTE_LEO,
+    ELR, EPOCH, HAS_REMOTE, HW, ISR, LAST_KNOWN_ELR, LEADER, LEO, LOG_EPOCH, LOG_MSG, MAX_MESSAGES, PEER_CUT, REMOTE_LEO,
     REPLICA_WIDTH, RESPONSE, RESPONSE_COUNT, RESPONSE_EPOCH, RESPONSE_HW, RESPONSE_MSG, RESPONSE_OFFSET,
     RESPONSE_OUT_OF_RANGE, ROLE, STALE_ISR, STATUS, UNFLUSHED, WIDTH, WRITTEN, ZK_CUT,
 )
@@ -39,7 +39,8 @@ from .layout import (
 GLOBAL_CELL, REPLICA_CELL, REPLICA_POSITION, HISTORY_BIT = 0, 1, 2, 3
 CELLS: dict[str, tuple[int, int, int]] = {
     "leader": (GLOBAL_CELL, LEADER, 0), "controller_epoch": (GLOBAL_CELL, CONTROLLER_EPOCH, 0),
-    "isr": (GLOBAL_CELL, ISR, 0), "elr": (GLOBAL_CELL, ELR, 0), "written": (GLOBAL_CELL, WRITTEN, 0),
+    "isr": (GLOBAL_CELL, ISR, 0), "elr": (GLOBAL_CELL, ELR, 0), "last_known_elr": (GLOBAL_CELL, LAST_KNOWN_ELR, 0),
+    "written": (GLOBAL_CELL, WRITTEN, 0),
     "crashes": (GLOBAL_CELL, CRASHES, 0),
     "acked": (GLOBAL_CELL, ACKED, 0), "zk_cut": (GLOBAL_CELL, ZK_CUT, 0), "peer_cut": (GLOBAL_CELL, PEER_CUT, 0),
     "cuts": (GLOBAL_CELL, CUTS, 0),

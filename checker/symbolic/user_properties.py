@@ -87,8 +87,8 @@ class _Terms:
         state: SymState = self.states[which]
         if name in _STATE_LEAVES:
             return self.leaf(getattr(state, _STATE_LEAVES[name]))
-        if name in ("isr", "elr", "zk_cut", "peer_cut"):
-            return self.mask(getattr(state, name))  # elr: no flags (0) where the protocol has no ELR
+        if name in ("isr", "elr", "last_known_elr", "zk_cut", "peer_cut"):
+            return self.mask(getattr(state, name))  # elr, last_known_elr: no flags (0) without eligible leaders
         if name == "acked":  # acked[k] is message k + 1
             return self.mask([z3.BoolVal(False)] + list(state.acked))
         if name in ("committed", "consumed"):

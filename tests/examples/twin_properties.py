@@ -89,3 +89,15 @@ def live_elr_members_hold_every_committed_record(state):
 def only_the_elr_is_left(state):
     """A witness: the ISR is empty and a replica is eligible through the ELR."""
     return state.controller.isr == 0 and state.controller.elr != 0
+
+
+def last_known_leader_only_while_leaderless(state):
+    """The last known leader (KAFKA-15584) is kept only while the partition has no leader: every
+    election clears it. Without eligible leaders it reads 0 and holds."""
+    return state.controller.last_known_elr == 0 or state.controller.leader == -1
+
+
+def only_the_last_known_leader_is_left(state):
+    """A witness: the ISR and the ELR are empty, and the last known leader is all the controller may elect."""
+    controller = state.controller
+    return controller.isr == 0 and controller.elr == 0 and controller.last_known_elr != 0
