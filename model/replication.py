@@ -368,9 +368,9 @@ class ReplicationModel:
         AlterPartition in flight (`controller_handle_alter_partition`). With eligible leader replicas (KIP-966,
         `PartitionChangeBuilder.maybePopulateTargetElr`): an ISR of min.insync.replicas members or more
         empties the ELR; a smaller one adds the old ISR's members to it, less the new ISR's and `unclean`. An ISR
-        that becomes empty keeps its last member as the last known leader (KAFKA-15584,
-        `maybeUpdateLastKnownLeader`: Kafka keeps `partition.leader`, which is that member, since Kafka elects in
-        the record that fences a leader; `controller_elect_leader`)."""
+        that becomes empty keeps the leader as the last known leader (KAFKA-15584, `maybeUpdateLastKnownLeader`:
+        `partition.leader`), or, where the partition has none, its last member: the leader Kafka has there,
+        since Kafka elects in the record that fences a leader (`controller_elect_leader`)."""
         elr, last_known_elr = controller.elr, controller.last_known_elr
         if self.protocol.eligible_leaders:
             if bin(isr).count("1") >= self.config.min_isr:
@@ -378,7 +378,7 @@ class ReplicationModel:
             else:
                 elr = (elr | controller.isr) & ~isr & ~unclean
             if controller.isr and not isr:
-                last_known_elr = controller.isr
+                last_known_elr = controller.isr if controller.leader == NO_LEADER else 1 << controller.leader
         return dropped_proposal(controller._replace(isr=isr, elr=elr, last_known_elr=last_known_elr))
 
     def _appended(self, replica: Replica, records: tuple[Record, ...]) -> Replica:

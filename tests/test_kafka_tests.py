@@ -27,7 +27,7 @@ import pytest
 from kafka_mc.checker.scenario import documented_scenarios, load_scenario, replay
 from kafka_mc.model import PROTOCOLS, Action, Config, Record, Replica, ReplicationModel, State, parse_action
 from kafka_mc.model.protocols import HISTORY, KIP_101_LOOKUP, latest_epoch, offset_truncation_state, truncate
-from kafka_mc.model.state import FOLLOWER, LEADER, NO_LEADER, NO_ROLE, TRUNCATING, UNKNOWN, UP, Controller
+from kafka_mc.model.state import FOLLOWER, LEADER, NO_LEADER, NO_ROLE, OFFLINE, TRUNCATING, UNKNOWN, UP, Controller
 
 UNDEFINED = UNKNOWN  # UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET
 
@@ -133,8 +133,16 @@ ISR_AND_ELR = {
     ("partition-hw-under-min-isr-", 0): ("AB", ""),
     ("partition-hw-under-min-isr-", 2): ("ABC", ""),
 }
+# partition.lastKnownElr (KAFKA-15584): the last known leader, as replica names
+LAST_KNOWN_ELR = {
+    # ReplicationControlManagerTest.java:1151, 1157, 1163 (testEligibleLeaderReplicas_UncleanShutdown): empty while
+    # the ISR holds A, then A, the last ISR member, once it is fenced and comes back
+    ("elr-unclean-shutdown-", 0): "",
+    ("elr-unclean-shutdown-", 1): "",
+    ("elr-unclean-shutdown-", 2): "A",
+}
 EXTRA_CHECKS = sorted({key[0] for table in (LATEST_RECORD_EPOCH, RECORD_EPOCHS_FROM, CONTROLLER, NOT_ENABLED,
-                                            ISR_AND_ELR) for key in table})
+                                            ISR_AND_ELR, LAST_KNOWN_ELR) for key in table})
 
 
 def _states_at_checkpoints(path: Path):
@@ -174,6 +182,9 @@ def test_kafka_assertions_beyond_checkpoints(prefix):
             controller = states[index].controller
             assert controller.isr == sum(1 << names.index(name) for name in isr), where(index)
             assert controller.elr == sum(1 << names.index(name) for name in elr), where(index)
+        for index, last_known in _matching(LAST_KNOWN_ELR, path.stem):
+            assert states[index].controller.last_known_elr == sum(1 << names.index(name) for name in last_known), \
+                where(index)
         for index, texts in _matching(NOT_ENABLED, path.stem):
             for text in texts:
                 action = parse_action(text, model.action_names, scenario.config.replicas)
@@ -828,6 +839,27 @@ def test_eligible_leader_replicas_follow_the_isr(lines, isr, elr, target, unclea
     controller = Controller(0, 100, mask(isr), 0, mask(elr))
     changed = model._isr_change(controller, mask(isr if target is None else target), mask(unclean))
     assert changed.elr == mask(expected), lines
+    # the last known leader only where the ISR becomes empty: the leader, 1 (IsrCanShrinkToZero, line 1218)
+    assert changed.last_known_elr == (mask("A") if target == "" else 0), lines
+
+
+def test_the_last_known_leader_is_elected_while_the_isr_and_the_elr_are_empty():
+    """PartitionChangeBuilderTest on the 3.9 branch: testEligibleLeaderReplicas_ElectLastKnownLeader (lines
+    1229-1267): ISR and ELR empty, last known ELR {1}, no leader, every replica acceptable: 1 leads, the only
+    ISR member (an unclean election: RECOVERING), the last known ELR cleared; and
+    testEligibleLeaderReplicas_ElectLastKnownLeaderShouldFail (lines 1269-1302): ISR empty, ELR {3} (not
+    acceptable), last known ELR {1}: no change, since the ELR is not empty. Brokers 1 to 4 are A to D; the
+    model elects in a step of its own, only a live replica."""
+    model = ReplicationModel(Config("kip-966", replicas=4, messages=0, crashes=1, elections=1, min_isr=3))
+    state = model.initial_states()[0]
+    leaderless = state._replace(controller=state.controller._replace(leader=NO_LEADER, isr=0, elr=0,
+                                                                     last_known_elr=0b0001))
+    assert [model.controller_elect_leader(leaderless, i) is None for i in range(4)] == [False, True, True, True]
+    elected = model.controller_elect_leader(leaderless, 0).controller
+    assert (elected.leader, elected.isr, elected.elr, elected.last_known_elr) == (0, 0b0001, 0, 0)
+    with_elr = leaderless._replace(controller=leaderless.controller._replace(elr=0b0100))
+    with_elr = model.with_replica(with_elr, 2, with_elr.replicas[2]._replace(status=OFFLINE))  # 3 not acceptable
+    assert all(model.controller_elect_leader(with_elr, i) is None for i in range(4))
 
 
 def test_an_elr_member_is_elected_while_the_isr_is_empty():

@@ -374,14 +374,15 @@ def drop_proposal(t):
 def isr_change(cfg, t, isr, unclean):
     """`ReplicationModel._isr_change`: the controller's ISR becomes `isr`; with eligible leader replicas
     (KIP-966) the ELR empties at min.insync.replicas members or more, else takes the old ISR's members
-    less the new ISR's and `unclean`; an ISR that becomes empty keeps its last member as the last known leader."""
+    less the new ISR's and `unclean`; an ISR that becomes empty keeps the leader, or where there is none its
+    last member, as the last known leader."""
     if cfg[C_ELIGIBLE_LEADERS]:
         if popcount(isr) >= cfg[C_MIN_ISR]:
             t[ELR] = 0
         else:
             t[ELR] = (t[ELR] | t[ISR]) & ~isr & ~unclean
         if t[ISR] and not isr:
-            t[LAST_KNOWN_ELR] = t[ISR]
+            t[LAST_KNOWN_ELR] = t[ISR] if t[LEADER] == NO_LEADER else 1 << t[LEADER]
     t[ISR] = isr
     drop_proposal(t)  # a new partition epoch
 

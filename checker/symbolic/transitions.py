@@ -410,9 +410,11 @@ class SymbolicModel:
         small = count(isr, s.epoch) < self.config.min_isr
         elr = [z3.And(small, z3.Or(flag, old), z3.Not(new), z3.BoolVal(q != unclean))
                for q, (flag, old, new) in enumerate(zip(s.elr, s.isr, isr))]
-        # an ISR that becomes empty keeps its last member as the last known leader (KAFKA-15584)
+        # an ISR that becomes empty keeps the leader, or where there is none its last member, as the last known
+        # leader (KAFKA-15584)
         emptied = z3.And(z3.Or(s.isr), z3.Not(z3.Or(isr)))
-        last_known = [z3.If(emptied, old, flag) for old, flag in zip(s.isr, s.last_known_elr)]
+        last_known = [z3.If(emptied, z3.If(s.leader == NO_LEADER, old, s.leader == q), flag)
+                      for q, (old, flag) in enumerate(zip(s.isr, s.last_known_elr))]
         return replace(s, isr=isr, elr=elr, last_known_elr=last_known)
 
     def with_isr(self, s: SymState, isr: list, unclean: int | None = None) -> SymState:

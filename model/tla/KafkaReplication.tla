@@ -313,13 +313,16 @@ FencedFetches(rs) == [m \in Replicas |-> [rs[m] EXCEPT !.delayedFetch = 0, !.del
 (* EligibleLeaders (PartitionChangeBuilder.maybePopulateTargetElr): an ISR *)
 (* of MinIsr members or more empties the ELR; a smaller one adds the old   *)
 (* ISR's members to it, less the new ISR's and unclean; an ISR that       *)
-(* becomes empty keeps its last member as the last known leader           *)
-(* (KAFKA-15584, maybeUpdateLastKnownLeader).                              *)
+(* becomes empty keeps the leader, or where there is none its last        *)
+(* member, as the last known leader (KAFKA-15584,                          *)
+(* maybeUpdateLastKnownLeader).                                            *)
 IsrChange(ctl, isr, unclean) ==
     WithLastKnownElr(
         WithElr([Dropped(ctl) EXCEPT !.isr = isr],
                 IF Cardinality(isr) >= MinIsr THEN {} ELSE (Elr(ctl) \cup ctl.isr) \ (isr \cup unclean)),
-        IF ctl.isr # {} /\ isr = {} THEN ctl.isr ELSE LastKnownElr(ctl))
+        IF ctl.isr # {} /\ isr = {}
+        THEN IF ctl.leader = NoLeader THEN ctl.isr ELSE {ctl.leader}
+        ELSE LastKnownElr(ctl))
 
 (* Whether a follower's fetch or OffsetsForLeaderEpoch request from an     *)
 (* epoch reaches the controller's leader (ReplicationModel._acting_leader, *)
