@@ -144,4 +144,5 @@ def test_z3_bounded_model_checking_finds_it_at_the_breadth_first_engines_length(
     config = dataclasses.replace(load_scenario(SCENARIO).config, protocol=without_kip_903, **SEARCH)
     bfs, bmc = shortest_lengths(config)
     assert bmc == bfs == {"NoCommittedDataLoss": 11, "NoAckedDataLoss": 11, "NoConsumedRecordLost": 11}
-    assert "MaxDelays = 1" in tlc_config_text(dataclasses.replace(config, partitions=0))  # the twin has no network failures
+    # the twin has no network failures
+    assert "MaxDelays = 1" in tlc_config_text(dataclasses.replace(config, partitions=0))

@@ -18,6 +18,7 @@ from kafka_mc.cli import main
 from kafka_mc.model import Config, ReplicationModel
 from kafka_mc.model.state import UP
 from kafka_mc.properties.anchors import ANCHOR_PROPERTIES
+from kafka_mc.testing import reachable_states
 
 CANDIDATES, GLOBALLY = ANCHOR_PROPERTIES
 UNFLUSHED = dict(min_isr=2, flush=False)
@@ -107,21 +108,14 @@ def test_the_last_known_leader_comes_before_an_unclean_election():
     while the ISR and the ELR are empty."""
     config = Config("kip-966", 2, 1, 2, 2, min_isr=2, unclean=True)
     model = ReplicationModel(config)
-    seen, frontier = set(), list(model.initial_states())
     contested = 0  # states where another live replica would be elected uncleanly but for the last known leader
-    while frontier:
-        state = frontier.pop()
-        if state in seen:
-            continue
-        seen.add(state)
+    for state in reachable_states(config):
         controller = state.controller
-        elections = [action.replica for action, _ in model.successors(state) if action.name == "ControllerElectLeader"]
         if controller.leader == -1 and controller.isr == controller.elr == 0 and not model.elections_spent(state):
+            elections = [action.replica for action in model.actions(state) if action.name == "ControllerElectLeader"]
             assert all(controller.last_known_elr == 1 << replica for replica in elections), (elections, controller)
-            others = [r for r, replica in enumerate(state.replicas)
-                      if replica.status == UP and controller.last_known_elr != 1 << r]
-            contested += bool(others)
-        frontier.extend(successor for _, successor in model.successors(state))
+            contested += any(replica.status == UP and controller.last_known_elr != 1 << r
+                             for r, replica in enumerate(state.replicas))
     assert contested
 
 

@@ -46,8 +46,8 @@ from numba import njit, prange
 from .invariants import FOLLOWER_TRUNCATED, follower_truncated, state_flags
 from kafka_mc.model.state import NO_LEADER
 
-from .layout import (C_REPLICAS, ELR, FOLLOWS, LAST_KNOWN_ELR, HAS_REMOTE, ISR, LEADER, PEER_CUT, PROPOSAL, REMOTE_LEO, REPLICA_WIDTH,
-                     REREGISTERED, STALE_ISR, WIDTH, ZK_CUT)
+from .layout import (C_REPLICAS, ELR, FOLLOWS, HAS_REMOTE, ISR, LAST_KNOWN_ELR, LEADER, PEER_CUT, PROPOSAL, REMOTE_LEO,
+                     REPLICA_WIDTH, REREGISTERED, STALE_ISR, WIDTH, ZK_CUT)
 from .transitions import apply
 
 MAX_LOAD = 0.875  # linear probing: a miss reads about 4 cache lines at this load

@@ -155,7 +155,8 @@ def _sizes(shape: Shape) -> dict[str, int]:
     return {"log_msg": m, "log_epoch": m, "cache_epoch": shape.cache, "cache_start": shape.cache, "resp_msg": m,
             "resp_epoch": m, "stale_isr": n, "remote_leo": n, "isr": n, "committed": m * m, "consumed": m * m,
             "acked": m, "zk_cut": n, "peer_cut": n, "bumped": shape.epochs,
-            "elr": n if shape.elr else 0, "last_known_elr": n if shape.elr else 0, "leader_id": 1 if shape.leader_ids else 0,
+            "elr": n if shape.elr else 0, "last_known_elr": n if shape.elr else 0,
+            "leader_id": 1 if shape.leader_ids else 0,
             "proposal": n if shape.delays else 0, "reregistered": n if shape.delays else 0,
             "delays": 1 if shape.delays else 0, "delayed_fetch": 1 if shape.delays else 0,
             "delayed_fetch_stale": 1 if shape.delays else 0}
