@@ -50,6 +50,7 @@ from kafka_mc.control.epoch_bumps import EpochBumpSystem
 from kafka_mc.control.failover import FailoverConfig, FailoverModel
 from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.model import Config, ConfigError, State
+from kafka_mc.model.config import upgraded_settings
 from kafka_mc.model.interface import ALWAYS, Model
 from kafka_mc.model.shape import ANY, Expect, check_shape, short_repr
 from kafka_mc.model.state import MAX_REPLICAS, ROLE_NAMES, STATUS_NAMES, record_name, replica_index, replica_name
@@ -194,6 +195,7 @@ def _parse(path: Path, data: dict) -> Scenario:
     if not isinstance(settings, dict):
         raise ValueError(f"a [config] table is required, of the {name} model's settings: "
                          + ", ".join(field.name for field in dataclasses.fields(config_class)))
+    settings = upgraded_settings(settings)
     allowed = [field.name for field in dataclasses.fields(config_class)]
     unknown = sorted(set(settings) - set(allowed))
     if unknown:

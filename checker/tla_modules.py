@@ -120,8 +120,8 @@ def variant_module(protocol: Protocol) -> str:
     lines += _comment(summary)
     lines += ["EXTENDS Integers, Sequences, KafkaProtocols", "",
               "CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean, EpochBump,",
-              "          SkipsSameLeader, ReplacedDisks, MaxDelays", "",
-              "VARIABLES replicas, controller, written, crashes, committed, acked, delays", ""]
+              "          SkipsSameLeader, MaxDiskFailures, MaxDelays", "",
+              "VARIABLES replicas, controller, written, crashes, committed, acked, delays, diskFailures", ""]
     if protocol.new_follower == protocols.TRUNCATE_TO_HW:
         lines += [f"TruncateToHw(rep) == HwBecomeFollower(rep, {chosen['EpochsAfterTruncate']})", ""]
     width = max(len(parameter) for parameter in PARAMETERS)

@@ -56,7 +56,7 @@ INVARIANT_NAMES: tuple[str, ...] = tuple(p.name for p in INVARIANTS if not p.on_
 
 # The Config fields the twin maps to TLA+ constants; any other field must keep its default.
 _COVERED_FIELDS = frozenset({"protocol", "replicas", "messages", "crashes", "elections", "acks", "min_isr", "unclean",
-                             "replaced_disks", "delays"})
+                             "disk_failures", "delays"})
 _ACKS_ALL = {"all": "TRUE", "1": "FALSE"}
 
 
@@ -124,7 +124,7 @@ def tlc_config_text(config: Config, invariants: tuple[str, ...] = INVARIANT_NAME
         f"    Unclean = {'TRUE' if config.unclean else 'FALSE'}",
         f"    EpochBump = {'TRUE' if bumps and protocol.bumps_on_isr_removal else 'FALSE'}",
         f"    SkipsSameLeader = {'TRUE' if bumps and protocol.followers_skip_bumps else 'FALSE'}",
-        f"    ReplacedDisks = {'TRUE' if config.replaced_disks else 'FALSE'}",
+        f"    MaxDiskFailures = {config.disk_failures}",
         f"    MaxDelays = {config.delays}",
     ]
     if users:

@@ -65,7 +65,8 @@ class ReplicationBehaviour:
         return parse_action(text, self.action_names, self.config.replicas)
 
     def state_values(self, state: State) -> dict[str, Any]:
-        return state_values(state, PROTOCOLS[self.config.protocol].eligible_leaders, bool(self.config.delays))
+        return state_values(state, PROTOCOLS[self.config.protocol].eligible_leaders, bool(self.config.delays),
+                            self.config.counts_disk_failures)
 
 
 class ReplicationSystem(ReplicationBehaviour):

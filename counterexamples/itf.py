@@ -30,6 +30,7 @@ from kafka_mc.checker.scenario import scenario_models
 from kafka_mc.checker.tla_modules import module_name
 from kafka_mc.control.replication import ReplicationSystem
 from kafka_mc.model import PROTOCOLS, Config, ConfigError, State
+from kafka_mc.model.config import upgraded_settings
 from kafka_mc.model.shape import ANY, Expect, Required, check_shape, short_repr
 from kafka_mc.model.state import (
     FOLLOWER,
@@ -106,10 +107,11 @@ def itf_to_trace(data: dict, settings: Mapping[str, Any] | None = None) -> Trace
             raise ValueError(f"#meta.model: model {short_repr(name)} is unknown; allowed: {', '.join(models)}")
         model_class, config_class = models[name]
         fields = [field.name for field in dataclasses.fields(config_class)]
-        check_shape(meta["config"], {field: ANY for field in fields}, "#meta.config", toml=False)
+        settings = upgraded_settings(meta["config"]) if isinstance(meta["config"], dict) else meta["config"]
+        check_shape(settings, {field: ANY for field in fields}, "#meta.config", toml=False)
         try:  # the replication model's traces may be a simulation's, past `check`'s bounds
-            config = (Config.for_simulation(**meta["config"]) if config_class is Config
-                      else config_class(**meta["config"]))
+            config = (Config.for_simulation(**settings) if config_class is Config
+                      else config_class(**settings))
         except (ConfigError, ValueError, TypeError) as error:
             raise ValueError(f"#meta.config: {error}") from None
     except ValueError as error:
@@ -145,18 +147,22 @@ def itf_to_trace(data: dict, settings: Mapping[str, Any] | None = None) -> Trace
 
 # The twin's variables (model/tla/KafkaReplication.tla), and its CONSTANTS by the Config field they set:
 # a trace that lists a constant among its ITF `params` gives its value in every state.
-TWIN_VARIABLES = ("replicas", "controller", "written", "crashes", "committed", "acked", "delays")
-# what a trace of the twin may lack, written before the twin had delayed requests: none were delayed
-_OPTIONAL_VARIABLES = ("delays",)
-TWIN_SETTINGS = ("protocol", "replicas", "messages", "crashes", "elections", "acks", "min_isr", "unclean", "delays")
+TWIN_VARIABLES = ("replicas", "controller", "written", "crashes", "committed", "acked", "delays", "diskFailures")
+# what a trace of the twin may lack, written before the twin had delayed requests or counted disk failures: none
+_OPTIONAL_VARIABLES = ("delays", "diskFailures")
+TWIN_SETTINGS = ("protocol", "replicas", "messages", "crashes", "elections", "acks", "min_isr", "unclean", "delays",
+                 "disk_failures")
 TWIN_CONSTANTS = {"MaxMessages": "messages", "MaxCrashes": "crashes", "MaxElections": "elections",
-                  "AcksAll": "acks", "MinIsr": "min_isr", "Unclean": "unclean", "MaxDelays": "delays"}
+                  "AcksAll": "acks", "MinIsr": "min_isr", "Unclean": "unclean", "MaxDelays": "delays",
+                  "MaxDiskFailures": "disk_failures"}
 # Variables that say nothing of the state, left out: Quint's model-based-testing ones (`quint run
 # --mbt`: mbt::actionTaken, mbt::nondetPicks) and any whose name starts with `_`.
 AUXILIARY = re.compile(r"^(mbt::|_)")
 TWIN_SHAPE = {"vars": Required([str]), "states": Required([{"*": ANY}]), "params": [str], "*": ANY}
 # A bound not given: the least the trace needs, the most its view reaches (any larger bound replays it alike).
-_REACHED = {"messages": "written", "crashes": "crashes", "elections": "controller.epoch", "delays": "delays"}
+# Disk failures the twin does not count (as many allowed as crashes) reach 0: such a trace needs --disk-failures.
+_REACHED = {"messages": "written", "crashes": "crashes", "elections": "controller.epoch", "delays": "delays",
+            "disk_failures": "diskFailures"}
 _REPLICA_FIELDS = ("log", "hw", "epochs", "status", "role", "epoch", "response", "remoteLeos", "leaderId")
 # a replica's delayed fetch, and the controller's AlterPartition in flight: absent from a trace of the twin
 # written before it had delayed requests (none in flight)
@@ -208,7 +214,7 @@ def twin_view(state: State) -> dict[str, Any]:
     `replicas[A].leaderId` the leader A follows (`Replica.leader_id`), the twin's NoLeader for none;
     `replicas[A].delayedFetch` and `delayedFetchStale` A's fetch in flight (`Replica.delayed_fetch`),
     `controller.proposal` and `controller.reregistered` the AlterPartition in flight, `delays` the
-    requests delayed so far."""
+    requests delayed so far, `diskFailures` the disk failures so far where the state counts them."""
     names = [replica_name(index) for index in range(len(state.replicas))]
 
     def members(mask: int) -> frozenset:
@@ -244,6 +250,7 @@ def twin_view(state: State) -> dict[str, Any]:
     view["committed"] = frozenset(state.committed)
     view["acked"] = frozenset(msg for msg in range(1, state.acked.bit_length()) if state.acked >> msg & 1)
     view["delays"] = state.delays
+    view["diskFailures"] = state.disk_failures
     return view
 
 
@@ -309,6 +316,7 @@ def decode_twin_state(raw: dict, names: tuple[str, ...], where: str) -> dict[str
                                   for entry in _set(values["committed"], f"{where}.committed"))
     view["acked"] = frozenset(_int(msg, f"{where}.acked") for msg in _set(values["acked"], f"{where}.acked"))
     view["delays"] = _int(values.get("delays", 0), f"{where}.delays")
+    view["diskFailures"] = _int(values.get("diskFailures", 0), f"{where}.diskFailures")
     return view
 
 
@@ -477,7 +485,7 @@ def _check_variables(data: dict) -> None:
                 "its configuration, is missing here)" if "consumed" in extra else "")
         required = [name for name in TWIN_VARIABLES if name not in _OPTIONAL_VARIABLES]
         raise ValueError(f"its variables must be the twin's, {', '.join(required)} (and {', '.join(_OPTIONAL_VARIABLES)}, "
-                         f"which a trace written before the twin had delayed requests lacks): {'; '.join(parts)}{hint}")
+                         f"which a trace written before the twin had them lacks): {'; '.join(parts)}{hint}")
     for index, state in enumerate(states):
         lacking = [name for name in TWIN_VARIABLES if name not in state and name not in _OPTIONAL_VARIABLES]
         if lacking:

@@ -31,7 +31,8 @@ from kafka_mc.cli_common import (
     MinIsrOption,
     NetworkFailuresOption,
     NoFlushOption,
-    ReplacedDisksOption,
+    DiskFailuresOption,
+    DeprecatedReplacedDisksOption,
     DelaysOption,
     OutputFormat,
     PluginOption,
@@ -135,7 +136,8 @@ def check_command(
     min_isr: MinIsrOption = "1",
     unclean: UncleanOption = False,
     no_flush: NoFlushOption = False,
-    replaced_disks: ReplacedDisksOption = False,
+    disk_failures: DiskFailuresOption = "0",
+    replaced_disks: DeprecatedReplacedDisksOption = False,
     delays: DelaysOption = "0",
     network_failures: NetworkFailuresOption = "0",
     partitions: DeprecatedNetworkFailuresOption = None,
@@ -193,7 +195,7 @@ def check_command(
     config, flags = replication_config(ctx, protocol=protocol, replicas=replicas, messages=messages, crashes=crashes,
                                        elections=elections, acks=acks, min_isr=min_isr, unclean=unclean,
                                        no_flush=no_flush, network_failures=network_failures, partitions=partitions,
-                                       replaced_disks=replaced_disks, delays=delays)
+                                       disk_failures=disk_failures, replaced_disks=replaced_disks, delays=delays)
     budget = Budget(number("--max-states", max_states, positive=True),
                     number("--max-seconds", max_seconds, float, positive=True))
     worker_count = number("--workers", workers, positive=True)

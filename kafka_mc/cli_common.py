@@ -238,10 +238,13 @@ UncleanOption = Annotated[bool, typer.Option("--unclean", help="Enable unclean l
 NoFlushOption = Annotated[bool, typer.Option("--no-flush",
                                              help="Acknowledge from the page cache: a crash loses what was not "
                                                   "flushed.")]
-ReplacedDisksOption = Annotated[bool, typer.Option("--replaced-disks",
-                                                  help="A crash may also lose the broker's disk: it starts again "
-                                                       "with no log, HW checkpoint or epoch cache (counts against "
-                                                       "--crashes).")]
+DiskFailuresOption = Annotated[str, typer.Option("--disk-failures", metavar="N",
+                                                help="Crashes that also lose the broker's disk, at most (each counts "
+                                                     "against --crashes too): it starts again with no log, HW "
+                                                     "checkpoint or epoch cache, as on a replaced disk.")]
+DISK_FAILURES = "--disk-failures"
+DEPRECATED_REPLACED_DISKS = "--replaced-disks"  # before --disk-failures: any crash may lose the disk
+DeprecatedReplacedDisksOption = Annotated[bool, typer.Option(DEPRECATED_REPLACED_DISKS, hidden=True)]
 DelaysOption = Annotated[str, typer.Option("--delays", metavar="N",
                                           help="Delayed requests, at most: an AlterPartition the controller "
                                                "handles late, or a fetch the leader handles late (after its sender "
@@ -369,18 +372,34 @@ def load_properties(specs: Optional[list[str]]) -> tuple[Property, ...]:
 def replication_config(ctx: typer.Context, *, protocol: str, replicas: str, messages: str, crashes: str,
                        elections: str, acks: str, min_isr: str, unclean: bool, no_flush: bool, network_failures: str,
                        partitions: Optional[str], simulation: bool = False,
-                       replaced_disks: bool = False, delays: str = "0") -> tuple[Config, dict[str, str]]:
+                       disk_failures: str = "0", replaced_disks: bool = False,
+                       delays: str = "0") -> tuple[Config, dict[str, str]]:
     """The replication model's configuration from its options as every command declares them (the
     `*Option` types above; `simulation`: `Config.for_simulation`'s wider bounds), a bad value
     refused naming its flag; and the flags whose name is not `--field-name`, for later messages."""
     failures_flag, failures_text = network_failure_bound(ctx, network_failures, partitions)
     flags = {"partitions": failures_flag}
+    if replaced_disks:
+        flags["disk_failures"] = disk_failures_flag(ctx)
+        disk_failures = crashes
     bounds = counts(flags, replicas=replicas, messages=messages, crashes=crashes, elections=elections,
-                    min_isr=min_isr, partitions=failures_text, delays=delays)
+                    min_isr=min_isr, partitions=failures_text, delays=delays, disk_failures=disk_failures)
     with config_errors(flags):
         make = Config.for_simulation if simulation else Config
-        return make(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, replaced_disks=replaced_disks,
-                    **bounds), flags
+        return make(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **bounds), flags
+
+
+def disk_failures_flag(ctx: typer.Context) -> str:
+    """--replaced-disks, the deprecated form of --disk-failures equal to --crashes (any crash may lose
+    its disk): it still works and warns once on stderr. Giving both is refused."""
+    current = next(param.name for param in ctx.command.params if DISK_FAILURES in param.opts)
+    source = ctx.get_parameter_source(current)
+    if source is not None and source.name == "COMMANDLINE":
+        raise Exit(exitcodes.BAD_INPUT, f"{DEPRECATED_REPLACED_DISKS} is the deprecated form of {DISK_FAILURES} "
+                                        f"N with N the crashes: give only {DISK_FAILURES}")
+    print(f"warning: {DEPRECATED_REPLACED_DISKS} is deprecated; use {DISK_FAILURES} N (here N = --crashes)",
+          file=sys.stderr)
+    return DEPRECATED_REPLACED_DISKS
 
 
 def network_failure_bound(ctx: typer.Context, value: str, deprecated: Optional[str]) -> tuple[str, str]:

@@ -27,7 +27,8 @@ from kafka_mc.cli_common import (
     MinIsrOption,
     NetworkFailuresOption,
     NoFlushOption,
-    ReplacedDisksOption,
+    DiskFailuresOption,
+    DeprecatedReplacedDisksOption,
     DelaysOption,
     PluginOption,
     PropertyOption,
@@ -51,7 +52,7 @@ from kafka_mc.explorer.server import ExplorerServer, is_loopback, listening_sock
 REPLICATION_MODELS = ("replication", "replication-failover")
 # the parameters of the replication model's options, whose flags are refused where they do not apply
 REPLICATION_PARAMETERS = ("protocol", "replicas", "messages", "crashes", "elections", "acks", "min_isr", "unclean",
-                          "no_flush", "replaced_disks", "delays", "network_failures", "partitions")
+                          "no_flush", "disk_failures", "replaced_disks", "delays", "network_failures", "partitions")
 
 
 def explore_command(
@@ -67,7 +68,8 @@ def explore_command(
     min_isr: MinIsrOption = "1",
     unclean: UncleanOption = False,
     no_flush: NoFlushOption = False,
-    replaced_disks: ReplacedDisksOption = False,
+    disk_failures: DiskFailuresOption = "0",
+    replaced_disks: DeprecatedReplacedDisksOption = False,
     delays: DelaysOption = "0",
     network_failures: NetworkFailuresOption = "0",
     partitions: DeprecatedNetworkFailuresOption = None,
@@ -106,7 +108,7 @@ def explore_command(
         config, _ = replication_config(ctx, protocol=protocol, replicas=replicas, messages=messages, crashes=crashes,
                                        elections=elections, acks=acks, min_isr=min_isr, unclean=unclean,
                                        no_flush=no_flush, network_failures=network_failures, partitions=partitions,
-                                       replaced_disks=replaced_disks, delays=delays)
+                                       disk_failures=disk_failures, replaced_disks=replaced_disks, delays=delays)
         explorer = Explorer(*model_settings(model_for(model, config.to_dict())), extra=extra)
     else:
         refuse_unusable(f"--model {model}", (), given, why=" (they set the replication model)")

@@ -43,13 +43,13 @@ CONFORMANCE_CONFIGS: tuple[Config, ...] = (
     Config("diverging-epoch", messages=1, crashes=0, elections=1, partitions=1, flush=False),
     Config("kafka-14704", messages=2, crashes=1, elections=2, unclean=True),
     Config("kafka-13141", messages=1, crashes=0, elections=1, partitions=2, acks="1"),
-    Config("kip-320", replicas=3, messages=1, crashes=1, elections=1, replaced_disks=True),
+    Config("kip-320", replicas=3, messages=1, crashes=1, elections=1, disk_failures=1),
     Config("kafka-15583", replicas=3, messages=1, crashes=1, elections=1, min_isr=2),
     Config("kip-966", replicas=3, messages=1, crashes=1, elections=1, min_isr=2, unclean=True),
     Config("kip-966", messages=1, crashes=2, elections=2, min_isr=2, unclean=True),
     Config("kafka-13141", messages=1, crashes=1, elections=1, delays=1),
     Config("kafka-14704", messages=1, crashes=1, elections=1, partitions=1, delays=1),
-    Config("kip-966", messages=1, crashes=2, elections=1, delays=1, replaced_disks=True),
+    Config("kip-966", messages=1, crashes=2, elections=1, delays=1, disk_failures=1),  # counted: 1 of 2 crashes
 )
 
 

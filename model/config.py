@@ -30,9 +30,10 @@ class Config:
     from ZooKeeper, or from the other brokers) and delayed requests (AlterPartition or fetch) a
     behaviour may contain. The initial
     leader is chosen by the initial state and does not count as an election. With
-    `flush` false, appends stay in the page cache until a flush and a crash loses them. With
-    `replaced_disks`, a crash may also lose the broker's disk (`ReplicaDiskFailure`: it starts again
-    with no log, HW checkpoint or epoch cache); it counts as one of the crashes. A delayed
+    `flush` false, appends stay in the page cache until a flush and a crash loses them. Up to
+    `disk_failures` of the crashes may also lose the broker's disk (`ReplicaDiskFailure`: it starts
+    again with no log, HW checkpoint or epoch cache); each counts as one of the crashes too, so
+    there are at most `crashes` of them (`disk_failures` equal to `crashes`: any crash may). A delayed
     AlterPartition (`LeaderSendAlterPartition`) stays in flight while other events happen, until
     the controller handles it (`ControllerHandleAlterPartition`); without delays every ISR change
     reaches the controller at once. A delayed fetch (`FollowerSendDelayedFetch`) stays in flight to
@@ -51,7 +52,7 @@ class Config:
     unclean: bool = False
     flush: bool = True
     partitions: int = 0
-    replaced_disks: bool = False
+    disk_failures: int = 0
     delays: int = 0
 
     count_limit = CHECK_COUNT_LIMIT  # the most of each of BOUNDED_COUNTS (a class constant, not a field)
@@ -83,7 +84,10 @@ class Config:
         check_bool("unclean", self.unclean)
         check_bool("flush", self.flush)
         check_int("partitions", self.partitions, 0, self.count_limit)
-        check_bool("replaced_disks", self.replaced_disks)
+        check_int("disk_failures", self.disk_failures, 0, self.count_limit)
+        if self.disk_failures > self.crashes:
+            raise ConfigError("disk_failures", f"disk_failures {self.disk_failures}: each disk failure is one of "
+                                               f"the crashes, so it may be at most crashes ({self.crashes})")
         check_int("delays", self.delays, 0, self.count_limit)
         if self.delays and not PROTOCOLS[self.protocol].sends_alter_partition:
             senders = [name for name, protocol in PROTOCOLS.items() if protocol.sends_alter_partition]
@@ -93,6 +97,13 @@ class Config:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def counts_disk_failures(self) -> bool:
+        """Whether a state counts its disk failures: only where there are some and the bound can bind
+        (fewer than the crashes). Otherwise the crash bound implies it, and a count would only split
+        equal states."""
+        return 0 < self.disk_failures < self.crashes
 
     def __reduce__(self):
         """Pickled with its protocol's declaration when that is a user's registered variant, so that
@@ -113,6 +124,21 @@ def _unpickle_config(kind: type, values: dict, protocol: Protocol | None) -> Con
     if protocol is not None:
         register_protocol(protocol)
     return kind(**values)
+
+
+def upgraded_settings(settings: dict) -> dict:
+    """`settings` with the form earlier versions wrote read as today's: `replaced_disks` (true: any
+    crash may lose its disk) becomes `disk_failures` (the crashes, or 0)."""
+    if "replaced_disks" not in settings:
+        return settings
+    settings = dict(settings)
+    replaced = settings.pop("replaced_disks")
+    if "disk_failures" in settings:
+        raise ConfigError("replaced_disks", "replaced_disks and disk_failures given together; "
+                                            "give disk_failures alone (replaced_disks is its earlier form)")
+    check_bool("replaced_disks", replaced)
+    settings["disk_failures"] = settings.get("crashes", Config.crashes) if replaced else 0
+    return settings
 
 
 def check_int(name: str, value: object, low: int, high: int) -> None:

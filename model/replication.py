@@ -147,7 +147,7 @@ class ReplicationModel:
             base["ReplicaFlush"] = ReplicationModel.replica_flush
         tail: dict[str, Transition] = {
             "ReplicaCrash": ReplicationModel.replica_crash,
-            **({"ReplicaDiskFailure": ReplicationModel.replica_disk_failure} if config.replaced_disks else {}),
+            **({"ReplicaDiskFailure": ReplicationModel.replica_disk_failure} if config.disk_failures else {}),
             "ReplicaRestart": ReplicationModel.replica_restart,
             "ControllerNoticeFailure": ReplicationModel.controller_notice_failure,
             "ControllerElectLeader": ReplicationModel.controller_elect_leader,
@@ -629,11 +629,17 @@ class ReplicationModel:
         again, as a broker does on a new, empty log directory (`LogManager.loadLogs` finds no log;
         the partition's log is created empty when its LeaderAndIsr arrives:
         `Partition.getOrCreateReplica` to 2.3, `Partition.createLogIfNotExists` from 2.4.0). One of
-        the crashes; the controller does with it what it does after any crash (`replaced_disks`)."""
+        the crashes and of the disk failures (`Config.disk_failures`); the controller does with it
+        what it does after any crash."""
+        if state.disk_failures >= self.config.disk_failures:
+            return None
         crashed = self.replica_crash(state, index)
         if crashed is None:
             return None
-        return self.with_replica(crashed, index, truncate(crashed.replicas[index], 0, self.protocol, log_load=True))
+        crashed = self.with_replica(crashed, index, truncate(crashed.replicas[index], 0, self.protocol, log_load=True))
+        if self.config.counts_disk_failures:
+            crashed = crashed._replace(disk_failures=state.disk_failures + 1)
+        return crashed
 
     def replica_restart(self, state: State, index: int) -> State | None:
         """The broker starts again and registers, with a new broker epoch; it waits for a LeaderAndIsr. A crashed leader

@@ -139,6 +139,7 @@ class State(NamedTuple):
     peer_cut: int  # bitmask: brokers cut off from the other brokers
     cuts: int  # network failures so far
     delays: int = 0  # requests delayed so far: AlterPartition and fetch requests
+    disk_failures: int = 0  # crashes so far that lost the disk (counted where `Config.counts_disk_failures`)
 
     @property
     def leader(self) -> Replica | None:

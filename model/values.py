@@ -78,13 +78,15 @@ class DelayedFetchVar(NamedTuple):
     stale: bool
 
 
-def state_values(state: State, elr: bool = False, delays: bool = False) -> dict[str, Any]:
+def state_values(state: State, elr: bool = False, delays: bool = False,
+                 disk_failures: bool = False) -> dict[str, Any]:
     """The ITF variables of a state as Python values: records are named tuples, sequences
     lists, sets SortedSets, functions dicts keyed in sorted order, tuples plain tuples. `elr`: the
     controller has eligible leader replicas (the variant's `eligible_leaders`), as in the twin.
     `delays`: AlterPartition and fetch requests may be delayed (`Config.delays`); then `alterPartition` is the
     AlterPartition in flight (the replica it adds, those of it registered again since), `delayedFetches` each
-    replica's fetch in flight (or <<>>) and `delays` how many were delayed so far."""
+    replica's fetch in flight (or <<>>) and `delays` how many were delayed so far. `disk_failures`: the state
+    counts its disk failures (`Config.counts_disk_failures`); then `diskFailures` is how many so far."""
     leader, epoch = leader_name(state), state.controller.epoch
     isr = SortedSet(replica_name(m) for m in isr_members(state.controller.isr))
     controller: ControllerVar | ControllerElrVar = ControllerVar(leader, epoch, isr)
@@ -104,6 +106,7 @@ def state_values(state: State, elr: bool = False, delays: bool = False) -> dict[
             "delayedFetches": {replica_name(i): DelayedFetchVar(r.delayed_fetch - 1, r.delayed_fetch_stale)
                                if r.delayed_fetch else [] for i, r in enumerate(state.replicas)},
             "delays": state.delays} if delays else {}),
+        **({"diskFailures": state.disk_failures} if disk_failures else {}),
     }
 
 

@@ -105,7 +105,7 @@ def test_what_each_release_refuses(protocol, fenced_added, restarted_added):
 # the search: one lossy shutdown (B's replaced disk) and one fencing of a running broker (A cut off from the
 # controller), min.insync.replicas 2: within what KIP-966 tolerates, so kip-966 holds (with two lossy shutdowns
 # the last known leader loses m1 there: tests/test_anchors.py)
-SEARCH = dict(crashes=1, partitions=1, elections=1, min_isr=2)
+SEARCH = dict(crashes=1, disk_failures=1, partitions=1, elections=1, min_isr=2)
 
 
 def test_kip_903_keeps_the_restarted_replica_out_where_kip_966_alone_loses_m1(without_kip_903):

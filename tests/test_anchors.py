@@ -102,6 +102,24 @@ def test_under_kip_966_a_partition_whose_isr_and_elr_empty_elects_its_last_known
         assert check_leader_again(holds, state_graph(holds)).holds, holds
 
 
+def test_under_kip_966_one_lossy_shutdown_of_two_unclean_ones_loses_the_committed_record():
+    """KIP-966 tolerates min.insync.replicas - 1 unclean shutdowns, lossy or not: A crashes with its disk
+    intact and B with its disk lost (`disk_failures` 1 of 2 crashes); A's restart is an unclean shutdown that
+    takes it out of the ELR, and B, the last known leader, is elected on its empty disk. The python engine
+    and the kernel agree."""
+    config = Config("kip-966", 2, 1, 2, 2, min_isr=2, disk_failures=1)
+    for engine in (check, kernel_check):
+        result = engine(config, keep_going=True)
+        assert result.complete and result.stats.distinct_states == 3170
+        assert lengths(result) == {"NoCommittedDataLoss": 11, "NoAckedDataLoss": 11, "NoConsumedRecordLost": 11}
+    trace = next(v.trace for v in result.violations if v.invariant == "NoCommittedDataLoss")
+    assert [str(action) for action in trace.actions] == [
+        "ProducerWrite(A)", "LeaderHandleFetchRequest(B)", "FollowerHandleFetchResponse(B)",
+        "LeaderHandleFetchRequest(B)", "ReplicaCrash(A)", "ReplicaDiskFailure(B)", "ControllerNoticeFailure(A)",
+        "ReplicaRestart(A)", "ControllerNoticeFailure(B)", "ReplicaRestart(B)", "ControllerElectLeader(B)"]
+    assert trace.states()[-1].disk_failures == 1
+
+
 def test_the_last_known_leader_comes_before_an_unclean_election():
     """`PartitionChangeBuilder.electAnyLeader` tries the last known leader before an unclean election of any
     other replica: with unclean election on, a live replica that is not the last known leader is not elected

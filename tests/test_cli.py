@@ -193,6 +193,22 @@ def test_partitions_still_works_as_the_deprecated_name_of_network_failures(capsy
     assert err.count("deprecated") == 1
 
 
+def test_replaced_disks_still_works_as_the_deprecated_form_of_disk_failures(capsys):
+    argv = ("check", "--engine", "python", "--messages", "1", "--crashes", "2", "--max-states", "10", "--quiet",
+            "--format", "json")
+    code, out, err = run(capsys, *argv, "--disk-failures", "2")
+    assert "deprecated" not in err
+    expected = code, json.loads(out)["config"]
+    code, out, err = run(capsys, *argv, "--replaced-disks")
+    assert (code, json.loads(out)["config"]) == expected and expected[1]["disk_failures"] == 2
+    assert err.count("warning: --replaced-disks is deprecated; use --disk-failures N (here N = --crashes)") == 1
+    code, _, err = run(capsys, "check", "--replaced-disks", "--disk-failures", "1")
+    assert code == exitcodes.BAD_INPUT and "give only --disk-failures" in err
+    code, _, err = run(capsys, "check", "--crashes", "1", "--disk-failures", "2")
+    assert code == exitcodes.BAD_INPUT and ("kafka-mc: --disk-failures: disk_failures 2: each disk failure is one of "
+                                            "the crashes, so it may be at most crashes (1)") in err
+
+
 def test_out_must_be_a_directory(capsys, tmp_path):
     target = tmp_path / "file"
     target.write_text("x")

@@ -389,8 +389,8 @@ def test_variables_the_twin_has_not_or_lacks_are_named(capsys, tmp_path, case_l)
     code, out, err = run(capsys, "replay", str(path), "--protocol", "hw")
     assert code == exitcodes.BAD_SPEC and out == ""
     assert "not an ITF trace of kafka-mc's TLA+ twin: its variables must be the twin's, replicas, controller, " \
-           "written, crashes, committed, acked (and delays, which a trace written before the twin had delayed " \
-           "requests lacks): it lacks acked; it has ackedMsgs, clock, which the twin has not" in err
+           "written, crashes, committed, acked (and delays, diskFailures, which a trace written before the twin " \
+           "had them lacks): it lacks acked; it has ackedMsgs, clock, which the twin has not" in err
 
 
 def test_auxiliary_variables_are_left_out(tmp_path, case_l):
@@ -423,7 +423,7 @@ def test_a_step_that_is_no_transition_names_it_with_the_enabled_actions_and_the_
     assert "\nThe configuration: protocol=hw (the trace's #meta.source), replicas=2 (the trace's replicas), " in err
     assert '\nThe state before it (the trace\'s state 5):\n  replicas[A].log = [{"msg": 1, "epoch": 0}]\n' in err
     assert '\n  replicas[B].response = {"offset": 1, "hw": 1, "records": [], "outOfRange": false}\n' in err
-    assert '\n  controller.isr = ["A", "B"]\n' in err and err.endswith("\n  acked = [1]\n  delays = 0\n")
+    assert '\n  controller.isr = ["A", "B"]\n' in err and err.endswith("\n  acked = [1]\n  delays = 0\n  diskFailures = 0\n")
 
 
 def test_a_stuttering_step_and_a_state_0_that_is_no_initial_state_are_named(tmp_path, case_l):

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from kafka_mc.model import Action, Config, ConfigError, ReplicationModel, fingerprint
+from kafka_mc.model.config import upgraded_settings
 from kafka_mc.model.protocols import end_offset_for
 from kafka_mc.model.state import (
     CRASHED, FOLLOWER, LEADER, NO_LEADER, NO_ROLE, OFFLINE, TRUNCATING, UNKNOWN, UP, Record,
@@ -280,13 +281,39 @@ def test_config_rejects_bad_values(options, message):
 
 
 def test_a_replaced_disk_comes_back_empty_and_counts_as_a_crash():
-    m = model(protocol="kafka-14704", messages=1, crashes=1, elections=1, replaced_disks=True)
+    m = model(protocol="kafka-14704", messages=1, crashes=1, elections=1, disk_failures=1)
     state = run(m, A, "ProducerWrite(A)", "LeaderHandleFetchRequest(B)", "FollowerHandleFetchResponse(B)",
                 "ReplicaDiskFailure(B)")
     replica = state.replicas[B]
     assert (replica.log, replica.hw, replica.epochs, replica.status, state.crashes) == ((), 0, (), CRASHED, 1)
     assert not enabled(m, state, "ReplicaCrash(A)")  # the crash bound is shared
-    assert "ReplicaDiskFailure" not in model(protocol="kafka-14704").action_names  # only with replaced_disks
+    assert "ReplicaDiskFailure" not in model(protocol="kafka-14704").action_names  # only with disk_failures
+
+
+def test_disk_failures_are_bounded_apart_from_the_crashes():
+    """`disk_failures` below `crashes`: the state counts them, and once they are spent a broker can still
+    crash, but keeps its disk. At `crashes` (any crash may lose its disk) the count stays 0."""
+    m = model(protocol="kafka-14704", messages=1, crashes=2, elections=1, disk_failures=1)
+    state = run(m, A, "ProducerWrite(A)", "ReplicaDiskFailure(B)", "ControllerNoticeFailure(B)", "ReplicaRestart(B)")
+    assert (state.crashes, state.disk_failures) == (1, 1)
+    assert not enabled(m, state, "ReplicaDiskFailure(A)") and enabled(m, state, "ReplicaCrash(A)")
+    every = model(protocol="kafka-14704", messages=1, crashes=2, elections=1, disk_failures=2)
+    state = run(every, A, "ProducerWrite(A)", "ReplicaDiskFailure(B)", "ControllerNoticeFailure(B)",
+                "ReplicaRestart(B)")
+    assert (state.crashes, state.disk_failures) == (1, 0) and enabled(every, state, "ReplicaDiskFailure(A)")
+
+
+def test_disk_failures_beyond_the_crashes_are_refused_and_the_earlier_form_reads_as_today():
+    with pytest.raises(ConfigError, match=r"disk_failures 2: each disk failure is one of the crashes, so it may be "
+                                          r"at most crashes \(1\)"):
+        Config(crashes=1, disk_failures=2)
+    assert upgraded_settings({"crashes": 1, "replaced_disks": True}) == {"crashes": 1, "disk_failures": 1}
+    assert upgraded_settings({"replaced_disks": False}) == {"disk_failures": 0}
+    assert upgraded_settings({"replaced_disks": True}) == {"disk_failures": Config.crashes}
+    with pytest.raises(ConfigError, match="replaced_disks and disk_failures given together"):
+        upgraded_settings({"replaced_disks": True, "disk_failures": 1})
+    with pytest.raises(ConfigError, match="replaced_disks must be true or false, not 'yes'"):
+        upgraded_settings({"replaced_disks": "yes"})
 
 
 def test_the_last_isr_member_elected_again_on_a_replaced_disk_loses_the_committed_record():
@@ -294,7 +321,7 @@ def test_the_last_isr_member_elected_again_on_a_replaced_disk_loses_the_committe
     elected again: a clean election (KIP-966's eligible leader replicas address it)."""
     from kafka_mc.checker import check
 
-    config = Config("kafka-14704", messages=1, crashes=1, elections=1, replaced_disks=True)
+    config = Config("kafka-14704", messages=1, crashes=1, elections=1, disk_failures=1)
     state = run(ReplicationModel(config), A, "ProducerWrite(A)", "LeaderShrinkIsr(B)", "ReplicaDiskFailure(A)",
                 "ControllerNoticeFailure(A)", "ReplicaRestart(A)", "ControllerElectLeader(A)")
     assert state.committed == ((0, 1),) and state.replicas[A].log == () and state.controller.leader == A

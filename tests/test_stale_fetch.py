@@ -33,7 +33,7 @@ PLUGIN = FINDINGS / "without_fixes.py"  # the docs' plugin of variants without a
 UNFENCED = runpy.run_path(str(PLUGIN))["WITHOUT_KAFKA_15221"]
 unregister_protocol("kip-966-without-kip-903")  # registered here per test only
 unregister_protocol(UNFENCED.name)
-CONFIG = Config("kip-966", replicas=2, messages=1, crashes=2, elections=1, replaced_disks=True, delays=1)
+CONFIG = Config("kip-966", replicas=2, messages=1, crashes=2, elections=1, disk_failures=2, delays=1)
 # B has m1 and its fetch at offset 1 is in flight; B fails with its disk, is fenced and registers again
 STALE = ["ProducerWrite(A)", "LeaderHandleFetchRequest(B)", "FollowerHandleFetchResponse(B)",
          "FollowerSendDelayedFetch(B)", "ReplicaDiskFailure(B)", "ControllerNoticeFailure(B)", "ReplicaRestart(B)"]
@@ -41,7 +41,7 @@ FOLLOWING = STALE + ["BecomeFollower(B)", "FollowerTruncateByLeaderEpoch(B)"]  #
 # the search: one lossy shutdown (B's replaced disk) and one fencing of a running broker (A cut off from the
 # controller), min.insync.replicas 2: within what KIP-966 tolerates, so kip-966 holds (with two lossy shutdowns
 # the last known leader loses m1 there: tests/test_anchors.py)
-SEARCH = dict(crashes=1, partitions=1, elections=1, min_isr=2)
+SEARCH = dict(crashes=1, disk_failures=1, partitions=1, elections=1, min_isr=2)
 
 
 @pytest.fixture
@@ -154,7 +154,7 @@ def test_the_documented_command_finds_it_with_the_plugin():
     """docs/history.md, step 8, as a user runs it: the CLI in a fresh process, the variant from `--plugin`."""
     done = subprocess.run([sys.executable, "-m", "kafka_mc", "check", "--plugin", str(PLUGIN), "--protocol",
                            UNFENCED.name, "--replicas", "2", "--messages", "1", "--crashes", "1", "--partitions", "1",
-                           "--elections", "1", "--min-isr", "2", "--replaced-disks", "--delays", "1", "--keep-going",
+                           "--elections", "1", "--min-isr", "2", "--disk-failures", "1", "--delays", "1", "--keep-going",
                            "--format", "json"],
                           capture_output=True, text=True, timeout=600)
     summary = json.loads(done.stdout)

@@ -47,7 +47,7 @@ AGREEMENT_CONFIGS = [
     Config("kip-320", messages=1, crashes=1, elections=1, unclean=True),
     Config("diverging-epoch", messages=1, crashes=1, elections=1),
     Config("kafka-14704", messages=1, crashes=1, elections=1, acks="1"),
-    Config("hw", messages=1, crashes=1, elections=1, replaced_disks=True),
+    Config("hw", messages=1, crashes=1, elections=1, disk_failures=1),
     # KAFKA-15583's HW held below min.insync.replicas, and KIP-966's eligible leader replicas: every rule
     # fires (`test_the_min_isr_and_elr_configurations_fire_every_new_rule`); three replicas are too many states
     Config("kafka-15583", messages=1, crashes=1, elections=1, min_isr=2),

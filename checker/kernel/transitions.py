@@ -13,6 +13,7 @@ from numba import njit
 
 from .layout import (
     ACKED, ACKS_ALL, ACKS_ZERO, BUMPED, C_ACKS, C_DELAYS, C_ISR_UPDATES, DELAYS, ISR_BROKER_EPOCHS, ISR_LIVE_MEMBERS,
+    C_DISK_FAILURES, DISK_FAILURES,
     LAST_KNOWN_ELR, PROPOSAL, REREGISTERED, C_CRASHES, C_DIVERGING_FETCH_UPDATES_LEADER, C_ELECTIONS,
     C_BOUNCE_NOTICED, C_DIVERGING_RESPONSE_HW, C_ELIGIBLE_LEADERS, C_HW_NEEDS_MIN_ISR, C_EPOCH_ASSIGN, C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_EPOCH_LOOKUP, C_FLUSH, C_ISR_BUMPS, C_ISR_JOIN,
     C_UNFENCED_REQUESTS, C_FOLLOWER_SKIPS, C_MESSAGES, C_TRUNCATE_AT_END, C_MIN_ISR, C_NEW_FOLLOWER, C_PARTITIONS,
@@ -662,10 +663,12 @@ def replica_crash(cfg, s, t, i):
 @inlined
 def replica_disk_failure(cfg, s, t, i):
     """`ReplicationModel.replica_disk_failure`: a crash that loses the disk (the model's slots list it
-    only with `replaced_disks`)."""
-    if not replica_crash(cfg, s, t, i):
+    only with `disk_failures`), counted where that bound is below the crashes'."""
+    if s[DISK_FAILURES] >= cfg[C_DISK_FAILURES] or not replica_crash(cfg, s, t, i):
         return False
     truncate(t, i, 0, 1)
+    if cfg[C_DISK_FAILURES] < cfg[C_CRASHES]:
+        t[DISK_FAILURES] = s[DISK_FAILURES] + 1
     return True
 
 

@@ -60,7 +60,8 @@ class Shape:
     replication model; `greatest_epoch + 1` for the bump model); `elr`: the controller keeps
     eligible leader replicas, one flag per replica (the protocol's `eligible_leaders`, KIP-966);
     `leader_ids`: each replica keeps the leader it follows (the protocol's `remembers_leader`);
-    `delays`: requests may be delayed (`Config.delays`), so the layout keeps them."""
+    `delays`: requests may be delayed (`Config.delays`), so the layout keeps them; `disk_failures`: the
+    states count their disk failures (`Config.counts_disk_failures`)."""
 
     replicas: int
     log: int
@@ -70,6 +71,7 @@ class Shape:
     elr: bool = False
     leader_ids: bool = False
     delays: bool = False
+    disk_failures: bool = False
 
     @staticmethod
     def of(config: Config, cache: int | None = None, integers: bool = False, bumps: bool = False) -> "Shape":
@@ -85,7 +87,8 @@ class Shape:
                       config.replicas, config.delays + 1)
         protocol = PROTOCOLS[config.protocol]
         return Shape(config.replicas, config.messages, cache, None if integers else largest.bit_length() + 2, epochs,
-                     protocol.eligible_leaders, protocol.remembers_leader, config.delays > 0)
+                     protocol.eligible_leaders, protocol.remembers_leader, config.delays > 0,
+                     config.counts_disk_failures)
 
     def num(self, value: int) -> z3.ExprRef:
         return z3.IntVal(value) if self.bits is None else z3.BitVecVal(value, self.bits)
@@ -148,6 +151,7 @@ class SymState:
     proposal: list  # one per replica where `Shape.delays`: the AlterPartition in flight adds it; none otherwise
     reregistered: list  # one per replica where `Shape.delays`: registered again since that request; none otherwise
     delays: list  # one where `Shape.delays`: the requests delayed so far; none otherwise
+    disk_failures: list  # one where `Shape.disk_failures`: the crashes so far that lost the disk; none otherwise
 
 
 def _sizes(shape: Shape) -> dict[str, int]:
@@ -159,7 +163,7 @@ def _sizes(shape: Shape) -> dict[str, int]:
             "leader_id": 1 if shape.leader_ids else 0,
             "proposal": n if shape.delays else 0, "reregistered": n if shape.delays else 0,
             "delays": 1 if shape.delays else 0, "delayed_fetch": 1 if shape.delays else 0,
-            "delayed_fetch_stale": 1 if shape.delays else 0}
+            "delayed_fetch_stale": 1 if shape.delays else 0, "disk_failures": 1 if shape.disk_failures else 0}
 
 
 def _build(cls, shape: Shape, leaf, path: str):
@@ -223,7 +227,8 @@ def shape_of(s) -> Shape:
     whole = isinstance(s, SymState)
     return Shape(len(replica.stale_isr), len(replica.log_msg), len(replica.cache_epoch),
                  sort.size() if z3.is_bv_sort(sort) else None, len(s.bumped) if whole else 0,
-                 bool(s.elr) if whole else False, bool(replica.leader_id), bool(replica.delayed_fetch))
+                 bool(s.elr) if whole else False, bool(replica.leader_id), bool(replica.delayed_fetch),
+                 bool(s.disk_failures) if whole else False)
 
 
 # ------------------------------------------------------------------ concrete states
@@ -263,6 +268,9 @@ def values_of(shape: Shape, state: State) -> SymState:
     controller = state.controller
     if (controller.proposal or controller.reregistered or state.delays) and not shape.delays:
         raise CapacityError("the state has delayed requests; the encoding of a configuration without delays has none")
+    if state.disk_failures and not shape.disk_failures:
+        raise CapacityError("the state counts disk failures; the encoding of a configuration that does not count "
+                            "them has none")
 
     replicas = []
     for replica in state.replicas:
@@ -318,6 +326,7 @@ def values_of(shape: Shape, state: State) -> SymState:
         proposal=bits(controller.proposal) if shape.delays else [],
         reregistered=bits(controller.reregistered) if shape.delays else [],
         delays=[state.delays] if shape.delays else [],
+        disk_failures=[state.disk_failures] if shape.disk_failures else [],
     )
 
 
@@ -371,6 +380,7 @@ def to_state(shape: Shape, values: SymState) -> State:
         peer_cut=mask(values.peer_cut),
         cuts=values.cuts,
         delays=values.delays[0] if values.delays else 0,
+        disk_failures=values.disk_failures[0] if values.disk_failures else 0,
     )
 
 

@@ -168,4 +168,5 @@ def well_formed(s: SymState) -> z3.BoolRef:
     terms += [z3.AtMost(*s.proposal, 1)] if s.proposal else []
     terms += [z3.Implies(again, member) for again, member in zip(s.reregistered, s.proposal)]
     terms += [delays >= 0 for delays in s.delays]
+    terms += [z3.And(count >= 0, count <= s.crashes) for count in s.disk_failures]
     return z3.And(terms)

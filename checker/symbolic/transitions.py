@@ -628,9 +628,15 @@ class SymbolicModel:
         return guard, replace(with_replica(s, i, crashed), crashes=s.crashes + 1)
 
     def replica_disk_failure(self, s: SymState, i: int):
-        """`ReplicationModel.replica_disk_failure`: a crash that leaves an empty log, HW 0 and no cache."""
+        """`ReplicationModel.replica_disk_failure`: a crash that leaves an empty log, HW 0 and no cache;
+        one of the disk failures, counted where the layout counts them (`Shape.disk_failures`)."""
         guard, crashed = self.replica_crash(s, i)
-        return guard, with_replica(crashed, i, self.truncate(crashed.replicas[i], 0, log_load=True))
+        crashed = with_replica(crashed, i, self.truncate(crashed.replicas[i], 0, log_load=True))
+        if not s.disk_failures:
+            return guard, crashed
+        count = s.disk_failures[0]
+        return (z3.And(guard, count < self.config.disk_failures),
+                replace(crashed, disk_failures=[count + 1]))
 
     def replica_restart(self, s: SymState, i: int):
         replica = s.replicas[i]

@@ -27,9 +27,9 @@
 EXTENDS Integers, Sequences, KafkaProtocols
 
 CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean, EpochBump,
-          SkipsSameLeader, ReplacedDisks, MaxDelays
+          SkipsSameLeader, MaxDiskFailures, MaxDelays
 
-VARIABLES replicas, controller, written, crashes, committed, acked, delays
+VARIABLES replicas, controller, written, crashes, committed, acked, delays, diskFailures
 
 INSTANCE KafkaReplication WITH
     BecomeFollowerReplica <- FetchAtOnce,

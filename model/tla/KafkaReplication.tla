@@ -48,6 +48,9 @@
 (*   committed  history: every <<offset, msg>> once below the leader's HW  *)
 (*   acked      the messages acknowledged to the producer                   *)
 (*   delays     requests delayed so far (AlterPartition and fetch)        *)
+(*   diskFailures  crashes so far that lost the disk, counted only where  *)
+(*              MaxDiskFailures < MaxCrashes (else the crash bound implies *)
+(*              it, and it stays 0: Config.counts_disk_failures)           *)
 (*                                                                         *)
 (* Offsets are Kafka's, from 0: the record at offset o of a log is         *)
 (* log[o + 1], a replica's LEO is Len(log).                                *)
@@ -113,7 +116,7 @@ CONSTANTS
     Unclean,        \* unclean.leader.election.enable
     EpochBump,      \* TRUE: the controller bumps the epoch on ISR removal
     SkipsSameLeader,\* TRUE: with EpochBump, requests carry no epoch (to 2.0.1)
-    ReplacedDisks,  \* TRUE: a crash may lose the broker's disk
+    MaxDiskFailures,\* how many of the crashes may lose the broker's disk
     MaxDelays       \* how many requests (AlterPartition, fetch) may be delayed
 
 (***************************************************************************)
@@ -186,7 +189,8 @@ ASSUME
     /\ Replicas # {}
     /\ MaxMessages \in Nat /\ MaxCrashes \in Nat /\ MaxElections \in Nat
     /\ AcksAll \in BOOLEAN /\ Unclean \in BOOLEAN
-    /\ EpochBump \in BOOLEAN /\ SkipsSameLeader \in BOOLEAN /\ ReplacedDisks \in BOOLEAN
+    /\ EpochBump \in BOOLEAN /\ SkipsSameLeader \in BOOLEAN
+    /\ MaxDiskFailures \in 0 .. MaxCrashes
     /\ SkipsSameLeader => EpochBump /\ RemembersLeader
     /\ HwNeedsMinIsr \in BOOLEAN /\ EligibleLeaders \in BOOLEAN /\ DropsCaughtUp \in BOOLEAN
     /\ RemembersLeader \in BOOLEAN
@@ -195,9 +199,9 @@ ASSUME
     /\ EligibleLeaders => HwNeedsMinIsr /\ BounceNoticed
     /\ MinIsr \in 1 .. Cardinality(Replicas)
 
-VARIABLES replicas, controller, written, crashes, committed, acked, delays
+VARIABLES replicas, controller, written, crashes, committed, acked, delays, diskFailures
 
-vars == <<replicas, controller, written, crashes, committed, acked, delays>>
+vars == <<replicas, controller, written, crashes, committed, acked, delays, diskFailures>>
 history == <<committed, acked>>
 
 NoLeader == "none"      \* controller.leader of a leaderless partition
@@ -422,6 +426,7 @@ Init ==
         /\ committed = {}
         /\ acked = {}
         /\ delays = 0
+        /\ diskFailures = 0
 
 ----------------------------------------------------------------------------
 (***************************************************************************)
@@ -657,10 +662,11 @@ ReplicaCrash(r) ==
     /\ crashes' = crashes + 1
     /\ UNCHANGED <<controller, written, history, delays>>
 
-(* The broker dies and its disk with it (ReplacedDisks): it starts again   *)
-(* with an empty log, HW 0 and no epoch cache. One of the crashes.         *)
+(* The broker dies and its disk with it: it starts again with an empty     *)
+(* log, HW 0 and no epoch cache. One of the crashes, and of the            *)
+(* MaxDiskFailures disk failures (counted where that bound can bind).      *)
 ReplicaDiskFailure(r) ==
-    /\ ReplacedDisks
+    /\ diskFailures < MaxDiskFailures
     /\ Alive(replicas[r])
     /\ crashes < MaxCrashes
     /\ replicas' = [replicas EXCEPT ![r] =
@@ -669,6 +675,7 @@ ReplicaDiskFailure(r) ==
                                          !.leaderId = NoLeader,
                                          !.delayedFetchStale = replicas[r].delayedFetch > 0]]
     /\ crashes' = crashes + 1
+    /\ diskFailures' = IF MaxDiskFailures < MaxCrashes THEN diskFailures + 1 ELSE diskFailures
     /\ UNCHANGED <<controller, written, history, delays>>
 
 (* The broker starts again and registers; it waits for a LeaderAndIsr. A   *)
@@ -782,8 +789,9 @@ FollowerTruncateByLeaderEpoch(r) ==
                                                             ELSE truncated]
         /\ UNCHANGED <<controller, written, crashes, committed, acked, delays>>
 
-(* The actions every variant shares, in the order of model/replication.py. *)
-BaseNext ==
+(* The actions every variant shares but ReplicaDiskFailure, in the order   *)
+(* of model/replication.py: none changes diskFailures.                     *)
+DiskKeepingNext ==
     \/ \E r \in Replicas : ProducerWrite(r)
     \/ \E r \in Replicas : LeaderHandleFetchRequest(r)
     \/ \E r \in Replicas : FollowerHandleFetchResponse(r)
@@ -791,7 +799,6 @@ BaseNext ==
     \/ \E r \in Replicas : BecomeFollower(r)
     \/ \E r \in Replicas : FollowerTruncateByLeaderEpoch(r)
     \/ \E r \in Replicas : ReplicaCrash(r)
-    \/ \E r \in Replicas : ReplicaDiskFailure(r)
     \/ \E r \in Replicas : ReplicaRestart(r)
     \/ \E r \in Replicas : ControllerNoticeFailure(r)
     \/ \E r \in Replicas : ControllerElectLeader(r)
@@ -799,6 +806,11 @@ BaseNext ==
     \/ \E r \in Replicas : ControllerHandleAlterPartition(r)
     \/ \E r \in Replicas : FollowerSendDelayedFetch(r)
     \/ \E r \in Replicas : LeaderHandleStaleFetch(r)
+
+(* The actions every variant shares.                                       *)
+BaseNext ==
+    \/ DiskKeepingNext /\ UNCHANGED diskFailures
+    \/ \E r \in Replicas : ReplicaDiskFailure(r)
 
 ----------------------------------------------------------------------------
 (***************************************************************************)

@@ -2,7 +2,7 @@
 steps 7 and 8). Load them with `--plugin`:
 
     kafka-mc check --plugin scenarios/findings/without_fixes.py --protocol kip-966-without-kafka-15221 \
-        --replicas 2 --messages 1 --crashes 2 --elections 1 --replaced-disks --delays 1 --keep-going
+        --replicas 2 --messages 1 --crashes 2 --elections 1 --disk-failures 2 --delays 1 --keep-going
 
 No release is either of them: each is `kip-966` (Kafka 4.1) with one rule of an older release.
 """
