@@ -121,6 +121,12 @@ def test_a_variant_whose_choices_break_shipped_lemmas_is_refused_by_name(capsys,
     assert prove(config, [WrittenBound], properties=()).status in ("proved", "failed")
 
 
+def test_a_proof_with_disk_failures_is_refused_by_name():
+    """A proof lifts the crash bound, and the disk failures are crashes: it takes none."""
+    with pytest.raises(EncodingError, match="^disk_failures 1: a proof lifts the bound on crashes"):
+        prove(Config("kip-279", messages=1, crashes=1, disk_failures=1))
+
+
 def test_same_lemmas_fail_for_hw_and_bounded_model_checking_shows_the_violation_reachable():
     config = Config("hw", messages=2)
     result = prove(config)

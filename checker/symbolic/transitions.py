@@ -106,6 +106,9 @@ class SymbolicModel:
         if bumps and unbounded:
             raise EncodingError(f"the {EpochBumpSystem.name} model has no inductive proof: prove runs the "
                                 f"{ReplicationSystem.name} model's encoding only")
+        if unbounded and config.disk_failures:
+            raise EncodingError(f"disk_failures {config.disk_failures}: a proof lifts the bound on crashes, of which "
+                                "the disk failures are a part; prove takes no disk failures (disk_failures 0)")
         self.config = config
         self.bumps = bumps
         # the explicit model, whose traces the decoded paths are (EpochBumpModel refuses a variant it lacks)
