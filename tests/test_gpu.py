@@ -41,7 +41,7 @@ USERS = ("leader_keeps_committed", "a_new_leader_holds_a_record", "no_truncation
 # options of the GPU engine only)
 RUNS = {
     "hw, a level a few states at a time": (Config("hw", replicas=2, messages=1, crashes=1, elections=1),
-                                           {"keep_going": True}, {"chunk": 5}),
+                                           {"keep_going": True}, {"chunk": 20}),
     "hw, to the first violation": (Config("hw", replicas=2, messages=1, crashes=2, elections=1), {}, {}),
     "leader-epoch": (Config("leader-epoch", replicas=2, messages=2, crashes=1, elections=1), {"keep_going": True}, {}),
     "kip-279, unclean, no flush": (Config("kip-279", replicas=2, messages=1, crashes=1, elections=2, unclean=True,
@@ -52,7 +52,7 @@ RUNS = {
                                                 {"properties": (*(p.name for p in PROPERTIES), *USERS),
                                                  "keep_going": True}, {}),
     "users' properties, a level a few states at a time": (Config("hw", replicas=2, messages=1, crashes=1, elections=1),
-                                                          {"properties": USERS}, {"chunk": 7}),
+                                                          {"properties": USERS}, {"chunk": 20}),
     "hw with the controller's epoch bumps": (EpochBumpSystem(Config("hw", replicas=2, messages=1, crashes=2,
                                                                     elections=1)), {"keep_going": True}, {}),
 }
