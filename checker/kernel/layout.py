@@ -16,7 +16,8 @@ it follows (`Replica.leader_id`, stored plus one so that none is 0) and its dela
 After the replicas: the controller (leader, epoch, ISR), records written, crashes, acked
 writes, the cut masks, cuts, the epochs the controller's bumps made (`model/epoch_bumps.py`), the
 controller's eligible leader replicas (KIP-966), the AlterPartition in flight and the delays so far,
-the disk failures so far (`State.disk_failures`), and the committed and consumed histories as one bitmask of message numbers per offset.
+the disk failures so far (`State.disk_failures`), and the committed and consumed histories as one
+bitmask of message numbers per offset.
 """
 
 from __future__ import annotations
@@ -84,11 +85,11 @@ COMMITTED = DISK_FAILURES + 1
 CONSUMED = COMMITTED + MAX_MESSAGES
 WIDTH = CONSUMED + MAX_MESSAGES
 
-# the settings the kernel reads, as cells of one int64 array: the bounds (disk failures last), then one cell per protocol
-# choice (`model/protocols.py` CHOICES, in that order), then, for the model with the controller's epoch bumps
-# (`model/epoch_bumps.py`), what its choice `isr_removal_bump` means there: whether the controller bumps the epoch
-# on ISR removal, and whether a follower's requests then reach the leader in any epoch of its leadership (both 0
-# without the bumps)
+# the settings the kernel reads, as cells of one int64 array: the bounds (disk failures last), then one cell per
+# protocol choice (`model/protocols.py` CHOICES, in that order), then, for the model with the controller's epoch
+# bumps (`model/epoch_bumps.py`), what its choice `isr_removal_bump` means there: whether the controller bumps the
+# epoch on ISR removal, and whether a follower's requests then reach the leader in any epoch of its leadership
+# (both 0 without the bumps)
 (C_REPLICAS, C_MESSAGES, C_CRASHES, C_ELECTIONS, C_ACKS, C_MIN_ISR, C_UNCLEAN, C_FLUSH, C_PARTITIONS, C_DELAYS,
  C_DISK_FAILURES, C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_NEW_FOLLOWER, C_EPOCH_LOOKUP, C_ISR_JOIN, C_TRUNCATE_ON_FETCH,
  C_DIVERGING_FETCH_UPDATES_LEADER, C_EPOCH_ASSIGN, C_TRUNCATE_AT_END, C_DIVERGING_RESPONSE_HW, C_BOUNCE_NOTICED,
