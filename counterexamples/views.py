@@ -136,6 +136,7 @@ def state_view(state: State) -> dict:
         },
         "written": state.written,
         "crashes": state.crashes,
+        "disk_failures": state.disk_failures,  # counted where fewer than the crashes may lose the disk
         "committed": [{"offset": o, "msg": f"m{m}"} for o, m in state.committed],
         "consumed": [{"offset": o, "msg": f"m{m}"} for o, m in state.consumed],
         "acked": acked_names(state),
