@@ -392,14 +392,8 @@ def replication_config(ctx: typer.Context, *, protocol: str, replicas: str, mess
 def disk_failures_flag(ctx: typer.Context) -> str:
     """--replaced-disks, the deprecated form of --disk-failures equal to --crashes (any crash may lose
     its disk): it still works and warns once on stderr. Giving both is refused."""
-    current = next(param.name for param in ctx.command.params if DISK_FAILURES in param.opts)
-    source = ctx.get_parameter_source(current)
-    if source is not None and source.name == "COMMANDLINE":
-        raise Exit(exitcodes.BAD_INPUT, f"{DEPRECATED_REPLACED_DISKS} is the deprecated form of {DISK_FAILURES} "
-                                        f"N with N the crashes: give only {DISK_FAILURES}")
-    print(f"warning: {DEPRECATED_REPLACED_DISKS} is deprecated; use {DISK_FAILURES} N (here N = --crashes)",
-          file=sys.stderr)
-    return DEPRECATED_REPLACED_DISKS
+    return deprecated_flag(ctx, DISK_FAILURES, DEPRECATED_REPLACED_DISKS,
+                           f"form of {DISK_FAILURES} N with N the crashes", f"{DISK_FAILURES} N (here N = --crashes)")
 
 
 def network_failure_bound(ctx: typer.Context, value: str, deprecated: Optional[str]) -> tuple[str, str]:
@@ -407,10 +401,16 @@ def network_failure_bound(ctx: typer.Context, value: str, deprecated: Optional[s
     its deprecated name, which still works and warns once on stderr. Giving both is refused."""
     if deprecated is None:
         return NETWORK_FAILURES, value
-    current = next(param.name for param in ctx.command.params if NETWORK_FAILURES in param.opts)
-    source = ctx.get_parameter_source(current)  # typer's own click's ParameterSource: compared by name
+    return deprecated_flag(ctx, NETWORK_FAILURES, DEPRECATED_NETWORK_FAILURES, f"name of {NETWORK_FAILURES}",
+                           NETWORK_FAILURES), deprecated
+
+
+def deprecated_flag(ctx: typer.Context, current: str, deprecated: str, meaning: str, use: str) -> str:
+    """`deprecated`, given in place of `current` (it is the deprecated `meaning`): refused when `current`
+    is given too, else a warning on stderr naming `use`; the flag to name in later messages."""
+    name = next(param.name for param in ctx.command.params if current in param.opts)
+    source = ctx.get_parameter_source(name)  # typer's own click's ParameterSource: compared by name
     if source is not None and source.name == "COMMANDLINE":
-        raise Exit(exitcodes.BAD_INPUT, f"{DEPRECATED_NETWORK_FAILURES} is the deprecated name of "
-                                        f"{NETWORK_FAILURES}: give only {NETWORK_FAILURES}")
-    print(f"warning: {DEPRECATED_NETWORK_FAILURES} is deprecated; use {NETWORK_FAILURES}", file=sys.stderr)
-    return DEPRECATED_NETWORK_FAILURES, deprecated
+        raise Exit(exitcodes.BAD_INPUT, f"{deprecated} is the deprecated {meaning}: give only {current}")
+    print(f"warning: {deprecated} is deprecated; use {use}", file=sys.stderr)
+    return deprecated
