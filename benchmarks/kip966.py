@@ -10,10 +10,12 @@ state explored by the compiled kernel (one thread, symmetry), each protocol in a
     python benchmarks/kip966.py --out FILE.json # also the rows as JSON
     python benchmarks/kip966.py --messages 3    # a larger bound
     python benchmarks/kip966.py --delays 1 --protocols kip-966   # one AlterPartition or fetch in flight late
+    python benchmarks/kip966.py --metadata-lag --protocols kip-966   # the leader reads the metadata late
 
 The models differ (his has AlterPartition, broker registration and heartbeats, a metadata log,
 and one value with unbounded writes; this one writes the ISR through at once unless `--delays` lets
-requests arrive late, has no metadata log, and bounds the writes), so the figures are beside his, not
+requests arrive late, has the leader read the controller's ISR changes at once unless `--metadata-lag`
+(KRaft variants only) has it read them late, and bounds the writes), so the figures are beside his, not
 a like-for-like speed comparison.
 """
 
@@ -34,20 +36,20 @@ COLUMNS = ("protocol", "config", "distinct", "generated", "depth", "explore_s", 
            "violations")
 
 
-def run(protocol: str, messages: int, elections: int, delays: int) -> dict:
+def run(protocol: str, messages: int, elections: int, delays: int, metadata_lag: bool) -> dict:
     """In the child: one complete exploration, as a JSON-ready row."""
     from kafka_mc.checker.kernel import kernel_check
     from kafka_mc.model import Config
 
     config = Config(protocol, replicas=3, messages=messages, crashes=1, elections=elections, min_isr=2,
-                    flush=False, partitions=1, delays=delays)
+                    flush=False, partitions=1, delays=delays, metadata_lag=metadata_lag)
     result = kernel_check(config, keep_going=True, symmetry=True)
     stats = result.stats
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return {
         "protocol": protocol,
         "config": f"r=3 m={messages} c=1 e={elections} min.isr=2 no-flush network-failures=1"
-                  + (f" delays={delays}" if delays else ""),
+                  + (f" delays={delays}" if delays else "") + (" metadata-lag" if metadata_lag else ""),
         "distinct": stats.distinct_states,
         "generated": stats.states_generated,
         "depth": stats.depth,
@@ -64,19 +66,25 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--elections", type=int, default=3, choices=range(1, 5), metavar="N", help="1 to 4")
     parser.add_argument("--delays", type=int, default=0, choices=range(0, 3), metavar="N",
                         help="0 to 2 AlterPartition requests or fetches handled late (default 0)")
+    parser.add_argument("--metadata-lag", action="store_true",
+                        help="the leader reads the controller's ISR changes late (KRaft variants: kip-966)")
     parser.add_argument("--protocols", nargs="+", default=PROTOCOLS, choices=PROTOCOLS, metavar="NAME",
                         help=f"any of {', '.join(PROTOCOLS)} (default all)")
     parser.add_argument("--out", type=Path, help="also write the rows as JSON")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(run(args.child, args.messages, args.elections, args.delays)))
+        print(json.dumps(run(args.child, args.messages, args.elections, args.delays, args.metadata_lag)))
         return
+    if args.metadata_lag and set(args.protocols) - {"kip-966"}:
+        parser.error(f"--metadata-lag: only kip-966 is a KRaft variant; give --protocols kip-966, "
+                     f"not {' '.join(args.protocols)}")
     rows = []
     for protocol in args.protocols:
         started = time.perf_counter()
         child = subprocess.run([sys.executable, __file__, "--child", protocol, "--messages", str(args.messages),
-                                "--elections", str(args.elections), "--delays", str(args.delays)],
+                                "--elections", str(args.elections), "--delays", str(args.delays),
+                                *(["--metadata-lag"] if args.metadata_lag else [])],
                                capture_output=True, text=True)
         if child.returncode != 0:
             sys.exit(f"{protocol} failed:\n{child.stderr}")

@@ -66,7 +66,7 @@ class ReplicationBehaviour:
 
     def state_values(self, state: State) -> dict[str, Any]:
         return state_values(state, PROTOCOLS[self.config.protocol].eligible_leaders, bool(self.config.delays),
-                            self.config.counts_disk_failures)
+                            self.config.counts_disk_failures, self.config.metadata_lag)
 
 
 class ReplicationSystem(ReplicationBehaviour):

@@ -34,6 +34,7 @@ from kafka_mc.cli_common import (
     DiskFailuresOption,
     DeprecatedReplacedDisksOption,
     DelaysOption,
+    MetadataLagOption,
     OutputFormat,
     PluginOption,
     PropertyOption,
@@ -139,6 +140,7 @@ def check_command(
     disk_failures: DiskFailuresOption = "0",
     replaced_disks: DeprecatedReplacedDisksOption = False,
     delays: DelaysOption = "0",
+    metadata_lag: MetadataLagOption = False,
     network_failures: NetworkFailuresOption = "0",
     partitions: DeprecatedNetworkFailuresOption = None,
     controller_failures: str = typer.Option("0", "--controller-failures", metavar="N",
@@ -195,7 +197,8 @@ def check_command(
     config, flags = replication_config(ctx, protocol=protocol, replicas=replicas, messages=messages, crashes=crashes,
                                        elections=elections, acks=acks, min_isr=min_isr, unclean=unclean,
                                        no_flush=no_flush, network_failures=network_failures, partitions=partitions,
-                                       disk_failures=disk_failures, replaced_disks=replaced_disks, delays=delays)
+                                       disk_failures=disk_failures, replaced_disks=replaced_disks, delays=delays,
+                                       metadata_lag=metadata_lag)
     budget = Budget(number("--max-states", max_states, positive=True),
                     number("--max-seconds", max_seconds, float, positive=True))
     worker_count = number("--workers", workers, positive=True)

@@ -250,6 +250,11 @@ DelaysOption = Annotated[str, typer.Option("--delays", metavar="N",
                                                "handles late, or a fetch the leader handles late (after its sender "
                                                "restarted, a stale one), other events happening meanwhile (variants "
                                                "from 2.7 on).")]
+MetadataLagOption = Annotated[bool, typer.Option("--metadata-lag",
+                                                 help="The leader reads the controller's own ISR changes (a failure "
+                                                      "noticed, an unclean registration) late, in the metadata log; "
+                                                      "until then the controller refuses its ISR changes (KRaft "
+                                                      "variants).")]
 NETWORK_FAILURES = "--network-failures"
 DEPRECATED_NETWORK_FAILURES = "--partitions"  # the flag's name before it became --network-failures
 NetworkFailuresOption = Annotated[str, typer.Option(NETWORK_FAILURES, metavar="N",
@@ -373,7 +378,7 @@ def replication_config(ctx: typer.Context, *, protocol: str, replicas: str, mess
                        elections: str, acks: str, min_isr: str, unclean: bool, no_flush: bool, network_failures: str,
                        partitions: Optional[str], simulation: bool = False,
                        disk_failures: str = "0", replaced_disks: bool = False,
-                       delays: str = "0") -> tuple[Config, dict[str, str]]:
+                       delays: str = "0", metadata_lag: bool = False) -> tuple[Config, dict[str, str]]:
     """The replication model's configuration from its options as every command declares them (the
     `*Option` types above; `simulation`: `Config.for_simulation`'s wider bounds), a bad value
     refused naming its flag; and the flags whose name is not `--field-name`, for later messages."""
@@ -386,7 +391,8 @@ def replication_config(ctx: typer.Context, *, protocol: str, replicas: str, mess
                     min_isr=min_isr, partitions=failures_text, delays=delays, disk_failures=disk_failures)
     with config_errors(flags):
         make = Config.for_simulation if simulation else Config
-        return make(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **bounds), flags
+        return make(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, metadata_lag=metadata_lag,
+                    **bounds), flags
 
 
 def disk_failures_flag(ctx: typer.Context) -> str:

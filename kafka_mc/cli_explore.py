@@ -30,6 +30,7 @@ from kafka_mc.cli_common import (
     DiskFailuresOption,
     DeprecatedReplacedDisksOption,
     DelaysOption,
+    MetadataLagOption,
     PluginOption,
     PropertyOption,
     ProtocolOption,
@@ -52,7 +53,8 @@ from kafka_mc.explorer.server import ExplorerServer, is_loopback, listening_sock
 REPLICATION_MODELS = ("replication", "replication-failover")
 # the parameters of the replication model's options, whose flags are refused where they do not apply
 REPLICATION_PARAMETERS = ("protocol", "replicas", "messages", "crashes", "elections", "acks", "min_isr", "unclean",
-                          "no_flush", "disk_failures", "replaced_disks", "delays", "network_failures", "partitions")
+                          "no_flush", "disk_failures", "replaced_disks", "delays", "metadata_lag", "network_failures",
+                          "partitions")
 
 
 def explore_command(
@@ -71,6 +73,7 @@ def explore_command(
     disk_failures: DiskFailuresOption = "0",
     replaced_disks: DeprecatedReplacedDisksOption = False,
     delays: DelaysOption = "0",
+    metadata_lag: MetadataLagOption = False,
     network_failures: NetworkFailuresOption = "0",
     partitions: DeprecatedNetworkFailuresOption = None,
     model: str = typer.Option(ReplicationSystem.name, "--model", metavar="NAME",
@@ -108,7 +111,8 @@ def explore_command(
         config, _ = replication_config(ctx, protocol=protocol, replicas=replicas, messages=messages, crashes=crashes,
                                        elections=elections, acks=acks, min_isr=min_isr, unclean=unclean,
                                        no_flush=no_flush, network_failures=network_failures, partitions=partitions,
-                                       disk_failures=disk_failures, replaced_disks=replaced_disks, delays=delays)
+                                       disk_failures=disk_failures, replaced_disks=replaced_disks, delays=delays,
+                                       metadata_lag=metadata_lag)
         explorer = Explorer(*model_settings(model_for(model, config.to_dict())), extra=extra)
     else:
         refuse_unusable(f"--model {model}", (), given, why=" (they set the replication model)")

@@ -31,6 +31,7 @@ from kafka_mc.cli_common import (
     DiskFailuresOption,
     DeprecatedReplacedDisksOption,
     DelaysOption,
+    MetadataLagOption,
     OutputFormat,
     PluginOption,
     ProtocolOption,
@@ -132,6 +133,7 @@ def simulate_command(
     disk_failures: DiskFailuresOption = "0",
     replaced_disks: DeprecatedReplacedDisksOption = False,
     delays: DelaysOption = "0",
+    metadata_lag: MetadataLagOption = False,
     network_failures: NetworkFailuresOption = "0",
     partitions: DeprecatedNetworkFailuresOption = None,
     runs: str = typer.Option(str(DEFAULT_RUNS), metavar="N", help="Random runs to make."),
@@ -162,7 +164,7 @@ def simulate_command(
                                    elections=elections, acks=acks, min_isr=min_isr, unclean=unclean,
                                    no_flush=no_flush, network_failures=network_failures, partitions=partitions,
                                    disk_failures=disk_failures, replaced_disks=replaced_disks, delays=delays,
-                                   simulation=True)
+                                   metadata_lag=metadata_lag, simulation=True)
     result = with_progress(lambda reporter: simulate(config, runs=run_count, depth=depth_bound, seed=seed_value,
                                                      keep_going=keep_going, max_seconds=budget, progress=reporter),
                            run_count, depth_bound, seed_value, quiet)

@@ -25,8 +25,8 @@ from kafka_mc.model.replication import ACTION_NAMES
 from kafka_mc.properties import ALWAYS, PROPERTIES
 
 # Every protocol choice value and every action, replicas 2 to 5, acks all/1/0, min.insync.replicas
-# above 1, unclean election, unflushed writes, network failures, replaced disks and delayed AlterPartition
-# requests, each in a configuration small
+# above 1, unclean election, unflushed writes, network failures, replaced disks, delayed AlterPartition
+# requests and a leader reading the metadata late, each in a configuration small
 # enough to compare on every reachable state (`check_conformance` checks that they are covered).
 CONFORMANCE_CONFIGS: tuple[Config, ...] = (
     Config("hw", messages=2, crashes=2, elections=1),
@@ -50,6 +50,8 @@ CONFORMANCE_CONFIGS: tuple[Config, ...] = (
     Config("kafka-13141", messages=1, crashes=1, elections=1, delays=1),
     Config("kafka-14704", messages=1, crashes=1, elections=1, partitions=1, delays=1),
     Config("kip-966", messages=1, crashes=2, elections=1, delays=1, disk_failures=1),  # counted: 1 of 2 crashes
+    Config("kip-966", replicas=3, messages=0, crashes=1, elections=1, min_isr=2, delays=1, metadata_lag=True),
+    Config("kip-966", messages=1, crashes=1, elections=1, min_isr=2, metadata_lag=True),
 )
 
 

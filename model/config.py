@@ -40,6 +40,9 @@ class Config:
     the leader the same way: its sender waits for it, and if the sender crashes first the leader
     handles it later, from an earlier incarnation (`LeaderHandleStaleFetch`, `stale_fetch`). A
     variant whose leader writes the ISR to ZooKeeper itself (`isr_updates`) has no request to delay.
+    With `metadata_lag` (KRaft variants: those whose AlterPartition carries broker epochs, KIP-903) the
+    controller's own ISR changes (a failure noticed, an unclean registration) reach the leader when it reads
+    them in the metadata log (`LeaderApplyMetadata`), not at once; until then its ISR changes are refused.
     """
 
     protocol: str = "hw"
@@ -54,6 +57,7 @@ class Config:
     partitions: int = 0
     disk_failures: int = 0
     delays: int = 0
+    metadata_lag: bool = False
 
     count_limit = CHECK_COUNT_LIMIT  # the most of each of BOUNDED_COUNTS (a class constant, not a field)
 
@@ -94,6 +98,12 @@ class Config:
             raise ConfigError("delays", f"delays {self.delays}: under protocol {self.protocol!r} the leader writes "
                                         f"the ISR to ZooKeeper itself, so no AlterPartition request can be delayed; "
                                         f"protocols that send one: {', '.join(senders)}")
+        check_bool("metadata_lag", self.metadata_lag)
+        if self.metadata_lag and not PROTOCOLS[self.protocol].checks_broker_epochs:
+            readers = [name for name, protocol in PROTOCOLS.items() if protocol.checks_broker_epochs]
+            raise ConfigError("metadata_lag", f"metadata_lag: protocol {self.protocol!r} is not a KRaft variant, whose "
+                                              f"leader reads the controller's ISR changes in the metadata log; "
+                                              f"KRaft variants: {', '.join(readers)}")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -64,6 +64,9 @@ class EpochBumpModel(ReplicationModel):
     from the ISR."""
 
     def __init__(self, config: Config):
+        if config.metadata_lag:
+            raise ConfigError("metadata_lag", "metadata_lag: the epoch bump's LeaderAndIsr brings the ISR to the leader "
+                                              "in the event that writes it; this model has no metadata log to lag")
         epochs = greatest_epoch(config)
         if epochs > CHECK_COUNT_LIMIT:
             raise ConfigError("crashes", f"with the epoch bump, elections + crashes + network failures must be "

@@ -24,7 +24,10 @@ What is simplified, and why:
   longer, which the model's free timing of shrinks already covers). Any other change of the
   partition drops the request, which the controller would refuse by its partition epoch, and the
   leader learns of that change at once; a leader deposed while its request is in flight
-  forgets the proposal.
+  forgets the proposal. With `Config.metadata_lag` (KRaft variants) the leader learns of the
+  controller's own ISR changes late instead, when it reads them in the metadata log
+  (`leader_apply_metadata`); until then it works with the ISR it knew (`Controller.unseen`), and
+  every ISR change it proposes is at an older partition epoch, which the controller refuses.
 - The HW checkpoint is written on every HW change: both documented cases assume the
   checkpoint holds the HW of the moment before the crash. Appends are flushed at once
   unless `flush` is off; then they wait in the page cache for a `ReplicaFlush`, and
@@ -114,7 +117,7 @@ ACTION_NAMES = (
     "LeaderShrinkIsrFails", "ReplicaFlush", "FollowerTruncateByLeaderEpoch", "ReplicaCrash", "ReplicaRestart",
     "ControllerNoticeFailure", "ControllerElectLeader", "ZkDisconnect", "ZkReconnect", "PeerDisconnect",
     "PeerReconnect", "ReplicaDiskFailure", "LeaderSendAlterPartition", "ControllerHandleAlterPartition",
-    "FollowerSendDelayedFetch", "LeaderHandleStaleFetch",
+    "FollowerSendDelayedFetch", "LeaderHandleStaleFetch", "LeaderApplyMetadata",
 )
 
 
@@ -166,6 +169,8 @@ class ReplicationModel:
                 "FollowerSendDelayedFetch": ReplicationModel.follower_send_delayed_fetch,
                 "LeaderHandleStaleFetch": ReplicationModel.leader_handle_stale_fetch,
             }
+        if config.metadata_lag:
+            tail["LeaderApplyMetadata"] = ReplicationModel.leader_apply_metadata
         if self.protocol.exchanges_epochs:
             base["FollowerTruncateByLeaderEpoch"] = ReplicationModel.follower_truncate_by_leader_epoch
         # a subclass's method of the same name takes over (`model/epoch_bumps.py`)
@@ -275,8 +280,10 @@ class ReplicationModel:
 
     @staticmethod
     def _isr_of(state: State, index: int) -> int:
-        """The ISR the replica acting as leader at `index` works with."""
-        return state.controller.isr if index == state.controller.leader else state.replicas[index].stale_isr
+        """The ISR the replica acting as leader at `index` works with: the controller's, with the members the
+        controller removed that it has not yet read (`Controller.unseen`); a deposed leader's own."""
+        controller = state.controller
+        return controller.isr | controller.unseen if index == controller.leader else state.replicas[index].stale_isr
 
     @staticmethod
     def _maximal_isr(state: State, index: int) -> int:
@@ -381,6 +388,20 @@ class ReplicationModel:
                 last_known_elr = controller.isr if controller.leader == NO_LEADER else 1 << controller.leader
         return dropped_proposal(controller._replace(isr=isr, elr=elr, last_known_elr=last_known_elr))
 
+    def _controller_removes(self, state: State, isr: int, unclean: int = 0) -> State:
+        """The controller takes members out of the ISR on its own, leaving `isr` (`_with_isr`). With
+        `Config.metadata_lag` its leader reads the change later (`leader_apply_metadata`): until then it works
+        with the ISR it knew (`Controller.unseen`) and keeps an ISR change of its own pending, which the controller
+        refuses (INVALID_UPDATE_VERSION, `Partition.handleAlterPartitionError`: "awaiting new the latest
+        metadata"); its HW has nothing new to advance on."""
+        controller = state.controller
+        if not self.config.metadata_lag or controller.leader == NO_LEADER:
+            return self._with_isr(state, isr, unclean)
+        changed = self._isr_change(controller, isr, unclean)
+        return state._replace(controller=changed._replace(proposal=controller.proposal,
+                                                          reregistered=controller.reregistered,
+                                                          unseen=controller.unseen | controller.isr & ~isr))
+
     def _appended(self, replica: Replica, records: tuple[Record, ...]) -> Replica:
         """The replica with `records` at the end of its log, in the page cache unless flushed."""
         return replica._replace(
@@ -458,10 +479,13 @@ class ReplicationModel:
         (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION), and the leader, told of that change, stops waiting.
         The controller adds the replica unless it refuses it (`isr_updates`): a broker not live, where
         KIP-841 applies; a broker registered again since its fetch, where KIP-903 applies (INELIGIBLE_REPLICA:
-        the leader goes back to its committed ISR, `Partition.handleAlterPartitionError`)."""
+        the leader goes back to its committed ISR, `Partition.handleAlterPartitionError`). With
+        `Config.metadata_lag` a change of the controller's own that the leader has not read leaves the proposal
+        at an older partition epoch: refused (INVALID_UPDATE_VERSION), it stays pending until the leader reads
+        the change (`leader_apply_metadata`)."""
         controller = state.controller
-        if controller.proposal != 1 << index:
-            return None
+        if controller.proposal != 1 << index or controller.unseen:
+            return None  # with a change the leader has not read, the proposal is refused and stays pending
         status = state.replicas[index].status
         refused = ((self.protocol.joins_live_members_only and status in (OFFLINE, EXPIRED))
                    or (self.protocol.checks_broker_epochs and controller.reregistered >> index & 1))
@@ -505,7 +529,8 @@ class ReplicationModel:
             return state  # OffsetOutOfRange
         if not self.protocol.checks_broker_epochs:
             return self._record_fetch(state, leader_index, index, offset)
-        if not self.protocol.fences_stale_fetches and self._joins_isr(state, leader_index, index, offset) \
+        if not self.protocol.fences_stale_fetches and not state.controller.unseen \
+                and self._joins_isr(state, leader_index, index, offset) \
                 and self.reachable_leader(state, index) == leader_index:
             joined = state._replace(controller=self._isr_change(state.controller, state.controller.isr | 1 << index))
             raced = self.leader_handle_fetch_request(joined, index)
@@ -517,11 +542,15 @@ class ReplicationModel:
                       join: bool = True) -> State:
         """The leader takes `offset` as the follower's LEO, adds it to the ISR when the protocol
         lets it join (and `join`), and advances its HW. With `delay` the AlterPartition that adds it stays in
-        flight (`leader_send_alter_partition`)."""
+        flight (`leader_send_alter_partition`). At an older partition epoch than the controller's
+        (`Controller.unseen`) the controller refuses it, and the leader keeps it pending (`PendingExpandIsr`,
+        whose maximal ISR counts the follower) until it reads the controller's change."""
         leader = state.replicas[leader_index]
         controller = state.controller
         if join and self._joins_isr(state, leader_index, index, offset):
-            if delay:
+            if controller.unseen:
+                state = state._replace(controller=controller._replace(proposal=1 << index, reregistered=0))
+            elif delay:
                 controller = controller._replace(proposal=1 << index, reregistered=0)
                 state = state._replace(controller=controller, delays=state.delays + 1)
             else:
@@ -535,7 +564,7 @@ class ReplicationModel:
         (`Partition.canAddReplicaToIsr`: `!isInflight`), and, where the controller takes only live brokers
         (KIP-841), the follower is one (`Partition.isReplicaIsrEligible`)."""
         controller = state.controller
-        return (not controller.isr >> index & 1 and not controller.proposal
+        return (not self._isr_of(state, leader_index) >> index & 1 and not controller.proposal
                 and self.protocol.may_join_isr(state.replicas[leader_index], offset)
                 and self._can_write_isr(state, leader_index)
                 and (not self.protocol.joins_live_members_only or state.replicas[index].status == UP))
@@ -559,17 +588,21 @@ class ReplicationModel:
     def leader_shrink_isr(self, state: State, index: int) -> State | None:
         """The leader drops a follower out of sync (`isr_shrink`: any follower before KAFKA-7152, one it
         has not seen reach its LEO after); not while an AlterPartition of its is in flight
-        (`Partition.maybeShrinkIsr`: `!isInflight`)."""
-        isr = state.controller.isr
-        if not isr >> index & 1 or state.controller.proposal:
-            return None
+        (`Partition.maybeShrinkIsr`: `!isInflight`). At an older partition epoch than the controller's
+        (`Controller.unseen`) the controller refuses it and the leader keeps it pending (`PendingShrinkIsr`, whose
+        maximal ISR is the ISR it knew) until it reads the controller's change: a proposal of the leader itself."""
+        controller = state.controller
         leader_index = self._current_leader(state)
-        if leader_index in (NO_LEADER, index) or not self._can_write_isr(state, leader_index):
+        if leader_index in (NO_LEADER, index) or controller.proposal:
+            return None
+        if not self._isr_of(state, leader_index) >> index & 1 or not self._can_write_isr(state, leader_index):
             return None
         leader = state.replicas[leader_index]
         if leader.remote_leos[index] >= leader.leo and not self.protocol.drops_caught_up_followers:
             return None
-        return self._with_isr(state, isr & ~(1 << index))
+        if controller.unseen:
+            return state._replace(controller=controller._replace(proposal=1 << leader_index))
+        return self._with_isr(state, controller.isr & ~(1 << index))
 
     def leader_shrink_isr_fails(self, state: State, index: int) -> State | None:
         """A leader that cannot write to ZooKeeper (cut off, or deposed) tries to drop a follower out
@@ -660,7 +693,7 @@ class ReplicationModel:
             state = state._replace(controller=controller)
         if self.protocol.eligible_leaders and (controller.isr | controller.elr) >> index & 1:
             # a new incarnation: `ReplicationControlManager.handleBrokerUncleanShutdown`
-            state = self._with_isr(state, controller.isr & ~(1 << index), unclean=1 << index)
+            state = self._controller_removes(state, controller.isr & ~(1 << index), unclean=1 << index)
         return state
 
     def controller_notice_failure(self, state: State, index: int) -> State | None:
@@ -673,18 +706,18 @@ class ReplicationModel:
         elif replica.status == UP and state.zk_cut >> index & 1:
             replica = replica._replace(status=EXPIRED)
             if index == state.controller.leader:
-                replica = replica._replace(stale_isr=state.controller.isr)
+                replica = replica._replace(stale_isr=self._isr_of(state, index))
         else:
             return None
         state = self.with_replica(state, index, replica)
         controller = state.controller
         if controller.leader == index:
             # a new partition epoch: an AlterPartition in flight is dropped
-            state = state._replace(controller=dropped_proposal(controller._replace(leader=NO_LEADER)))
+            state = state._replace(controller=dropped_proposal(controller._replace(leader=NO_LEADER, unseen=0)))
         remaining = controller.isr & ~(1 << index)
         if controller.isr >> index & 1 and (remaining or self.protocol.eligible_leaders):
             # with eligible leader replicas the ISR may become empty (`PartitionChangeBuilder.build`)
-            state = self._with_isr(state, remaining)
+            state = self._controller_removes(state, remaining)
         return state
 
     def controller_elect_leader(self, state: State, index: int) -> State | None:
@@ -735,6 +768,17 @@ class ReplicationModel:
         )
         controller = controller._replace(leader=index, epoch=epoch, isr=isr, elr=elr, last_known_elr=0)
         state = self.with_replica(state, index, leader)._replace(controller=controller)
+        return self._advance_hw(state, index)
+
+    def leader_apply_metadata(self, state: State, index: int) -> State | None:
+        """KRaft (`Config.metadata_lag`): the leader reads the controller's ISR changes it had not read in the
+        metadata log (`Partition.makeLeader` at a newer partition epoch, 3.9: `updateAssignmentAndIsr` replaces
+        its ISR and any pending change, then `maybeIncrementLeaderHW`, "since ISR could be down to 1"). It
+        needs to reach the controller."""
+        controller = state.controller
+        if not controller.unseen or index != self._current_leader(state) or state.zk_cut >> index & 1:
+            return None
+        state = state._replace(controller=dropped_proposal(controller)._replace(unseen=0))
         return self._advance_hw(state, index)
 
     def follower_truncate_by_leader_epoch(self, state: State, index: int) -> State | None:

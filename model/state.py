@@ -123,6 +123,9 @@ class Controller(NamedTuple):
     # KIP-966 (`eligible_leaders`): the last known leader, kept when the ISR becomes empty and elected when the
     # ISR and the ELR are both empty (KAFKA-15584, `PartitionChangeBuilder.lastKnownElr`); a bitmask, 0: none
     last_known_elr: int = 0
+    # KRaft (`Config.metadata_lag`): the ISR members the controller removed on its own (a failure noticed, an unclean
+    # registration) that its leader has not yet read in the metadata log; the leader's ISR is `isr | unseen` until then
+    unseen: int = 0
 
 
 @_fast_replace

@@ -39,7 +39,8 @@ def permute(state: State, order: tuple[int, ...]) -> State:
                                        elr=_permute_mask(controller.elr, order),
                                        last_known_elr=_permute_mask(controller.last_known_elr, order),
                                        proposal=_permute_mask(controller.proposal, order),
-                                       reregistered=_permute_mask(controller.reregistered, order)),
+                                       reregistered=_permute_mask(controller.reregistered, order),
+                                       unseen=_permute_mask(controller.unseen, order)),
         zk_cut=_permute_mask(state.zk_cut, order),
         peer_cut=_permute_mask(state.peer_cut, order),
     )

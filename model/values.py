@@ -64,8 +64,9 @@ class ControllerElrVar(NamedTuple):
 
 
 class AlterPartitionVar(NamedTuple):
-    """The leader's AlterPartition in flight: the replica it adds to the ISR (none: no request), and those
-    of them registered again since the fetch it is based on."""
+    """The leader's AlterPartition in flight: the replica it adds to the ISR (none: no request; the leader
+    itself: a shrink refused at an older partition epoch, pending until the leader reads the metadata), and
+    those of them registered again since the fetch it is based on."""
 
     adds: SortedSet
     reregistered: SortedSet
@@ -79,14 +80,17 @@ class DelayedFetchVar(NamedTuple):
 
 
 def state_values(state: State, elr: bool = False, delays: bool = False,
-                 disk_failures: bool = False) -> dict[str, Any]:
+                 disk_failures: bool = False, metadata_lag: bool = False) -> dict[str, Any]:
     """The ITF variables of a state as Python values: records are named tuples, sequences
     lists, sets SortedSets, functions dicts keyed in sorted order, tuples plain tuples. `elr`: the
     controller has eligible leader replicas (the variant's `eligible_leaders`), as in the twin.
     `delays`: AlterPartition and fetch requests may be delayed (`Config.delays`); then `alterPartition` is the
     AlterPartition in flight (the replica it adds, those of it registered again since), `delayedFetches` each
     replica's fetch in flight (or <<>>) and `delays` how many were delayed so far. `disk_failures`: the state
-    counts its disk failures (`Config.counts_disk_failures`); then `diskFailures` is how many so far."""
+    counts its disk failures (`Config.counts_disk_failures`); then `diskFailures` is how many so far.
+    `metadata_lag`: the leader reads the controller's ISR changes late (`Config.metadata_lag`); then
+    `unseenRemovals` are the ISR members the controller removed that the leader has not yet read, and
+    `alterPartition` its pending ISR change."""
     leader, epoch = leader_name(state), state.controller.epoch
     isr = SortedSet(replica_name(m) for m in isr_members(state.controller.isr))
     controller: ControllerVar | ControllerElrVar = ControllerVar(leader, epoch, isr)
@@ -102,11 +106,13 @@ def state_values(state: State, elr: bool = False, delays: bool = False,
         "consumed": SortedSet((offset, f"m{msg}") for offset, msg in state.consumed),
         "acked": SortedSet(acked_names(state)),
         **({"alterPartition": AlterPartitionVar(_names(state.controller.proposal),
-                                                _names(state.controller.reregistered)),
-            "delayedFetches": {replica_name(i): DelayedFetchVar(r.delayed_fetch - 1, r.delayed_fetch_stale)
+                                                _names(state.controller.reregistered))} if delays or metadata_lag
+           else {}),
+        **({"delayedFetches": {replica_name(i): DelayedFetchVar(r.delayed_fetch - 1, r.delayed_fetch_stale)
                                if r.delayed_fetch else [] for i, r in enumerate(state.replicas)},
             "delays": state.delays} if delays else {}),
         **({"diskFailures": state.disk_failures} if disk_failures else {}),
+        **({"unseenRemovals": _names(state.controller.unseen)} if metadata_lag else {}),
     }
 
 

@@ -55,6 +55,9 @@ RUNS = {
                                                           {"properties": USERS}, {"chunk": 20}),
     "hw with the controller's epoch bumps": (EpochBumpSystem(Config("hw", replicas=2, messages=1, crashes=2,
                                                                     elections=1)), {"keep_going": True}, {}),
+    "kip-966, the leader reading the metadata late": (Config("kip-966", replicas=2, messages=1, crashes=1,
+                                                             elections=1, min_isr=2, metadata_lag=True),
+                                                      {"keep_going": True}, {}),
 }
 CHILD = """
 import pickle, sys

@@ -27,6 +27,8 @@ def _name(config: Config) -> str:
     options = [f"r{config.replicas}", f"m{config.messages}", f"c{config.crashes}", f"e{config.elections}",
                f"acks{config.acks}", f"isr{config.min_isr}"]
     options += ["unclean"] * config.unclean + ["noflush"] * (not config.flush) + [f"p{config.partitions}"]
+    options += [f"disks{config.disk_failures}"] * bool(config.disk_failures) + [f"delays{config.delays}"] * bool(
+        config.delays) + ["lag"] * config.metadata_lag
     return "-".join([config.protocol, *options])
 
 
@@ -156,6 +158,7 @@ def test_a_subset_of_the_properties_is_checked_alone():
     Config("hw", messages=2, crashes=2, elections=1),
     Config("leader-epoch", replicas=3, messages=1, crashes=1, elections=1, unclean=True),
     Config("kafka-13141", replicas=3, messages=1, crashes=1, elections=1, partitions=1, acks="0"),
+    Config("kip-966", replicas=3, messages=0, crashes=1, elections=1, min_isr=2, delays=1, metadata_lag=True),
 ], ids=_name)
 def test_symmetry_gives_the_bfs_engines_counts_verdicts_and_shortest_lengths(config):
     kernel, reference = kernel_check(config, keep_going=True, symmetry=True), check(config, keep_going=True,

@@ -47,7 +47,7 @@ from .invariants import FOLLOWER_TRUNCATED, follower_truncated, state_flags
 from kafka_mc.model.state import NO_LEADER
 
 from .layout import (C_REPLICAS, ELR, FOLLOWS, HAS_REMOTE, ISR, LAST_KNOWN_ELR, LEADER, PEER_CUT, PROPOSAL, REMOTE_LEO,
-                     REPLICA_WIDTH, REREGISTERED, STALE_ISR, WIDTH, ZK_CUT)
+                     REPLICA_WIDTH, REREGISTERED, STALE_ISR, UNSEEN, WIDTH, ZK_CUT)
 from .transitions import apply
 
 MAX_LOAD = 0.875  # linear probing: a miss reads about 4 cache lines at this load
@@ -106,6 +106,7 @@ def permute(cfg, t, order, u):
     u[LAST_KNOWN_ELR] = permute_mask(t[LAST_KNOWN_ELR], order, n)
     u[PROPOSAL] = permute_mask(t[PROPOSAL], order, n)
     u[REREGISTERED] = permute_mask(t[REREGISTERED], order, n)
+    u[UNSEEN] = permute_mask(t[UNSEEN], order, n)
     u[ZK_CUT] = permute_mask(t[ZK_CUT], order, n)
     u[PEER_CUT] = permute_mask(t[PEER_CUT], order, n)
 

@@ -16,7 +16,8 @@ it follows (`Replica.leader_id`, stored plus one so that none is 0) and its dela
 After the replicas: the controller (leader, epoch, ISR), records written, crashes, acked
 writes, the cut masks, cuts, the epochs the controller's bumps made (`model/epoch_bumps.py`), the
 controller's eligible leader replicas (KIP-966), the AlterPartition in flight and the delays so far,
-the disk failures so far (`State.disk_failures`), and the committed and consumed histories as one
+the disk failures so far (`State.disk_failures`), the ISR removals the leader has not read
+(`Controller.unseen`), and the committed and consumed histories as one
 bitmask of message numbers per offset.
 """
 
@@ -81,20 +82,22 @@ PROPOSAL = LAST_KNOWN_ELR + 1  # with delays: the replica the AlterPartition in 
 REREGISTERED = PROPOSAL + 1  # with delays: `Controller.reregistered`
 DELAYS = REREGISTERED + 1  # with delays: AlterPartition requests delayed so far
 DISK_FAILURES = DELAYS + 1  # where `Config.counts_disk_failures`: crashes so far that lost the disk
-COMMITTED = DISK_FAILURES + 1
+UNSEEN = DISK_FAILURES + 1  # with metadata lag: the ISR members removed that the leader has not read (`unseen`)
+COMMITTED = UNSEEN + 1
 CONSUMED = COMMITTED + MAX_MESSAGES
 WIDTH = CONSUMED + MAX_MESSAGES
 
-# the settings the kernel reads, as cells of one int64 array: the bounds (disk failures last), then one cell per
+# the settings the kernel reads, as cells of one int64 array: the bounds (disk failures last) and whether the leader
+# reads the metadata late (`Config.metadata_lag`), then one cell per
 # protocol choice (`model/protocols.py` CHOICES, in that order), then, for the model with the controller's epoch
 # bumps (`model/epoch_bumps.py`), what its choice `isr_removal_bump` means there: whether the controller bumps the
 # epoch on ISR removal, and whether a follower's requests then reach the leader in any epoch of its leadership
 # (both 0 without the bumps)
 (C_REPLICAS, C_MESSAGES, C_CRASHES, C_ELECTIONS, C_ACKS, C_MIN_ISR, C_UNCLEAN, C_FLUSH, C_PARTITIONS, C_DELAYS,
- C_DISK_FAILURES, C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_NEW_FOLLOWER, C_EPOCH_LOOKUP, C_ISR_JOIN, C_TRUNCATE_ON_FETCH,
+ C_DISK_FAILURES, C_METADATA_LAG, C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_NEW_FOLLOWER, C_EPOCH_LOOKUP, C_ISR_JOIN, C_TRUNCATE_ON_FETCH,
  C_DIVERGING_FETCH_UPDATES_LEADER, C_EPOCH_ASSIGN, C_TRUNCATE_AT_END, C_DIVERGING_RESPONSE_HW, C_BOUNCE_NOTICED,
  C_HW_NEEDS_MIN_ISR, C_ELIGIBLE_LEADERS, C_ISR_UPDATES, C_ISR_SHRINK, C_FOLLOWER_SKIPS, C_ISR_REMOVAL_BUMP,
- C_STALE_FETCH, C_ISR_BUMPS, C_UNFENCED_REQUESTS) = range(31)
+ C_STALE_FETCH, C_ISR_BUMPS, C_UNFENCED_REQUESTS) = range(32)
 SETTING_COUNT = C_UNFENCED_REQUESTS + 1
 ACKS_CODES = {"all": 0, "1": 1, "0": 2}
 ACKS_ALL, ACKS_ONE, ACKS_ZERO = 0, 1, 2
@@ -152,7 +155,7 @@ def settings(config: Config, bumps: bool = False) -> np.ndarray:
     protocols.require_encoded("compiled kernel", protocol, {name: tuple(codes) for name, codes in CHOICE_CODES.items()})
     values = [config.replicas, config.messages, config.crashes, config.elections, ACKS_CODES[config.acks],
               config.min_isr, int(config.unclean), int(config.flush), config.partitions, config.delays,
-              config.disk_failures]
+              config.disk_failures, int(config.metadata_lag)]
     values += [CHOICE_CODES[name][value] for name, value in protocol.choices().items()]
     values += [int(bumps and protocol.bumps_on_isr_removal), int(bumps and protocol.followers_skip_bumps)]
     return np.array(values, dtype=np.int64)
@@ -197,7 +200,7 @@ def encode(state: State) -> np.ndarray:
     wide[ZK_CUT], wide[PEER_CUT], wide[CUTS] = state.zk_cut, state.peer_cut, state.cuts
     wide[BUMPED], wide[ELR], wide[LAST_KNOWN_ELR] = controller.bumped, controller.elr, controller.last_known_elr
     wide[PROPOSAL], wide[REREGISTERED], wide[DELAYS] = controller.proposal, controller.reregistered, state.delays
-    wide[DISK_FAILURES] = state.disk_failures
+    wide[DISK_FAILURES], wide[UNSEEN] = state.disk_failures, controller.unseen
     for history, first in ((state.committed, COMMITTED), (state.consumed, CONSUMED)):
         for offset, msg in history:
             wide[first + offset] |= 1 << msg
@@ -236,7 +239,7 @@ def decode(wide: np.ndarray, replicas: int) -> State:
         return tuple(pairs)
 
     controller = Controller(cells[LEADER], cells[CONTROLLER_EPOCH], cells[ISR], cells[BUMPED], cells[ELR],
-                            cells[PROPOSAL], cells[REREGISTERED], cells[LAST_KNOWN_ELR])
+                            cells[PROPOSAL], cells[REREGISTERED], cells[LAST_KNOWN_ELR], cells[UNSEEN])
     return State(tuple(decoded), controller, cells[WRITTEN],
                  cells[CRASHES], history(COMMITTED), history(CONSUMED), cells[ACKED], cells[ZK_CUT],
                  cells[PEER_CUT], cells[CUTS], cells[DELAYS], cells[DISK_FAILURES])
@@ -303,6 +306,10 @@ def _ranges(config: Config, bumps: bool = False) -> list[tuple[int, int, int]]:
         ranges += [(PROPOSAL, 0, masks), (REREGISTERED, 0, masks), (DELAYS, 0, config.delays)]
     if config.counts_disk_failures:
         ranges.append((DISK_FAILURES, 0, config.disk_failures))
+    if config.metadata_lag:
+        ranges.append((UNSEEN, 0, masks))
+        if not config.delays:  # a pending ISR change the controller refused (`_controller_removes`)
+            ranges += [(PROPOSAL, 0, masks), (REREGISTERED, 0, masks)]
     for first in (COMMITTED, CONSUMED):
         ranges += [(first + offset, 0, (1 << (messages + 1)) - 1) for offset in range(messages)]
     return [(cell, low, high) for cell, low, high in ranges if high > low]

@@ -106,6 +106,10 @@ class SymbolicModel:
         if bumps and unbounded:
             raise EncodingError(f"the {EpochBumpSystem.name} model has no inductive proof: prove runs the "
                                 f"{ReplicationSystem.name} model's encoding only")
+        if config.metadata_lag:
+            raise EncodingError("metadata_lag: the Z3 encoding keeps one ISR, which the leader reads at once; a leader "
+                                "that reads the metadata late (LeaderApplyMetadata) is checked by the explicit engines "
+                                "(--engine kernel, python or spark)")
         if unbounded and config.disk_failures:
             raise EncodingError(f"disk_failures {config.disk_failures}: a proof lifts the bound on crashes, of which "
                                 "the disk failures are a part; prove takes no disk failures (disk_failures 0)")
