@@ -120,7 +120,7 @@ def variant_module(protocol: Protocol) -> str:
     lines += _comment(summary)
     lines += ["EXTENDS Integers, Sequences, KafkaProtocols", "",
               "CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean, EpochBump,",
-              "          SkipsSameLeader, MaxDiskFailures, MaxDelays", "",
+              "          SkipsSameLeader, MaxDiskFailures, MaxDelays, MetadataLag", "",
               "VARIABLES replicas, controller, written, crashes, committed, acked, delays, diskFailures", ""]
     if protocol.new_follower == protocols.TRUNCATE_TO_HW:
         lines += [f"TruncateToHw(rep) == HwBecomeFollower(rep, {chosen['EpochsAfterTruncate']})", ""]

@@ -18,6 +18,8 @@ kafka-mc's names, and the TLC configuration (.cfg) of a run checking some of the
 - Delayed requests (`Config.delays`): the .cfg's `MaxDelays`; the twin's AlterPartition in flight and
   stale fetches read the variant's `isr_updates` and `stale_fetch` (`LiveMembersOnly`,
   `ChecksBrokerEpochs`, `FencesStaleFetches`).
+- A leader reading the metadata late (`Config.metadata_lag`): the .cfg's `MetadataLag`; the controller's
+  `unseen` (always present, empty without the lag) and `LeaderApplyMetadata`.
 - The controller model: `model/tla/KafkaController.tla`, with `OneControllerPerEpoch` as an
   invariant and `StaleControllerIgnored` as an action property.
 - The KRaft controller model (`control/kraft.py`): `model/tla/KafkaKRaft.tla`, the release as the
@@ -56,7 +58,7 @@ INVARIANT_NAMES: tuple[str, ...] = tuple(p.name for p in INVARIANTS if not p.on_
 
 # The Config fields the twin maps to TLA+ constants; any other field must keep its default.
 _COVERED_FIELDS = frozenset({"protocol", "replicas", "messages", "crashes", "elections", "acks", "min_isr", "unclean",
-                             "disk_failures", "delays"})
+                             "disk_failures", "delays", "metadata_lag"})
 _ACKS_ALL = {"all": "TRUE", "1": "FALSE"}
 
 
@@ -126,6 +128,7 @@ def tlc_config_text(config: Config, invariants: tuple[str, ...] = INVARIANT_NAME
         f"    SkipsSameLeader = {'TRUE' if bumps and protocol.followers_skip_bumps else 'FALSE'}",
         f"    MaxDiskFailures = {config.disk_failures}",
         f"    MaxDelays = {config.delays}",
+        f"    MetadataLag = {'TRUE' if config.metadata_lag else 'FALSE'}",
     ]
     if users:
         lines += [f"    {constant} = {name}" for constant, name in zip(replica_constants(config), names)]

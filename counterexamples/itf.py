@@ -154,7 +154,7 @@ TWIN_SETTINGS = ("protocol", "replicas", "messages", "crashes", "elections", "ac
                  "disk_failures")
 TWIN_CONSTANTS = {"MaxMessages": "messages", "MaxCrashes": "crashes", "MaxElections": "elections",
                   "AcksAll": "acks", "MinIsr": "min_isr", "Unclean": "unclean", "MaxDelays": "delays",
-                  "MaxDiskFailures": "disk_failures"}
+                  "MaxDiskFailures": "disk_failures", "MetadataLag": "metadata_lag"}
 # Variables that say nothing of the state, left out: Quint's model-based-testing ones (`quint run
 # --mbt`: mbt::actionTaken, mbt::nondetPicks) and any whose name starts with `_`.
 AUXILIARY = re.compile(r"^(mbt::|_)")
@@ -170,6 +170,8 @@ _DELAY_FIELDS = ("delayedFetch", "delayedFetchStale")
 _RESPONSE_FIELDS = ("offset", "hw", "records", "outOfRange")
 _CONTROLLER_FIELDS = ("leader", "epoch", "isr")
 _PROPOSAL_FIELDS = ("proposal", "reregistered")
+# the ISR removals the leader has not read (MetadataLag): absent from a trace written before the twin had them
+_UNSEEN_FIELD = "unseen"
 # the eligible leader replicas: a field of the twin's controller with EligibleLeaders only (KIP-966), and with
 # them the last known leader (KAFKA-15584; absent from a trace written before the twin had it: none)
 _ELR_FIELD = "elr"
@@ -214,7 +216,8 @@ def twin_view(state: State) -> dict[str, Any]:
     `replicas[A].leaderId` the leader A follows (`Replica.leader_id`), the twin's NoLeader for none;
     `replicas[A].delayedFetch` and `delayedFetchStale` A's fetch in flight (`Replica.delayed_fetch`),
     `controller.proposal` and `controller.reregistered` the AlterPartition in flight, `delays` the
-    requests delayed so far, `diskFailures` the disk failures so far where the state counts them."""
+    requests delayed so far, `diskFailures` the disk failures so far where the state counts them,
+    `controller.unseen` the ISR removals the leader has not read (`Controller.unseen`)."""
     names = [replica_name(index) for index in range(len(state.replicas))]
 
     def members(mask: int) -> frozenset:
@@ -245,6 +248,7 @@ def twin_view(state: State) -> dict[str, Any]:
     view["controller.lastKnownElr"] = members(controller.last_known_elr)
     view["controller.proposal"] = members(controller.proposal)
     view["controller.reregistered"] = members(controller.reregistered)
+    view["controller.unseen"] = members(controller.unseen)
     view["written"] = state.written
     view["crashes"] = state.crashes
     view["committed"] = frozenset(state.committed)
@@ -294,7 +298,8 @@ def decode_twin_state(raw: dict, names: tuple[str, ...], where: str) -> dict[str
     with_elr = _is_record(raw_controller) and _ELR_FIELD in raw_controller._fields
     controller = _record(raw_controller, f"{where}.controller",
                          (*_CONTROLLER_FIELDS, _ELR_FIELD) if with_elr else _CONTROLLER_FIELDS,
-                         (*_PROPOSAL_FIELDS, _LAST_KNOWN_ELR_FIELD) if with_elr else _PROPOSAL_FIELDS)
+                         (*_PROPOSAL_FIELDS, _UNSEEN_FIELD, _LAST_KNOWN_ELR_FIELD) if with_elr
+                         else (*_PROPOSAL_FIELDS, _UNSEEN_FIELD))
     view["controller.leader"] = _leader(controller["leader"], f"{where}.controller.leader", names)
     view["controller.epoch"] = _int(controller["epoch"], f"{where}.controller.epoch")
     view["controller.isr"] = frozenset(_replica(member, f"{where}.controller.isr", names)
@@ -306,7 +311,7 @@ def decode_twin_state(raw: dict, names: tuple[str, ...], where: str) -> dict[str
     view["controller.lastKnownElr"] = frozenset(
         _replica(member, f"{where}.controller.lastKnownElr", names)
         for member in _set(controller.get(_LAST_KNOWN_ELR_FIELD, frozenset()), f"{where}.controller.lastKnownElr"))
-    for field in _PROPOSAL_FIELDS:
+    for field in (*_PROPOSAL_FIELDS, _UNSEEN_FIELD):
         view[f"controller.{field}"] = frozenset(_replica(member, f"{where}.controller.{field}", names)
                                                 for member in _set(controller.get(field, frozenset()),
                                                                    f"{where}.controller.{field}"))
@@ -379,6 +384,14 @@ def twin_config(data: dict, views: list[dict[str, Any]], names: tuple[str, ...],
             value, origin = defaults[name], "check's defaults"
         values[name] = value
         origins.setdefault(origin, []).append(name)
+    # a leader that reads the metadata late: where the params say so, or the trace shows a removal it has not read
+    # (one that never shows any replays alike without the lag); not a setting of `kafka-mc replay`
+    lag, origin = constants.get("metadata_lag"), "the trace's params"
+    if lag is None:
+        lag, origin = any(view["controller.unseen"] for view in views), "the trace's controller.unseen"
+    if lag:
+        values["metadata_lag"] = lag
+        origins.setdefault(origin, []).append("metadata_lag")
     try:
         config = Config.for_simulation(**values)
     except ConfigError as error:
@@ -517,7 +530,8 @@ def _twin_constants(data: dict) -> dict[str, Any]:
         try:
             value = _itf_value(first[constant], where)
             found[setting] = (("all" if _bool(value, where) else "1") if constant == "AcksAll"
-                              else _bool(value, where) if constant == "Unclean" else _int(value, where))
+                              else _bool(value, where) if constant in ("Unclean", "MetadataLag")
+                              else _int(value, where))
         except ValueError as error:
             raise ValueError(f"not an ITF trace of kafka-mc's TLA+ twin: {error}") from None
     return found

@@ -393,9 +393,12 @@ class ReplicationModel:
         `Config.metadata_lag` its leader reads the change later (`leader_apply_metadata`): until then it works
         with the ISR it knew (`Controller.unseen`) and keeps an ISR change of its own pending, which the controller
         refuses (INVALID_UPDATE_VERSION, `Partition.handleAlterPartitionError`: "awaiting new the latest
-        metadata"); its HW has nothing new to advance on."""
+        metadata"); its HW has nothing new to advance on. A change that leaves the ISR as it was (an ELR member's
+        unclean registration) reaches a leader that has read every earlier one at once, as without the lag: the
+        model has no partition epoch to tell it is behind by that change only."""
         controller = state.controller
-        if not self.config.metadata_lag or controller.leader == NO_LEADER:
+        if not self.config.metadata_lag or controller.leader == NO_LEADER or (isr == controller.isr
+                                                                                and not controller.unseen):
             return self._with_isr(state, isr, unclean)
         changed = self._isr_change(controller, isr, unclean)
         return state._replace(controller=changed._replace(proposal=controller.proposal,

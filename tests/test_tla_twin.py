@@ -74,6 +74,12 @@ TWIN_CONFIGS = [
                         disk_failures=2), id="kip966-2r-delays"),
     pytest.param(Config(protocol="kip-966", replicas=2, messages=1, crashes=2, elections=1, delays=2,
                         disk_failures=2), id="kip966-2r-delays-2"),
+    # a leader reading the metadata late: its ISR with the removals it has not read, a refused shrink and
+    # expansion left pending, a delayed request kept across the controller's change, the change read
+    pytest.param(Config(protocol="kip-966", replicas=3, messages=0, crashes=1, elections=1, min_isr=2, delays=1,
+                        metadata_lag=True), id="kip966-3r-metadata-lag"),
+    pytest.param(Config(protocol="kip-966", replicas=2, messages=1, crashes=2, elections=2, min_isr=2, delays=1,
+                        metadata_lag=True), id="kip966-2r-metadata-lag"),
 ]
 
 

@@ -75,7 +75,9 @@ def test_z3_admits_exactly_the_explicit_successors_and_invariant_values(config):
 
 
 def test_the_z3_agreement_configurations_exercise_every_action_and_protocol_choice():
-    assert coverage_gaps(AGREEMENT_CONFIGS) == []
+    """Every action but a leader's reading of the metadata, which the encoding refuses by name with the lag it
+    belongs to (`tests/test_metadata_lag.py`)."""
+    assert coverage_gaps(AGREEMENT_CONFIGS) == ["action LeaderApplyMetadata"]
 
 
 def test_the_delay_configurations_take_every_branch_of_the_delayed_requests():

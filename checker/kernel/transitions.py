@@ -402,7 +402,7 @@ def with_isr(cfg, t, isr, unclean):
 def controller_removes(cfg, t, isr, unclean):
     """`ReplicationModel._controller_removes`: with metadata lag and a leader, the leader has not read the
     change; its ISR and its pending change stay."""
-    if not cfg[C_METADATA_LAG] or t[LEADER] == NO_LEADER:
+    if not cfg[C_METADATA_LAG] or t[LEADER] == NO_LEADER or (isr == t[ISR] and not t[UNSEEN]):
         with_isr(cfg, t, isr, unclean)
         return
     proposal, reregistered, unseen = t[PROPOSAL], t[REREGISTERED], t[UNSEEN] | t[ISR] & ~isr

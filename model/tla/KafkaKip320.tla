@@ -27,7 +27,7 @@
 EXTENDS Integers, Sequences, KafkaProtocols
 
 CONSTANTS Replicas, MaxMessages, MaxCrashes, MaxElections, AcksAll, MinIsr, Unclean, EpochBump,
-          SkipsSameLeader, MaxDiskFailures, MaxDelays
+          SkipsSameLeader, MaxDiskFailures, MaxDelays, MetadataLag
 
 VARIABLES replicas, controller, written, crashes, committed, acked, delays, diskFailures
 

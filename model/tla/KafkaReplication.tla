@@ -42,7 +42,9 @@
 (*              lastKnownElr, the last known leader (KAFKA-15584); proposal*)
 (*              is the replica the leader's AlterPartition in flight adds  *)
 (*              to the ISR (a set, empty for none), reregistered those of  *)
-(*              it registered again since (a new broker epoch)             *)
+(*              it registered again since (a new broker epoch); unseen the *)
+(*              members the controller removed that its leader has not    *)
+(*              yet read (MetadataLag; always empty otherwise)             *)
 (*   written    producer records written so far (record ids 1, 2, ...)     *)
 (*   crashes    crashes so far                                             *)
 (*   committed  history: every <<offset, msg>> once below the leader's HW  *)
@@ -103,6 +105,15 @@
 (* the leader handles it later (LeaderHandleStaleFetch), refusing one of a *)
 (* live follower's earlier incarnation with FencesStaleFetches             *)
 (* (KAFKA-15221). A new leader epoch fences every delayed fetch.           *)
+(*                                                                         *)
+(* With MetadataLag (KRaft variants, Config.metadata_lag): the ISR members *)
+(* the controller removes on its own (a failure noticed, an unclean        *)
+(* registration) reach the leader when it reads them in the metadata log   *)
+(* (LeaderApplyMetadata; Partition.makeLeader at a newer partition epoch). *)
+(* Until then it works with the ISR it knew (LeaderIsr), and every ISR     *)
+(* change it proposes is refused (INVALID_UPDATE_VERSION) and stays        *)
+(* pending: an expansion in proposal, a shrink as a proposal of the leader *)
+(* itself (ReplicationModel._controller_removes).                          *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets, KafkaProtocols
 
@@ -117,7 +128,8 @@ CONSTANTS
     EpochBump,      \* TRUE: the controller bumps the epoch on ISR removal
     SkipsSameLeader,\* TRUE: with EpochBump, requests carry no epoch (to 2.0.1)
     MaxDiskFailures,\* how many of the crashes may lose the broker's disk
-    MaxDelays       \* how many requests (AlterPartition, fetch) may be delayed
+    MaxDelays,      \* how many requests (AlterPartition, fetch) may be delayed
+    MetadataLag     \* TRUE: the leader reads the controller's own ISR changes late
 
 (***************************************************************************)
 (* The truncation protocol: what the variants define.                      *)
@@ -198,6 +210,7 @@ ASSUME
     /\ FencesStaleFetches \in BOOLEAN /\ (FencesStaleFetches => ChecksBrokerEpochs)
     /\ EligibleLeaders => HwNeedsMinIsr /\ BounceNoticed
     /\ MinIsr \in 1 .. Cardinality(Replicas)
+    /\ MetadataLag \in BOOLEAN /\ (MetadataLag => ChecksBrokerEpochs /\ ~EpochBump)
 
 VARIABLES replicas, controller, written, crashes, committed, acked, delays, diskFailures
 
@@ -299,6 +312,11 @@ LastKnownElr(ctl) == IF EligibleLeaders THEN ctl.lastKnownElr ELSE {}
 
 WithLastKnownElr(ctl, last) == IF EligibleLeaders THEN [ctl EXCEPT !.lastKnownElr = last] ELSE ctl
 
+(* The ISR the controller's leader works with: the controller's, and the   *)
+(* members the controller removed that it has not read (MetadataLag;       *)
+(* ReplicationModel._isr_of).                                              *)
+LeaderIsr(ctl) == ctl.isr \cup ctl.unseen
+
 (* The partition state without an AlterPartition in flight: a new         *)
 (* partition epoch drops it (replication.dropped_proposal).                *)
 Dropped(ctl) == [ctl EXCEPT !.proposal = {}, !.reregistered = {}]
@@ -306,7 +324,7 @@ Dropped(ctl) == [ctl EXCEPT !.proposal = {}, !.reregistered = {}]
 (* The ISR the leader counts its HW and acknowledgements over: the ISR and *)
 (* the member its AlterPartition in flight adds (PendingExpandIsr.         *)
 (* maximalIsr, KIP-497; ReplicationModel._maximal_isr).                    *)
-MaximalIsr(ctl) == ctl.isr \cup ctl.proposal
+MaximalIsr(ctl) == LeaderIsr(ctl) \cup ctl.proposal
 
 (* The replicas in a new leader epoch: every delayed fetch is fenced       *)
 (* (FENCED_LEADER_EPOCH; replication.fenced_fetches).                      *)
@@ -347,7 +365,7 @@ AnswersFrom(epoch) ==
 HwAdvanced(rs, ctl) ==
     LET l == LeaderOf(rs, ctl)
         isrLeos == {IF m = l THEN Leo(rs[l]) ELSE rs[l].remoteLeos[m] : m \in MaximalIsr(ctl)}
-    IN  IF l = NoLeader \/ (HwNeedsMinIsr /\ Cardinality(ctl.isr) < MinIsr) THEN rs
+    IN  IF l = NoLeader \/ (HwNeedsMinIsr /\ Cardinality(LeaderIsr(ctl)) < MinIsr) THEN rs
         ELSE [rs EXCEPT ![l].hw = Greater(@, MinOf(isrLeos))]
 
 (* Every record below the leader's HW joins the committed history.         *)
@@ -412,15 +430,15 @@ Init ==
                 ELSE NewFollower(first)]
         /\ controller = CASE EpochBump /\ EligibleLeaders ->
                                 [leader |-> first, epoch |-> 0, isr |-> Replicas, bumped |-> {}, elr |-> {},
-                                 lastKnownElr |-> {}, proposal |-> {}, reregistered |-> {}]
+                                 lastKnownElr |-> {}, proposal |-> {}, reregistered |-> {}, unseen |-> {}]
                            [] EpochBump ->
                                 [leader |-> first, epoch |-> 0, isr |-> Replicas, bumped |-> {},
-                                 proposal |-> {}, reregistered |-> {}]
+                                 proposal |-> {}, reregistered |-> {}, unseen |-> {}]
                            [] EligibleLeaders ->
                                 [leader |-> first, epoch |-> 0, isr |-> Replicas, elr |-> {},
-                                 lastKnownElr |-> {}, proposal |-> {}, reregistered |-> {}]
+                                 lastKnownElr |-> {}, proposal |-> {}, reregistered |-> {}, unseen |-> {}]
                            [] OTHER -> [leader |-> first, epoch |-> 0, isr |-> Replicas,
-                                        proposal |-> {}, reregistered |-> {}]
+                                        proposal |-> {}, reregistered |-> {}, unseen |-> {}]
         /\ written = 0
         /\ crashes = 0
         /\ committed = {}
@@ -441,7 +459,7 @@ ProducerWrite(r) ==
         record == [msg |-> written + 1, epoch |-> rep.epoch]
     IN  /\ r = CurrentLeader
         /\ written < MaxMessages
-        /\ AcksAll => Cardinality(controller.isr) >= MinIsr
+        /\ AcksAll => Cardinality(LeaderIsr(controller)) >= MinIsr
         /\ CommitAcking([replicas EXCEPT ![r] =
                             [rep EXCEPT !.log = Append(@, record),
                                         !.epochs = EpochsAfterAppend(@, <<record>>, Leo(rep))]],
@@ -469,9 +487,10 @@ HandleFetch(rs0, ctl0, r, delay) ==
         offset == Leo(f)
         diverging == FetchDivergence(rs0[l], f, EpochOnElection)
         waited == IF f.delayedFetch > 0 /\ ~f.delayedFetchStale THEN [rs0 EXCEPT ![r].delayedFetch = 0] ELSE rs0
-        joins == r \notin ctl0.isr /\ ctl0.proposal = {} /\ MayJoinIsr(rs0[l], offset)
+        joins == r \notin LeaderIsr(ctl0) /\ ctl0.proposal = {} /\ MayJoinIsr(rs0[l], offset)
+        \* a proposal at an older partition epoch (unseen): refused, it stays pending
         ctl == IF ~joins THEN ctl0
-               ELSE IF delay THEN [ctl0 EXCEPT !.proposal = {r}, !.reregistered = {}]
+               ELSE IF delay \/ ctl0.unseen # {} THEN [ctl0 EXCEPT !.proposal = {r}, !.reregistered = {}]
                ELSE IsrChange(ctl0, ctl0.isr \cup {r}, {})
         seen == [waited EXCEPT ![l].remoteLeos[r] = offset]
         rs == HwAdvanced(seen, ctl)
@@ -499,7 +518,7 @@ HandleFetch(rs0, ctl0, r, delay) ==
                     /\ committed' = CommittedWith(rs, ctl)
                     /\ acked' = AckedWith(seen, rs, ctl)
                     /\ controller' = ctl
-                    /\ delays' = IF delay /\ joins THEN delays + 1 ELSE delays
+                    /\ delays' = IF delay /\ joins /\ ctl0.unseen = {} THEN delays + 1 ELSE delays
         /\ UNCHANGED <<written, crashes>>
 
 LeaderHandleFetchRequest(r) == HandleFetch(replicas, controller, r, FALSE)
@@ -519,6 +538,7 @@ LeaderSendAlterPartition(r) ==
 (* INELIGIBLE_REPLICA); either way nothing is in flight after.             *)
 ControllerHandleAlterPartition(r) ==
     /\ controller.proposal = {r}
+    /\ controller.unseen = {}  \* else refused at its older partition epoch, and left pending
     /\ IF \/ LiveMembersOnly /\ replicas[r].status = Offline
           \/ ChecksBrokerEpochs /\ r \in controller.reregistered
        THEN /\ controller' = Dropped(controller)
@@ -563,7 +583,7 @@ LeaderHandleStaleFetch(r) ==
         l == CurrentLeader
         offset == f.delayedFetch - 1
         rs0 == [replicas EXCEPT ![r].delayedFetch = 0, ![r].delayedFetchStale = FALSE]
-        joins == /\ r \notin controller.isr
+        joins == /\ r \notin LeaderIsr(controller)
                  /\ controller.proposal = {}
                  /\ MayJoinIsr(replicas[l], offset)
                  /\ LiveMembersOnly => f.status = Up
@@ -576,7 +596,7 @@ LeaderHandleStaleFetch(r) ==
                 /\ UNCHANGED <<controller, history, delays>>
            ELSE IF ~ChecksBrokerEpochs
            THEN RecordFetch(rs0, l, r, offset, joins) /\ UNCHANGED delays
-           ELSE IF ~FencesStaleFetches /\ joins /\ raceable
+           ELSE IF ~FencesStaleFetches /\ controller.unseen = {} /\ joins /\ raceable
            THEN HandleFetch(rs0, IsrChange(controller, controller.isr \cup {r}, {}), r, FALSE)
            ELSE RecordFetch(rs0, l, r, offset, FALSE) /\ UNCHANGED delays
         /\ UNCHANGED <<written, crashes>>
@@ -615,10 +635,13 @@ LeaderShrinkIsr(r) ==
     LET l == CurrentLeader
     IN  /\ l # NoLeader
         /\ l # r
-        /\ r \in controller.isr
+        /\ r \in LeaderIsr(controller)
         /\ controller.proposal = {}
         /\ IF DropsCaughtUp THEN TRUE ELSE replicas[l].remoteLeos[r] < Leo(replicas[l])
-        /\ Commit(replicas, IsrChange(controller, controller.isr \ {r}, {}))
+        /\ IF controller.unseen # {}  \* refused at an older partition epoch: pending (PendingShrinkIsr)
+           THEN /\ controller' = [controller EXCEPT !.proposal = {l}]
+                /\ UNCHANGED <<replicas, history>>
+           ELSE Commit(replicas, IsrChange(controller, controller.isr \ {r}, {}))
         /\ UNCHANGED <<written, crashes, delays>>
 
 (* LeaderAndIsr: replica r acts on the controller's partition state naming *)
@@ -678,6 +701,22 @@ ReplicaDiskFailure(r) ==
     /\ diskFailures' = IF MaxDiskFailures < MaxCrashes THEN diskFailures + 1 ELSE diskFailures
     /\ UNCHANGED <<controller, written, history, delays>>
 
+(* The controller takes members out of the ISR on its own, leaving isr,    *)
+(* in the partition state ctl, the replicas becoming rs. With MetadataLag  *)
+(* its leader reads the change later (LeaderApplyMetadata): it keeps the   *)
+(* ISR it knew (unseen) and its pending change, and its HW has nothing new *)
+(* to advance on; a change that leaves the ISR as it was reaches a leader  *)
+(* that has read every earlier one at once (ReplicationModel.              *)
+(* _controller_removes).                                                   *)
+ControllerRemoves(rs, ctl, isr, unclean) ==
+    IF MetadataLag /\ ctl.leader # NoLeader /\ (isr # ctl.isr \/ ctl.unseen # {})
+    THEN /\ replicas' = rs
+         /\ controller' = [IsrChange(ctl, isr, unclean) EXCEPT !.proposal = ctl.proposal,
+                                                              !.reregistered = ctl.reregistered,
+                                                              !.unseen = ctl.unseen \cup (ctl.isr \ isr)]
+         /\ UNCHANGED history
+    ELSE Commit(rs, IsrChange(ctl, isr, unclean))
+
 (* The broker starts again and registers; it waits for a LeaderAndIsr. A   *)
 (* crashed leader restarts only once the controller has noticed its crash, *)
 (* and so does any crashed replica where the controller sees every bounce  *)
@@ -692,7 +731,7 @@ ReplicaRestart(r) ==
     IN  /\ ~ Alive(replicas[r])
         /\ ~ (replicas[r].status = Crashed /\ (controller.leader = r \/ BounceNoticed))
         /\ IF EligibleLeaders /\ r \in ctl.isr \cup Elr(ctl)
-           THEN Commit(rs, IsrChange(ctl, ctl.isr \ {r}, {r}))
+           THEN ControllerRemoves(rs, ctl, ctl.isr \ {r}, {r})
            ELSE /\ replicas' = rs
                 /\ controller' = ctl
                 /\ UNCHANGED history
@@ -717,7 +756,7 @@ ReplicaRestart(r) ==
 ControllerNoticeFailure(r) ==
     LET rs == [replicas EXCEPT ![r].status = Offline]
         ctl == IF controller.leader = r
-               THEN Dropped([controller EXCEPT !.leader = NoLeader])
+               THEN Dropped([controller EXCEPT !.leader = NoLeader, !.unseen = {}])
                ELSE controller
         remaining == controller.isr \ {r}
         shrunk == IsrChange(ctl, remaining, {})
@@ -726,7 +765,7 @@ ControllerNoticeFailure(r) ==
         /\ IF r \in controller.isr /\ (remaining # {} \/ EligibleLeaders)
            THEN IF EpochBump /\ ctl.leader # NoLeader
                 THEN Commit(TakeBump(FencedFetches(rs), ctl.leader, bumped.epoch), bumped)
-                ELSE Commit(rs, shrunk)
+                ELSE ControllerRemoves(rs, ctl, remaining, {})
            ELSE /\ replicas' = rs
                 /\ controller' = ctl
                 /\ UNCHANGED history
@@ -770,6 +809,16 @@ ControllerElectLeader(r) ==
                                    {}))
         /\ UNCHANGED <<written, crashes, delays>>
 
+(* MetadataLag: the leader r reads the controller's ISR changes it had not *)
+(* read in the metadata log (Partition.makeLeader at a newer partition     *)
+(* epoch: its ISR replaced, any pending change dropped, then               *)
+(* maybeIncrementLeaderHW; ReplicationModel.leader_apply_metadata).        *)
+LeaderApplyMetadata(r) ==
+    /\ controller.unseen # {}
+    /\ r = CurrentLeader
+    /\ Commit(replicas, [Dropped(controller) EXCEPT !.unseen = {}])
+    /\ UNCHANGED <<written, crashes, delays>>
+
 (* OffsetsForLeaderEpoch, request and response in one event: follower r    *)
 (* in the Truncating role asks its leader, truncates to the point the      *)
 (* protocol derives (TruncationPoint), and fetches once truncation is      *)
@@ -806,6 +855,7 @@ DiskKeepingNext ==
     \/ \E r \in Replicas : ControllerHandleAlterPartition(r)
     \/ \E r \in Replicas : FollowerSendDelayedFetch(r)
     \/ \E r \in Replicas : LeaderHandleStaleFetch(r)
+    \/ \E r \in Replicas : LeaderApplyMetadata(r)
 
 (* The actions every variant shares.                                       *)
 BaseNext ==
