@@ -48,15 +48,16 @@ def shortest(result) -> str:
 def row(config: Config) -> dict:
     at_once = kernel_check(config, keep_going=True, symmetry=True)
     lagging = kernel_check(replace(config, metadata_lag=True), keep_going=True, symmetry=True)
+    violations, violations_with_lag = shortest(at_once), shortest(lagging)
     return {
         "config": f"r={config.replicas} min.isr={config.min_isr} m={config.messages} c={config.crashes} "
                   f"e={config.elections} disks={config.disk_failures} {'flush' if config.flush else 'no-flush'} "
                   f"delays={config.delays} network-failures={config.partitions}",
         "states": at_once.stats.distinct_states,
         "states_with_lag": lagging.stats.distinct_states,
-        "violations": shortest(at_once),
-        "violations_with_lag": shortest(lagging),
-        "same": shortest(at_once) == shortest(lagging),
+        "violations": violations,
+        "violations_with_lag": violations_with_lag,
+        "same": violations == violations_with_lag,
     }
 
 

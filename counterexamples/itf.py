@@ -172,6 +172,7 @@ _CONTROLLER_FIELDS = ("leader", "epoch", "isr")
 _PROPOSAL_FIELDS = ("proposal", "reregistered")
 # the ISR removals the leader has not read (MetadataLag): absent from a trace written before the twin had them
 _UNSEEN_FIELD = "unseen"
+_OPTIONAL_CONTROLLER_FIELDS = (*_PROPOSAL_FIELDS, _UNSEEN_FIELD)
 # the eligible leader replicas: a field of the twin's controller with EligibleLeaders only (KIP-966), and with
 # them the last known leader (KAFKA-15584; absent from a trace written before the twin had it: none)
 _ELR_FIELD = "elr"
@@ -298,8 +299,8 @@ def decode_twin_state(raw: dict, names: tuple[str, ...], where: str) -> dict[str
     with_elr = _is_record(raw_controller) and _ELR_FIELD in raw_controller._fields
     controller = _record(raw_controller, f"{where}.controller",
                          (*_CONTROLLER_FIELDS, _ELR_FIELD) if with_elr else _CONTROLLER_FIELDS,
-                         (*_PROPOSAL_FIELDS, _UNSEEN_FIELD, _LAST_KNOWN_ELR_FIELD) if with_elr
-                         else (*_PROPOSAL_FIELDS, _UNSEEN_FIELD))
+                         (*_OPTIONAL_CONTROLLER_FIELDS, _LAST_KNOWN_ELR_FIELD) if with_elr
+                         else _OPTIONAL_CONTROLLER_FIELDS)
     view["controller.leader"] = _leader(controller["leader"], f"{where}.controller.leader", names)
     view["controller.epoch"] = _int(controller["epoch"], f"{where}.controller.epoch")
     view["controller.isr"] = frozenset(_replica(member, f"{where}.controller.isr", names)
@@ -311,7 +312,7 @@ def decode_twin_state(raw: dict, names: tuple[str, ...], where: str) -> dict[str
     view["controller.lastKnownElr"] = frozenset(
         _replica(member, f"{where}.controller.lastKnownElr", names)
         for member in _set(controller.get(_LAST_KNOWN_ELR_FIELD, frozenset()), f"{where}.controller.lastKnownElr"))
-    for field in (*_PROPOSAL_FIELDS, _UNSEEN_FIELD):
+    for field in _OPTIONAL_CONTROLLER_FIELDS:
         view[f"controller.{field}"] = frozenset(_replica(member, f"{where}.controller.{field}", names)
                                                 for member in _set(controller.get(field, frozenset()),
                                                                    f"{where}.controller.{field}"))

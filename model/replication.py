@@ -551,11 +551,9 @@ class ReplicationModel:
         leader = state.replicas[leader_index]
         controller = state.controller
         if join and self._joins_isr(state, leader_index, index, offset):
-            if controller.unseen:
-                state = state._replace(controller=controller._replace(proposal=1 << index, reregistered=0))
-            elif delay:
-                controller = controller._replace(proposal=1 << index, reregistered=0)
-                state = state._replace(controller=controller, delays=state.delays + 1)
+            if delay or controller.unseen:  # in flight; or refused at once, pending: no delay spent
+                state = state._replace(controller=controller._replace(proposal=1 << index, reregistered=0),
+                                       delays=state.delays + (0 if controller.unseen else 1))
             else:
                 state = state._replace(controller=self._isr_change(controller, controller.isr | 1 << index))
         leader = leader._replace(remote_leos=_put(leader.remote_leos, index, offset))

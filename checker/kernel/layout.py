@@ -17,8 +17,8 @@ After the replicas: the controller (leader, epoch, ISR), records written, crashe
 writes, the cut masks, cuts, the epochs the controller's bumps made (`model/epoch_bumps.py`), the
 controller's eligible leader replicas (KIP-966), the AlterPartition in flight and the delays so far,
 the disk failures so far (`State.disk_failures`), the ISR removals the leader has not read
-(`Controller.unseen`), and the committed and consumed histories as one
-bitmask of message numbers per offset.
+(`Controller.unseen`), and the committed and consumed histories as one bitmask of message numbers per
+offset.
 """
 
 from __future__ import annotations
@@ -94,8 +94,8 @@ WIDTH = CONSUMED + MAX_MESSAGES
 # epoch on ISR removal, and whether a follower's requests then reach the leader in any epoch of its leadership
 # (both 0 without the bumps)
 (C_REPLICAS, C_MESSAGES, C_CRASHES, C_ELECTIONS, C_ACKS, C_MIN_ISR, C_UNCLEAN, C_FLUSH, C_PARTITIONS, C_DELAYS,
- C_DISK_FAILURES, C_METADATA_LAG, C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_NEW_FOLLOWER, C_EPOCH_LOOKUP, C_ISR_JOIN, C_TRUNCATE_ON_FETCH,
- C_DIVERGING_FETCH_UPDATES_LEADER, C_EPOCH_ASSIGN, C_TRUNCATE_AT_END, C_DIVERGING_RESPONSE_HW, C_BOUNCE_NOTICED,
+ C_DISK_FAILURES, C_METADATA_LAG, C_EPOCH_CACHE, C_EPOCH_ON_ELECTION, C_NEW_FOLLOWER, C_EPOCH_LOOKUP, C_ISR_JOIN,
+ C_TRUNCATE_ON_FETCH, C_DIVERGING_FETCH_UPDATES_LEADER, C_EPOCH_ASSIGN, C_TRUNCATE_AT_END, C_DIVERGING_RESPONSE_HW, C_BOUNCE_NOTICED,
  C_HW_NEEDS_MIN_ISR, C_ELIGIBLE_LEADERS, C_ISR_UPDATES, C_ISR_SHRINK, C_FOLLOWER_SKIPS, C_ISR_REMOVAL_BUMP,
  C_STALE_FETCH, C_ISR_BUMPS, C_UNFENCED_REQUESTS) = range(32)
 SETTING_COUNT = C_UNFENCED_REQUESTS + 1
@@ -302,14 +302,14 @@ def _ranges(config: Config, bumps: bool = False) -> list[tuple[int, int, int]]:
         ranges.append((BUMPED, 0, (1 << (elections + 1)) - 1))
     if keeps_elr:
         ranges += [(ELR, 0, masks), (LAST_KNOWN_ELR, 0, masks)]
+    if config.delays or config.metadata_lag:  # an ISR change in flight, or refused and pending (`_record_fetch`)
+        ranges += [(PROPOSAL, 0, masks), (REREGISTERED, 0, masks)]
     if config.delays:
-        ranges += [(PROPOSAL, 0, masks), (REREGISTERED, 0, masks), (DELAYS, 0, config.delays)]
+        ranges.append((DELAYS, 0, config.delays))
     if config.counts_disk_failures:
         ranges.append((DISK_FAILURES, 0, config.disk_failures))
     if config.metadata_lag:
         ranges.append((UNSEEN, 0, masks))
-        if not config.delays:  # a pending ISR change the controller refused (`_controller_removes`)
-            ranges += [(PROPOSAL, 0, masks), (REREGISTERED, 0, masks)]
     for first in (COMMITTED, CONSUMED):
         ranges += [(first + offset, 0, (1 << (messages + 1)) - 1) for offset in range(messages)]
     return [(cell, low, high) for cell, low, high in ranges if high > low]

@@ -446,13 +446,11 @@ def joins_isr(cfg, t, leader, i, offset):
 def record_fetch(cfg, t, leader, i, offset, delay, join):
     """`ReplicationModel._record_fetch`."""
     if join and joins_isr(cfg, t, leader, i, offset):
-        if t[UNSEEN]:  # at an older partition epoch: refused, pending until the leader reads the metadata
+        if delay or t[UNSEEN]:  # in flight; or refused at once (an older partition epoch), pending: no delay spent
             t[PROPOSAL] = 1 << i
             t[REREGISTERED] = 0
-        elif delay:
-            t[PROPOSAL] = 1 << i
-            t[REREGISTERED] = 0
-            t[DELAYS] += 1
+            if not t[UNSEEN]:
+                t[DELAYS] += 1
         else:
             isr_change(cfg, t, t[ISR] | 1 << i, 0)
     t[leader * REPLICA_WIDTH + REMOTE_LEO + i] = offset
