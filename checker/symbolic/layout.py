@@ -33,6 +33,10 @@ Delayed requests (`Config.delays`; `Shape.delays`) add the controller's AlterPar
 number) and, per replica, its delayed fetch (`delayed_fetch`: one number, its offset + 1, and
 `delayed_fetch_stale`: one Bool); without delays these are empty lists, as in every state of such a
 configuration, so the layout, and the proofs over it, are unchanged.
+
+A leader that reads the metadata late (`Config.metadata_lag`; `Shape.lag`) adds the controller's `unseen`
+removals (one Bool per replica) and, with or without delays, the `proposal` and `reregistered` flags its
+pending ISR changes live in (the counter and the delayed fetches stay with `Shape.delays`).
 """
 
 from __future__ import annotations
@@ -61,7 +65,8 @@ class Shape:
     eligible leader replicas, one flag per replica (the protocol's `eligible_leaders`, KIP-966);
     `leader_ids`: each replica keeps the leader it follows (the protocol's `remembers_leader`);
     `delays`: requests may be delayed (`Config.delays`), so the layout keeps them; `disk_failures`: the
-    states count their disk failures (`Config.counts_disk_failures`)."""
+    states count their disk failures (`Config.counts_disk_failures`); `lag`: the leader reads the controller's
+    own ISR removals late (`Config.metadata_lag`), so the layout keeps them and the pending ISR changes."""
 
     replicas: int
     log: int
@@ -72,6 +77,7 @@ class Shape:
     leader_ids: bool = False
     delays: bool = False
     disk_failures: bool = False
+    lag: bool = False
 
     @staticmethod
     def of(config: Config, cache: int | None = None, integers: bool = False, bumps: bool = False) -> "Shape":
@@ -88,7 +94,12 @@ class Shape:
         protocol = PROTOCOLS[config.protocol]
         return Shape(config.replicas, config.messages, cache, None if integers else largest.bit_length() + 2, epochs,
                      protocol.eligible_leaders, protocol.remembers_leader, config.delays > 0,
-                     config.counts_disk_failures)
+                     config.counts_disk_failures, config.metadata_lag)
+
+    @property
+    def pending(self) -> bool:
+        """The layout keeps an ISR change in flight or pending (`proposal`, `reregistered`)."""
+        return self.delays or self.lag
 
     def num(self, value: int) -> z3.ExprRef:
         return z3.IntVal(value) if self.bits is None else z3.BitVecVal(value, self.bits)
@@ -100,7 +111,7 @@ class Shape:
 # Fields whose leaves are Bools; every other leaf is an Int.
 BOOLS = {"has_response", "resp_oor", "stale_isr", "leading", "isr", "bumped", "elr", "last_known_elr", "committed",
          "consumed", "acked",
-         "zk_cut", "peer_cut", "proposal", "reregistered", "delayed_fetch_stale"}
+         "zk_cut", "peer_cut", "proposal", "reregistered", "delayed_fetch_stale", "unseen"}
 
 
 @dataclass(frozen=True)
@@ -148,10 +159,12 @@ class SymState:
     zk_cut: list
     peer_cut: list
     cuts: Any
-    proposal: list  # one per replica where `Shape.delays`: the AlterPartition in flight adds it; none otherwise
-    reregistered: list  # one per replica where `Shape.delays`: registered again since that request; none otherwise
+    proposal: list  # one per replica where `Shape.pending`: the ISR change in flight or pending adds it (a shrink
+    # kept pending: the leader itself, `Shape.lag`); none otherwise
+    reregistered: list  # one per replica where `Shape.pending`: registered again since that request; none otherwise
     delays: list  # one where `Shape.delays`: the requests delayed so far; none otherwise
     disk_failures: list  # one where `Shape.disk_failures`: the crashes so far that lost the disk; none otherwise
+    unseen: list  # one per replica where `Shape.lag`: removed by the controller, not yet read by its leader
 
 
 def _sizes(shape: Shape) -> dict[str, int]:
@@ -161,9 +174,10 @@ def _sizes(shape: Shape) -> dict[str, int]:
             "acked": m, "zk_cut": n, "peer_cut": n, "bumped": shape.epochs,
             "elr": n if shape.elr else 0, "last_known_elr": n if shape.elr else 0,
             "leader_id": 1 if shape.leader_ids else 0,
-            "proposal": n if shape.delays else 0, "reregistered": n if shape.delays else 0,
+            "proposal": n if shape.pending else 0, "reregistered": n if shape.pending else 0,
             "delays": 1 if shape.delays else 0, "delayed_fetch": 1 if shape.delays else 0,
-            "delayed_fetch_stale": 1 if shape.delays else 0, "disk_failures": 1 if shape.disk_failures else 0}
+            "delayed_fetch_stale": 1 if shape.delays else 0, "disk_failures": 1 if shape.disk_failures else 0,
+            "unseen": n if shape.lag else 0}
 
 
 def _build(cls, shape: Shape, leaf, path: str):
@@ -228,7 +242,7 @@ def shape_of(s) -> Shape:
     return Shape(len(replica.stale_isr), len(replica.log_msg), len(replica.cache_epoch),
                  sort.size() if z3.is_bv_sort(sort) else None, len(s.bumped) if whole else 0,
                  bool(s.elr) if whole else False, bool(replica.leader_id), bool(replica.delayed_fetch),
-                 bool(s.disk_failures) if whole else False)
+                 bool(s.disk_failures) if whole else False, bool(s.unseen) if whole else False)
 
 
 # ------------------------------------------------------------------ concrete states
@@ -266,8 +280,14 @@ def values_of(shape: Shape, state: State) -> SymState:
                             "the encoding of a protocol without eligible_leaders has none")
 
     controller = state.controller
-    if (controller.proposal or controller.reregistered or state.delays) and not shape.delays:
+    if state.delays and not shape.delays:
         raise CapacityError("the state has delayed requests; the encoding of a configuration without delays has none")
+    if (controller.proposal or controller.reregistered) and not shape.pending:
+        raise CapacityError("the state has an ISR change in flight or pending; the encoding of a configuration "
+                            "without delays or the metadata lag has none")
+    if controller.unseen and not shape.lag:
+        raise CapacityError("the state has ISR removals its leader has not read; the encoding of a configuration "
+                            "without the metadata lag has none")
     if state.disk_failures and not shape.disk_failures:
         raise CapacityError("the state counts disk failures; the encoding of a configuration that does not count "
                             "them has none")
@@ -323,10 +343,11 @@ def values_of(shape: Shape, state: State) -> SymState:
         zk_cut=bits(state.zk_cut),
         peer_cut=bits(state.peer_cut),
         cuts=state.cuts,
-        proposal=bits(controller.proposal) if shape.delays else [],
-        reregistered=bits(controller.reregistered) if shape.delays else [],
+        proposal=bits(controller.proposal) if shape.pending else [],
+        reregistered=bits(controller.reregistered) if shape.pending else [],
         delays=[state.delays] if shape.delays else [],
         disk_failures=[state.disk_failures] if shape.disk_failures else [],
+        unseen=bits(controller.unseen) if shape.lag else [],
     )
 
 
@@ -370,7 +391,8 @@ def to_state(shape: Shape, values: SymState) -> State:
     return State(
         replicas=tuple(replicas),
         controller=Controller(values.leader, values.epoch, mask(values.isr), mask(values.bumped), mask(values.elr),
-                              mask(values.proposal), mask(values.reregistered), mask(values.last_known_elr)),
+                              mask(values.proposal), mask(values.reregistered), mask(values.last_known_elr),
+                              mask(values.unseen)),
         written=values.written,
         crashes=values.crashes,
         committed=history(values.committed),

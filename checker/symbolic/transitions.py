@@ -29,6 +29,12 @@ epoch (`isr_change`, the leader's loss) or handled by the controller as `isr_upd
 crash, handled late as `stale_fetch` says (`leader_handle_stale_fetch`, KAFKA-15221's race included),
 and fenced by a new leader epoch (`fenced_fetches`).
 
+A leader that reads the metadata late (`Config.metadata_lag`; the layout's `unseen` flags, `Shape.lag`): the
+controller's own removals (`controller_removes`: a failure noticed, an unclean registration) join `unseen` while
+the partition has a leader, whose ISR is the controller's and those (`leader_isr`, `isr_of`); an ISR change it
+proposes meanwhile stays pending in `proposal` (a shrink as a proposal of the leader itself), and the controller
+handles none until the leader reads the removals (`leader_apply_metadata`).
+
 Two choices act on the controller's ISR changes: `hw_needs_min_isr` (KAFKA-15583: the HW stays
 put while the leader's ISR is below min.insync.replicas, `advance_hw`) and `eligible_leaders`
 (KIP-966: the ELR, one flag per replica in the layout, kept by every ISR change, `isr_change`; the
@@ -106,10 +112,6 @@ class SymbolicModel:
         if bumps and unbounded:
             raise EncodingError(f"the {EpochBumpSystem.name} model has no inductive proof: prove runs the "
                                 f"{ReplicationSystem.name} model's encoding only")
-        if config.metadata_lag:
-            raise EncodingError("metadata_lag: the Z3 encoding keeps one ISR, which the leader reads at once; a leader "
-                                "that reads the metadata late (LeaderApplyMetadata) is checked by the explicit engines "
-                                "(--engine kernel, python or spark)")
         if unbounded and config.disk_failures:
             raise EncodingError(f"disk_failures {config.disk_failures}: a proof lifts the bound on crashes, of which "
                                 "the disk failures are a part; prove takes no disk failures (disk_failures 0)")
@@ -294,8 +296,14 @@ class SymbolicModel:
         return [(j, z3.And(base, acting[j], z3.Not(s.peer_cut[j]))) for j in range(len(acting)) if j != index]
 
     def isr_of(self, s: SymState, index: int) -> list:
+        """`ReplicationModel._isr_of`: the controller's ISR with the removals its leader has not read
+        (`unseen`, `Shape.lag`) for the controller's leader; a deposed leader's own."""
         stale = s.replicas[index].stale_isr
-        return [z3.If(s.leader == index, member, old) for member, old in zip(s.isr, stale)]
+        return [z3.If(s.leader == index, member, old) for member, old in zip(self.leader_isr(s), stale)]
+
+    def leader_isr(self, s: SymState) -> list:
+        """The ISR the controller's leader works with: the controller's and the removals it has not read."""
+        return [z3.Or(member, unseen) for member, unseen in zip(s.isr, s.unseen)] if s.unseen else s.isr
 
     def maximal_isr(self, s: SymState, index: int) -> list:
         """`ReplicationModel._maximal_isr`: the ISR of the leader at `index` and the member its AlterPartition
@@ -309,8 +317,8 @@ class SymbolicModel:
         """`ReplicationModel._joins_isr`: the leader `j` proposes to add follower `i`, fetching at `offset`, to
         the ISR: it is outside it and may join (`isr_join`), the leader can write ISR changes and has none in
         flight, and, where the controller takes only live brokers (KIP-841), the follower is one."""
-        joins = z3.And(z3.Not(s.isr[i]), self.protocol.may_join_isr(s.replicas[j], offset), self.can_write_isr(s, j),
-                       z3.Not(z3.Or(s.proposal)))
+        joins = z3.And(z3.Not(self.leader_isr(s)[i]), self.protocol.may_join_isr(s.replicas[j], offset),
+                       self.can_write_isr(s, j), z3.Not(z3.Or(s.proposal)))
         if self.protocol.declaration.joins_live_members_only:
             joins = z3.And(joins, s.replicas[i].status == UP)
         return joins
@@ -432,6 +440,20 @@ class SymbolicModel:
             after = merge(self.current_leader(s, j), self.advance_hw(s, j), after)
         return after
 
+    def controller_removes(self, s: SymState, isr: list, unclean: int | None = None) -> SymState:
+        """`ReplicationModel._controller_removes`: the controller takes members out of the ISR on its own,
+        leaving `isr` (`with_isr`); with the metadata lag (`Shape.lag`) a leader reads it later: the removed
+        members join `unseen`, its ISR change in flight or pending stays, and its HW stays. A change that leaves
+        the ISR as it was reaches a leader that has read every earlier one at once."""
+        at_once = self.with_isr(s, isr, unclean)
+        if not s.unseen:
+            return at_once
+        changed = self.isr_change(s, isr, unclean)
+        lagging = replace(changed, proposal=s.proposal, reregistered=s.reregistered,
+                          unseen=[z3.Or(unseen, z3.And(old, z3.Not(new))) for unseen, old, new in zip(s.unseen, s.isr, isr)])
+        unchanged = z3.And([old == new for old, new in zip(s.isr, isr)])
+        return merge(z3.Or(s.leader == NO_LEADER, z3.And(unchanged, z3.Not(z3.Or(s.unseen)))), at_once, lagging)
+
     def _by_leader(self, cases: list[tuple[int, z3.BoolRef]], build: Callable[[int], SymState], s: SymState):
         """(any case holds, the state `build` gives for the case that holds)."""
         after = s
@@ -492,13 +514,15 @@ class SymbolicModel:
         fetched = s
         if join:
             expand = self.joins_isr(s, j, i, offset)
-            if delay:
-                fetched = replace(s, proposal=[z3.If(expand, z3.BoolVal(q == i), flag)
-                                               for q, flag in enumerate(s.proposal)],
-                                  reregistered=[z3.And(z3.Not(expand), flag) for flag in s.reregistered],
-                                  delays=[z3.If(expand, delayed + 1, delayed) for delayed in s.delays])
+            lagging = z3.Or(s.unseen)  # the controller refuses it at an older partition epoch: pending
+            kept = replace(s, proposal=[z3.If(expand, z3.BoolVal(q == i), flag) for q, flag in enumerate(s.proposal)],
+                           reregistered=[z3.And(z3.Not(expand), flag) for flag in s.reregistered])
+            if delay:  # in flight, one more delayed request; or pending, none spent
+                fetched = replace(kept, delays=[z3.If(z3.And(expand, z3.Not(lagging)), delayed + 1, delayed)
+                                                for delayed in s.delays])
             elif s.elr or s.proposal:
                 fetched = merge(expand, self.isr_change(s, put(s.isr, i, z3.BoolVal(True))), s)
+                fetched = merge(lagging, kept, fetched) if s.unseen else fetched
             else:
                 fetched = replace(s, isr=put(s.isr, i, z3.Or(s.isr[i], expand)))
         leader = fetched.replicas[j]
@@ -513,7 +537,9 @@ class SymbolicModel:
     def controller_handle_alter_partition(self, s: SymState, i: int):
         """`ReplicationModel.controller_handle_alter_partition`: the controller adds replica `i` unless it
         refuses it (`isr_updates`): a broker not live (KIP-841), one registered again since (KIP-903)."""
-        proposed = z3.And([flag if q == i else z3.Not(flag) for q, flag in enumerate(s.proposal)])
+        # with a removal the leader has not read (`unseen`), refused at an older partition epoch: it stays pending
+        proposed = z3.And(*[flag if q == i else z3.Not(flag) for q, flag in enumerate(s.proposal)],
+                          z3.Not(z3.Or(s.unseen)))
         status = s.replicas[i].status
         refused = z3.BoolVal(False)
         if self.protocol.declaration.joins_live_members_only:
@@ -554,7 +580,8 @@ class SymbolicModel:
             if not declaration.fences_stale_fetches:
                 joined = self.isr_change(cleared, put(cleared.isr, i, z3.BoolVal(True)))
                 raced_guard, raced = self.leader_handle_fetch_request(joined, i)
-                race = z3.And(self.joins_isr(cleared, j, i, offset), reaching[j], raced_guard)
+                race = z3.And(z3.Not(z3.Or(cleared.unseen)), self.joins_isr(cleared, j, i, offset), reaching[j],
+                              raced_guard)
                 taken = merge(race, raced, taken)
             return merge(refused, cleared, taken)
 
@@ -580,8 +607,14 @@ class SymbolicModel:
     def leader_shrink_isr(self, s: SymState, i: int):
         dropping = [z3.And(self.current_leader(s, j), self.can_write_isr(s, j), self.out_of_sync(s.replicas[j], i))
                     for j in range(self.shape.replicas) if j != i]
-        guard = z3.And(s.isr[i], z3.Not(z3.Or(s.proposal)), z3.Or(dropping))  # not while an AlterPartition is in flight
-        return guard, self.with_isr(s, put(s.isr, i, z3.BoolVal(False)))
+        # not while an AlterPartition is in flight
+        guard = z3.And(self.leader_isr(s)[i], z3.Not(z3.Or(s.proposal)), z3.Or(dropping))
+        shrunk = self.with_isr(s, put(s.isr, i, z3.BoolVal(False)))
+        if not s.unseen:
+            return guard, shrunk
+        # with a removal it has not read the controller refuses it and the leader keeps it pending (`PendingShrinkIsr`)
+        pending = replace(s, proposal=[s.leader == q for q in range(self.shape.replicas)])
+        return guard, merge(z3.Or(s.unseen), pending, shrunk)
 
     def leader_shrink_isr_fails(self, s: SymState, i: int):
         leader = s.replicas[i]
@@ -657,22 +690,21 @@ class SymbolicModel:
             return guard, after
         # KIP-966: a new incarnation leaves the ISR and the ELR (`handleBrokerUncleanShutdown`)
         member = z3.Or(s.isr[i], s.elr[i])
-        return guard, merge(member, self.with_isr(after, put(s.isr, i, z3.BoolVal(False)), unclean=i), after)
+        return guard, merge(member, self.controller_removes(after, put(s.isr, i, z3.BoolVal(False)), unclean=i), after)
 
     def controller_notice_failure(self, s: SymState, i: int):
         replica = s.replicas[i]
         crashed = replica.status == CRASHED
         expired = z3.And(replica.status == UP, s.zk_cut[i])
         noticed = merge(crashed, replace(replica, status=self.num(OFFLINE)),
-                        replace(replica, status=self.num(EXPIRED),
-                                stale_isr=[z3.If(s.leader == i, member, old)
-                                           for member, old in zip(s.isr, replica.stale_isr)]))
-        after = replace(with_replica(s, i, noticed), leader=z3.If(s.leader == i, NO_LEADER, s.leader))
+                        replace(replica, status=self.num(EXPIRED), stale_isr=self.isr_of(s, i)))
+        after = replace(with_replica(s, i, noticed), leader=z3.If(s.leader == i, NO_LEADER, s.leader),
+                        unseen=[z3.And(s.leader != i, unseen) for unseen in s.unseen])
         after = self.dropped_proposal(after, s.leader == i)  # a lost leader: a new partition epoch
         remaining = put(s.isr, i, z3.BoolVal(False))
         # with eligible leader replicas the last member leaves too, and the ISR is empty (KIP-966)
         shrinks = s.isr[i] if self.protocol.declaration.eligible_leaders else z3.And(s.isr[i], z3.Or(remaining))
-        after = merge(shrinks, self.with_isr(after, remaining), after)
+        after = merge(shrinks, self.controller_removes(after, remaining), after)
         if not self.isr_bumps:
             return z3.Or(crashed, expired), after
         # `EpochBumpModel.controller_notice_failure`: removing a follower from the ISR of a leader bumps
@@ -732,6 +764,13 @@ class SymbolicModel:
         after = replace(with_replica(fenced, i, leader), leader=self.num(i), epoch=epoch, isr=isr, elr=elr,
                         last_known_elr=[z3.BoolVal(False)] * len(s.last_known_elr))
         return guard, self.advance_hw(after, i)
+
+    def leader_apply_metadata(self, s: SymState, i: int):
+        """`ReplicationModel.leader_apply_metadata`: the current leader, reaching the controller, reads the
+        removals it had not (`unseen`); its pending ISR change is dropped and its HW advances."""
+        guard = z3.And(z3.Or(s.unseen), self.current_leader(s, i), z3.Not(s.zk_cut[i]))
+        read = replace(self.dropped_proposal(s), unseen=[z3.BoolVal(False)] * len(s.unseen))
+        return guard, self.advance_hw(read, i)
 
     def zk_disconnect(self, s: SymState, i: int):
         guard = z3.And(s.cuts < self.config.partitions, s.replicas[i].status == UP, z3.Not(s.zk_cut[i]))
