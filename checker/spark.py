@@ -32,10 +32,12 @@ One level (the job of `_Engine.level`):
    of least key (an edge's key is a 64-bit mix of its parent's fingerprint and its action slot,
    `edge_key`, ties broken by parent and slot, so which shortest path a state keeps does not
    depend on the partitioning or on the order of rows), and drop those their machine knows
-   visited (`spark_level.unvisited`);
+   visited (`spark_level.unvisited`), sending the rest as a few large rows, each a batch of one
+   partition's candidates (`CANDIDATES`);
 3. the one shuffle: `repartition(P, "owner")`, so partition p holds every candidate it owns;
 4. partition p's task (`spark_level.level_step`) keeps, for each fingerprint, its edge of least
-   key (numpy: one sort), drops those in p's visited set (a sorted int64 array, `searchsorted`),
+   key (numpy: one sort), drops those in p's visited set (a sorted int64 array, a galloping search
+   in numba: `spark_level.positions`),
    checks the properties on the new states, and returns them with their VISITED rows, which
    Spark writes as the level; it adds its summary to the level's accumulator.
 
@@ -90,8 +92,7 @@ from .interrupts import Interrupted, deferred_interrupts
 from .result import CheckResult, Stats, Trace
 from .shipping import ship
 from .spark_kernel import edge_key, kernel_expander, kernel_flags, seed_rows
-from .spark_level import (LEVEL_COLUMNS, VISITED, Candidates, SummaryList, arrow_schema, drop_cache, level_step,
-                          routes_of, unvisited)
+from .spark_level import LEVEL_COLUMNS, VISITED, Candidates, SummaryList, arrow_schema, drop_cache, level_step
 from .spark_storage import HadoopDirectory, StorageError, directory
 
 CHECKPOINT_FILE = "kafka-mc-checkpoint.json"
@@ -126,14 +127,13 @@ def _holds(prop: Property, *arguments) -> bool:
 def _expander(model: Model, symmetry: bool, step_props: tuple[tuple[int, Property], ...],
               place: tuple[str, int, int], schema):
     """mapInArrow over level `depth - 1` (fp, state), for any model: the successors of its
-    batches, each once per batch with its least edge key, less those this machine knows visited
-    (`spark_level.unvisited`), gathered and deduplicated again across batches by
-    `spark_level.Candidates` into level rows, then the bookkeeping rows: how many successors were
+    batches, each once per batch with its least edge key, gathered and deduplicated again across
+    batches by `spark_level.Candidates`, less those this machine knows visited, into the level's
+    candidates, then the bookkeeping rows: how many successors were
     generated, and for each step property still wanted (`step_props`: its index among the step
     properties, and it) the least key and parent of an edge where it is found (a witness holds,
     an invariant is broken). `place`: the checkpoint's uid, the level `depth` and the partition
     count."""
-    uid, depth, partitions = place
 
     def expand(batches: Iterator[Any]) -> Iterator[Any]:
         import numpy as np
@@ -144,7 +144,7 @@ def _expander(model: Model, symmetry: bool, step_props: tuple[tuple[int, Propert
                                                              encoded.pack_state, encoded.fingerprint,
                                                              encoded.owner_hash)
         represent = canonical if symmetry else _identity
-        candidates = Candidates(routes_of(partitions)[0], arrow_schema(schema))
+        candidates = Candidates(place, arrow_schema(schema))
         for batch in batches:
             best: dict[int, list] = {}
             generated = 0
@@ -169,12 +169,11 @@ def _expander(model: Model, symmetry: bool, step_props: tuple[tuple[int, Propert
             entries = [best[fp] for fp in sorted(best)]
             fps = np.array(sorted(best), dtype=np.int64)
             owners = np.array([entry[0] for entry in entries], dtype=np.int64)
-            kept = np.flatnonzero(unvisited(uid, depth - 1, partitions, owners, fps)).tolist()
-            if kept:
-                keys, parents, slots = (np.array([entries[i][column] for i in kept], dtype=np.int64)
+            if entries:
+                keys, parents, slots = (np.array([entry[column] for entry in entries], dtype=np.int64)
                                         for column in (1, 2, 3))
-                states = pa.array([pack(entries[i][4]) for i in kept], pa.binary())
-                yield from candidates.add(owners[kept], fps[kept], keys, parents, slots, states)
+                states = pa.array([pack(entry[4]) for entry in entries], pa.binary())
+                yield from candidates.add(owners, fps, keys, parents, slots, states)
         yield from candidates.flush()
 
     return expand

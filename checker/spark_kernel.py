@@ -18,7 +18,7 @@ import numpy as np
 
 from kafka_mc.model import Config
 
-from .spark_level import Candidates, arrow_schema, least_edges, least_pair, routes_of, unvisited
+from .spark_level import Candidates, arrow_schema, least_edges, least_pair
 
 _MIX1, _MIX2, _GOLDEN = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0x9E3779B97F4A7C15
 _MASK = (1 << 64) - 1
@@ -88,17 +88,15 @@ def kernel_expander(config: Config, symmetry: bool, bumps: bool, steps: tuple[bo
                     schema):
     """mapInArrow over level `depth - 1` (fp, state): the successors of its batches, each once
     per batch with its least edge key (ties: least parent, then slot; `spark_level.least_edges`),
-    less those this machine knows visited (`spark_level.unvisited`), gathered and deduplicated
-    again across batches by `spark_level.Candidates` into level rows (owner the fingerprint),
+    gathered and deduplicated again across batches by `spark_level.Candidates`, less those this
+    machine knows visited, into the level's candidates (owner the fingerprint),
     then the bookkeeping rows: how many successors were generated, and for each step witness
     still wanted (`steps`: the kernel's one step witness, FollowerTruncated) the least key and
     parent of an edge where a log got shorter. `place`: the checkpoint's uid, the level `depth`
     and the partition count. `bumps`: the model with the controller's epoch bumps."""
-    uid, depth, partitions = place
-
     def expand(batches: Iterator[Any]) -> Iterator[Any]:
         kernel = kernel_batch(config, symmetry, bumps)
-        candidates = Candidates(routes_of(partitions)[0], arrow_schema(schema))
+        candidates = Candidates(place, arrow_schema(schema))
         for batch in batches:
             if not batch.num_rows:
                 continue
@@ -111,7 +109,6 @@ def kernel_expander(config: Config, symmetry: bool, bumps: bool, steps: tuple[bo
             least = least_pair(keys[truncated], parent_fp[truncated])
             candidates.note(len(fps), {index: least for index, wanted in enumerate(steps) if wanted and least})
             chosen = least_edges(fps, keys, parent_fp, slots)
-            chosen = chosen[unvisited(uid, depth - 1, partitions, fps[chosen], fps[chosen])]
             yield from candidates.add(fps[chosen], fps[chosen], keys[chosen], parent_fp[chosen], slots[chosen],
                                       binary_column(rows[chosen]))
         yield from candidates.flush()

@@ -8,11 +8,16 @@ state, property bits) or bookkeeping, told apart by a negative slot:
 - `VISITED`: a chunk of a partition's new fingerprints, sorted (`visited`: little-endian int64
   bytes; `key`: the partition; `parent`: the level; `fp`: the chunk's index; `props`: the
   level's chunk count for that partition). Written with the level: the visited set on disk.
+- `CANDIDATES`: a batch of candidates that one partition owns (`visited`: their columns packed,
+  `pack_candidates`; `owner`: the partition's route, `routes`; `key`: how many). The expansion sends
+  its candidates so, some thousands a row, so that Spark's shuffle moves a level's candidates as a
+  few large rows, not one row each: its cost per row is the JVM's, its cost per byte a copy.
 - `GENERATED` (`key`: successors a batch generated) and `step_slot(i)` (`key` and `parent`: the
   least edge of a batch where step witness i holds): from the expansion to the level step only.
 
 After the level's one shuffle (`repartition(P, "owner")`, Spark's hash partitioning:
-`spark_partition`), the task of partition p holds every candidate that p owns, and `level_step`
+`spark_partition`), the task of partition p holds every candidate that p owns (level 0's as rows,
+every other level's in `CANDIDATES` rows), and `level_step`
 keeps, for each fingerprint, the edge of least (key, parent, slot) (`least_edges`), drops those
 in p's visited set (a sorted int64 array, `searchsorted`), checks the properties on the new
 states, and returns them sorted by fingerprint, with their fingerprints as `VISITED` rows and
@@ -39,14 +44,19 @@ import numpy as np
 
 LEVEL_COLUMNS = ("owner", "fp", "key", "parent", "slot", "state", "props", "visited")
 OWNER, FP, KEY, PARENT, SLOT, STATE, PROPS, VISITED_BYTES = range(len(LEVEL_COLUMNS))
-VISITED, GENERATED = -1, -2  # the slots of bookkeeping rows; step witness i: step_slot(i)
+VISITED, GENERATED, CANDIDATES = -1, -2, -3  # the slots of bookkeeping rows; step witness i: step_slot(i)
 CHUNK = 1 << 17  # fingerprints in one VISITED row (1 MiB)
-BATCH = 1 << 16  # rows in one Arrow batch handed back to Spark
+BATCH = 1 << 16  # rows in one Arrow batch handed back to Spark; candidates in one CANDIDATES row
 
 
 def step_slot(index: int) -> int:
     """The slot of a row carrying a batch's least edge where step witness `index` holds."""
-    return -3 - index
+    return -4 - index
+
+
+def step_index(slot: int) -> int:
+    """The step witness whose least edge a row of slot `slot` carries (`step_slot`'s inverse)."""
+    return -4 - slot
 
 
 # ------------------------------------------------------------------ Spark's partitioning
@@ -102,33 +112,68 @@ def routes(partitions: int) -> list[int]:
 def least_edges(fps: np.ndarray, keys: np.ndarray, parents: np.ndarray, slots: np.ndarray,
                 runs: bool = False) -> np.ndarray:
     """For each distinct fingerprint of `fps`, in ascending order, the index of its edge of least
-    (key, parent, slot): one sort by fingerprint, the least key of each run of equal ones, and
-    (parent, slot) only where two edges of a state have one key. `runs`: `fps` is a few ascending
-    runs one after another (a merge sort then costs far less than a quicksort)."""
+    (key, parent, slot), the first such in `fps` order: one sort by fingerprint, then one pass over
+    each run of equal ones (numba). `runs`: `fps` is a few ascending runs one after another (a merge
+    sort then costs far less than a quicksort)."""
     if not len(fps):
         return np.empty(0, dtype=np.intp)
     order = np.argsort(fps, kind="stable" if runs else "quicksort")
-    ordered = fps[order]
-    first = np.empty(len(order), dtype=bool)
-    first[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
-    if len(starts) == len(order):
-        return order
-    ordered_keys = keys[order]
-    group = np.cumsum(first) - 1
-    least = np.minimum.reduceat(ordered_keys, starts)
-    ties = np.flatnonzero(ordered_keys == least[group])  # every group has one at least
-    tie_groups = group[ties]
-    lead = np.empty(len(ties), dtype=bool)
-    lead[0] = True
-    np.not_equal(tie_groups[1:], tie_groups[:-1], out=lead[1:])
-    chosen = order[ties[lead]]
-    if len(ties) != len(starts):  # two edges into one state with one key: the least (parent, slot)
-        for tied in np.unique(tie_groups[~lead]):
-            members = order[ties[tie_groups == tied]]
-            chosen[tied] = min(members.tolist(), key=lambda i: (int(parents[i]), int(slots[i])))
-    return chosen
+    chosen = np.empty(len(order), dtype=np.intp)
+    count = _compiled("least")(order, fps, keys, parents, slots, chosen)
+    return chosen[:count]
+
+
+_COMPILED: dict = {}
+
+
+def _compiled(name: str):
+    """The numba functions of this module, compiled (or loaded from numba's cache) on first use: an
+    executor that never needs one does not import numba for it."""
+    if not _COMPILED:
+        from numba import njit
+
+        @njit(cache=True, nogil=True)
+        def least(order, fps, keys, parents, slots, chosen):  # pragma: no cover - compiled
+            size, count, i = order.shape[0], 0, 0
+            while i < size:
+                best = order[i]
+                fp = fps[best]
+                j = i + 1
+                while j < size and fps[order[j]] == fp:
+                    other = order[j]
+                    if keys[other] < keys[best] or (keys[other] == keys[best] and (
+                            parents[other] < parents[best] or (parents[other] == parents[best]
+                                                               and slots[other] < slots[best]))):
+                        best = other
+                    j += 1
+                chosen[count] = best
+                count += 1
+                i = j
+            return count
+
+        @njit(cache=True, nogil=True)
+        def gallop(haystack, needles, where, found):  # pragma: no cover - compiled
+            size, low = haystack.shape[0], 0
+            for k in range(needles.shape[0]):
+                needle = needles[k]
+                if k and needle < needles[k - 1]:
+                    low = 0
+                bound = 1
+                while low + bound < size and haystack[low + bound] < needle:
+                    bound *= 2
+                left, right = low + bound // 2, min(low + bound, size)
+                while left < right:
+                    middle = (left + right) // 2
+                    if haystack[middle] < needle:
+                        left = middle + 1
+                    else:
+                        right = middle
+                low = left
+                where[k] = low
+                found[k] = low < size and haystack[low] == needle
+
+        _COMPILED.update(least=least, gallop=gallop)
+    return _COMPILED[name]
 
 
 def least_pair(keys: np.ndarray, parents: np.ndarray) -> tuple[int, int] | None:
@@ -143,12 +188,16 @@ class Candidates:
     """An expansion task's candidates (`add`: a batch's, ascending by fingerprint, each once with
     its least edge), deduplicated again across the batches (`least_edges`) when `limit` of them
     wait or the task's input ends (`flush`), so the shuffle carries a state reached from several
-    batches once; then the bookkeeping gathered so far (`note`), routed to `route`. The expansions
-    of the kernel (`spark_kernel.kernel_expander`) and of any model (`spark._expander`) hand their
-    batches to one."""
+    batches once, less those this machine knows visited through level `depth - 1` (`unvisited`:
+    one sweep of the visited sets for all the waiting candidates, ascending); then the bookkeeping
+    gathered so far (`note`), routed to `route`. `place`: the checkpoint's uid, the level `depth` and
+    the partition count. The expansions of the kernel (`spark_kernel.kernel_expander`) and of any
+    model (`spark._expander`) hand their batches to one."""
 
-    def __init__(self, route: int, schema, limit: int = 1 << 20, limit_bytes: int = 1 << 29):
-        self.route, self.schema, self.limit, self.limit_bytes = route, schema, limit, limit_bytes
+    def __init__(self, place: tuple[str, int, int], schema, limit: int = 1 << 20, limit_bytes: int = 1 << 29):
+        self.uid, self.depth, self.partitions = place
+        self.route, self.schema = routes_of(self.partitions)[0], schema
+        self.limit, self.limit_bytes = limit, limit_bytes
         self.parts: list[tuple] = []
         self.waiting, self.waiting_bytes, self.generated = 0, 0, 0
         self.steps: dict[int, tuple[int, int]] = {}
@@ -170,8 +219,8 @@ class Candidates:
         return self.flush(final=False) if due else iter(())
 
     def flush(self, final: bool = True) -> Iterator[Any]:
-        """The waiting candidates as level rows, once per fingerprint; with `final`, the
-        bookkeeping rows too."""
+        """The waiting candidates, once per fingerprint, as CANDIDATES rows, each of one partition's
+        (ascending by fingerprint); with `final`, the bookkeeping rows too."""
         import pyarrow as pa
 
         if self.parts:
@@ -179,18 +228,83 @@ class Candidates:
             states = pa.chunked_array([p[5] for p in self.parts], pa.binary())
             self.parts, self.waiting, self.waiting_bytes = [], 0, 0
             chosen = least_edges(fps, keys, parents, slots, runs=True)
-            count = len(chosen)
-            out = pa.Table.from_arrays(
-                [pa.array(owners[chosen], pa.int64()), pa.array(fps[chosen], pa.int64()),
-                 pa.array(keys[chosen], pa.int64()), pa.array(parents[chosen], pa.int64()),
-                 pa.array(slots[chosen].astype(np.int32), pa.int32()), states.take(chosen),
-                 pa.array(np.zeros(count, dtype=np.int64), pa.int64()), pa.nulls(count, pa.binary())],
-                schema=self.schema)
-            yield from out.to_batches(max_chunksize=BATCH)
+            chosen = chosen[unvisited(self.uid, self.depth - 1, self.partitions, owners[chosen], fps[chosen])]
+            targets = spark_partition(owners[chosen], self.partitions)
+            chosen = chosen[np.argsort(targets, kind="stable")]  # by partition, each ascending by fingerprint
+            bounds = np.searchsorted(np.sort(targets), np.arange(self.partitions + 1))
+            routes, rows = routes_of(self.partitions), []
+            for partition in np.flatnonzero(np.diff(bounds)).tolist():
+                for start in range(bounds[partition], bounds[partition + 1], BATCH):
+                    part = chosen[start:min(start + BATCH, bounds[partition + 1])]
+                    blob = pack_candidates(owners[part], fps[part], keys[part], parents[part], slots[part],
+                                           states.take(part))
+                    rows.append((routes[partition], len(part), blob))
+            yield candidate_rows(rows, self.schema)
         if final:
             notes: list[tuple[int, int, int | None]] = [(GENERATED, self.generated, None)]
             notes += [(step_slot(index), key, parent) for index, (key, parent) in sorted(self.steps.items())]
             yield bookkeeping(self.route, notes, self.schema)
+
+
+def pack_candidates(owners: np.ndarray, fps: np.ndarray, keys: np.ndarray, parents: np.ndarray,
+                    slots: np.ndarray, states) -> bytes:
+    """Candidates as one CANDIDATES payload, little-endian: their count n, owners, fingerprints,
+    keys, parents (int64 each), slots (int32), the n + 1 offsets of their packed states in the
+    bytes that follow (int32), then those bytes (`states`: an Arrow binary array)."""
+    import pyarrow as pa
+
+    states = states.combine_chunks() if isinstance(states, pa.ChunkedArray) else states
+    count = len(fps)
+    offsets = np.frombuffer(states.buffers()[1], dtype="<i4", count=count + 1, offset=4 * states.offset)
+    data = states.buffers()[2]
+    first, last = int(offsets[0]), int(offsets[-1])
+    return b"".join([np.array([count], dtype="<i8").tobytes(),
+                     *(np.ascontiguousarray(column, dtype="<i8").tobytes() for column in (owners, fps, keys, parents)),
+                     np.ascontiguousarray(slots, dtype="<i4").tobytes(), (offsets - first).astype("<i4").tobytes(),
+                     memoryview(data)[first:last] if data is not None else b""])
+
+
+def unpack_candidates(payload) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, Any]:
+    """(owners, fps, keys, parents, slots, states) of a CANDIDATES payload (`pack_candidates`; an Arrow
+    buffer), the arrays read in place."""
+    import pyarrow as pa
+
+    count = int(np.frombuffer(payload, dtype="<i8", count=1)[0])
+    columns = [np.frombuffer(payload, dtype="<i8", count=count, offset=8 * (1 + k * count)) for k in range(4)]
+    at = 8 * (1 + 4 * count)
+    slots = np.frombuffer(payload, dtype="<i4", count=count, offset=at)
+    at += 4 * count
+    offsets = payload.slice(at, 4 * (count + 1))
+    at += 4 * (count + 1)
+    states = pa.Array.from_buffers(pa.binary(), count, [None, offsets, payload.slice(at)])
+    return (*columns, slots, states)
+
+
+def candidate_rows(rows: Sequence[tuple[int, int, bytes]], schema):
+    """A batch of CANDIDATES rows: (the partition's route, how many, the payload) each."""
+    import pyarrow as pa
+
+    count = len(rows)
+    routes, counts, payloads = zip(*rows) if rows else ((), (), ())
+    return pa.RecordBatch.from_arrays(
+        [pa.array(routes, pa.int64()), pa.array([0] * count, pa.int64()), pa.array(counts, pa.int64()),
+         pa.nulls(count, pa.int64()), pa.array([CANDIDATES] * count, pa.int32()), pa.array([b""] * count, pa.binary()),
+         pa.array([0] * count, pa.int64()), pa.array(payloads, pa.binary())], schema=schema)
+
+
+# ------------------------------------------------------------------ sorted fingerprint sets
+
+
+def positions(haystack: np.ndarray, needles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the index in `haystack` of each of `needles`, or where it would go; whether it is there):
+    `np.searchsorted` and a membership test, for `needles` ascending (as a level's fingerprints
+    come), by a galloping search from the previous needle's place (numba): one sweep of a visited set
+    of millions for a flush's candidates, where a binary search per candidate misses the cache at
+    every step. Unsorted needles are answered too, each from the start."""
+    where, found = np.empty(len(needles), dtype=np.int64), np.empty(len(needles), dtype=np.bool_)
+    if len(needles):
+        _compiled("gallop")(np.asarray(haystack, dtype=np.int64), np.asarray(needles, dtype=np.int64), where, found)
+    return where, found
 
 
 # ------------------------------------------------------------------ visited sets beside the executors
@@ -241,9 +355,7 @@ def unvisited(uid: str, depth: int, partitions: int, owners: np.ndarray, fps: np
             _MAPPED[(uid, partition, depth)] = visited
         rows = order[bounds[partition]:bounds[partition + 1]]
         if len(visited):
-            wanted = fps[rows]
-            where = np.minimum(np.searchsorted(visited, wanted), len(visited) - 1)
-            keep[rows[visited[where] == wanted]] = False
+            keep[rows[positions(visited, fps[rows])[1]]] = False
     return keep
 
 
@@ -353,17 +465,27 @@ def level_step(depth: int, uid: str, partitions: int, from_disk: bool, flags: Ca
         assert context is not None, "the level step runs in a Spark task"
         partition = context.partitionId()
         arrow = arrow_schema(schema)
-        kept, generated = [], 0
+        kept: list[tuple] = []  # (owners, fps, keys, parents, slots, states) of the candidates, part by part
+        generated = 0
         chunks: dict[int, dict[int, tuple[int, bytes]]] = {}
         steps: dict[int, tuple[int, int]] = {}
-        checked = False
+
+        def keep(part: tuple) -> None:
+            if len(part[1]) and not kept:  # this Spark sends owners where the engine expects (a few suffice)
+                if (spark_partition(part[0][:8], partitions) != partition).any():
+                    raise RuntimeError("this Spark partitions rows otherwise than the engine computes")
+            if len(part[1]):
+                kept.append(part)
+
         for batch in batches:
             slots = batch.column(SLOT).to_numpy()
             special = slots < 0
             if special.any():
                 for row in np.flatnonzero(special).tolist():
                     slot, key = int(slots[row]), batch.column(KEY)[row].as_py()
-                    if slot == VISITED:
+                    if slot == CANDIDATES:
+                        keep(unpack_candidates(batch.column(VISITED_BYTES)[row].as_buffer()))
+                    elif slot == VISITED:
                         if key != partition:
                             raise RuntimeError(f"visited rows of partition {key} reached partition {partition}: "
                                                "this Spark partitions rows otherwise than the engine computes")
@@ -374,16 +496,13 @@ def level_step(depth: int, uid: str, partitions: int, from_disk: bool, flags: Ca
                         generated += key
                     else:
                         pair = (key, batch.column(PARENT)[row].as_py())
-                        index = -3 - slot
+                        index = step_index(slot)
                         steps[index] = min(steps.get(index, pair), pair)
                 batch = batch.filter(pa.array(~special))
-            if batch.num_rows:
-                if not checked:  # this Spark sends owners where the engine expects (a few rows suffice)
-                    owners = batch.column(OWNER).to_numpy()[:8]
-                    if (spark_partition(owners, partitions) != partition).any():
-                        raise RuntimeError("this Spark partitions rows otherwise than the engine computes")
-                    checked = True
-                kept.append(batch)
+            if batch.num_rows:  # level 0's candidates, one row each
+                keep((batch.column(OWNER).to_numpy(), batch.column(FP).to_numpy(), batch.column(KEY).to_numpy(),
+                      pc.fill_null(batch.column(PARENT), 0).to_numpy(), batch.column(SLOT).to_numpy(),
+                      batch.column(STATE)))
         found: dict[str, int] = {}
         summary: dict[str, Any] = {"partition": partition, "miss": False, "new": 0, "generated": generated,
                                    "found": found, "steps": {index: list(pair) for index, pair in steps.items()}}
@@ -393,27 +512,22 @@ def level_step(depth: int, uid: str, partitions: int, from_disk: bool, flags: Ca
             summaries.add([summary])
             return
         if kept:
-            table = pa.Table.from_batches(kept)
-            fps = table.column(FP).to_numpy()
-            keys = table.column(KEY).to_numpy()
-            parents = pc.fill_null(table.column(PARENT), 0).to_numpy()
-            slots = table.column(SLOT).to_numpy()
+            owners, fps, keys, parents, slots = (np.concatenate(column) for column in zip(*(p[:5] for p in kept)))
+            all_states = pa.chunked_array([p[5] for p in kept], pa.binary())
+            del kept
             chosen = least_edges(fps, keys, parents, slots, runs=True)  # each expansion batch's in order
             unique = fps[chosen]
-            where = np.searchsorted(visited, unique)
-            seen = np.zeros(len(unique), dtype=bool)
-            inside = where < len(visited)
-            seen[inside] = visited[where[inside]] == unique[inside]
+            where, seen = positions(visited, unique)
             fresh = ~seen
             new_rows, new_fps = chosen[fresh], unique[fresh]
             visited = np.insert(visited, where[fresh], new_fps) if len(new_fps) else visited
         else:
-            table, new_rows, new_fps = None, np.empty(0, dtype=np.intp), np.empty(0, dtype=np.int64)
+            new_rows, new_fps = np.empty(0, dtype=np.intp), np.empty(0, dtype=np.int64)
         save_visited(uid, partition, depth, visited)
         del visited
         count = len(new_rows)
         if count:
-            states = table.column(STATE).take(new_rows)  # chunked: no one array past 2 GiB of states
+            states = all_states.take(new_rows)  # chunked: no one array past 2 GiB of states
             if names:
                 of = flags()
                 props = np.concatenate([of(chunk) for chunk in states.chunks if len(chunk)])
@@ -426,11 +540,11 @@ def level_step(depth: int, uid: str, partitions: int, from_disk: bool, flags: Ca
                     found[name] = int(new_keys[having].min())
             parent_column = pa.nulls(count, pa.int64()) if depth == 0 else pa.array(parents[new_rows], pa.int64())
             out = pa.Table.from_arrays(
-                [pa.array(table.column(OWNER).to_numpy()[new_rows], pa.int64()), pa.array(new_fps, pa.int64()),
+                [pa.array(owners[new_rows], pa.int64()), pa.array(new_fps, pa.int64()),
                  pa.array(new_keys, pa.int64()), parent_column, pa.array(slots[new_rows], pa.int32()), states,
                  pa.array(props, pa.int64()), pa.nulls(count, pa.binary())], schema=arrow)
             yield from out.to_batches(max_chunksize=BATCH)
-        del table
+            del all_states, states
         yield _visited_rows(routes_of(partitions)[partition], partition, depth, new_fps, arrow)
         summary["new"] = count
         summaries.add([summary])
