@@ -95,6 +95,7 @@ _GLOBAL = {
     "isr": "ReplicaMask({controller}.isr)",
     "elr": "ReplicaMask(Elr({controller}))",  # KafkaReplication's Elr: controller.elr with EligibleLeaders, else {}
     "last_known_elr": "ReplicaMask(LastKnownElr({controller}))",  # as Elr: {} without EligibleLeaders
+    "unseen": "ReplicaMask({controller}.unseen)",  # always a field of the controller: {} without MetadataLag
     "written": "{written}",
     "crashes": "{crashes}",
     "acked": "MessageMask({acked})",

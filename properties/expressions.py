@@ -67,6 +67,7 @@ FIELDS: dict[str, tuple[int, _Getter, _Bound, _Bound]] = {
     "isr": (0, lambda s: s.controller.isr, _zero, _masks),
     "elr": (0, lambda s: s.controller.elr, _zero, _masks),
     "last_known_elr": (0, lambda s: s.controller.last_known_elr, _zero, _masks),
+    "unseen": (0, lambda s: s.controller.unseen, _zero, _masks),
     "written": (0, lambda s: s.written, _zero, _m),
     "crashes": (0, lambda s: s.crashes, _zero, lambda c: c.crashes),
     "acked": (0, lambda s: s.acked, _zero, lambda c: (1 << (c.messages + 1)) - 1),

@@ -770,7 +770,7 @@ class _Interpreter:
             return self.state_attribute(frame, value, name, node)
         if isinstance(value, _ControllerView):
             names = {"leader": "leader", "epoch": "controller_epoch", "isr": "isr", "elr": "elr",
-                     "last_known_elr": "last_known_elr"}
+                     "last_known_elr": "last_known_elr", "unseen": "unseen"}
             if name not in names:
                 raise self.refuse(node, f"the controller's field {name!r}")
             return _Value(field(value.which, names[name]))

@@ -370,3 +370,27 @@ def test_the_engines_read_the_last_known_leader_alike():
         for result in (python, kernel, z3_result):
             assert not result.violations, result.engine
             assert {name: len(trace) for name, trace in result.witness_traces.items()} == reached, result.engine
+
+
+def test_the_engines_read_the_unread_removals_alike():
+    """`state.controller.unseen` (a KRaft leader that reads the metadata late) on the Python engine, the kernel
+    and Z3 (bounded): an invariant that holds (an unread removal is out of the ISR, under a leader) and one broken
+    in 2 steps with the lag (B crashes and the controller fences it), never without it, where it reads 0."""
+    from kafka_mc.checker import check
+    from kafka_mc.checker.kernel import kernel_check
+    from kafka_mc.checker.symbolic.bmc import bounded_check
+    from kafka_mc.properties.user import user_property
+
+    import twin_properties
+    properties = [user_property(twin_properties.unread_removals_are_out_of_the_isr,
+                                "unread_removals_are_out_of_the_isr"),
+                  user_property(twin_properties.every_removal_is_read_at_once, "every_removal_is_read_at_once")]
+    lagging = Config("kip-966", messages=1, crashes=1, elections=1, min_isr=2, metadata_lag=True)
+    at_once = Config("kip-966", messages=1, crashes=1, elections=1, min_isr=2)
+    for config, broken in ((lagging, {"every_removal_is_read_at_once": 2}), (at_once, {})):
+        python = check(config, properties, keep_going=True)
+        kernel = kernel_check(config, properties, keep_going=True)
+        z3_result = bounded_check(config, 4, properties, keep_going=True)
+        assert python.complete and kernel.stats.distinct_states == python.stats.distinct_states
+        for result in (python, kernel, z3_result):
+            assert {v.invariant: len(v.trace.actions) for v in result.violations} == broken, result.engine

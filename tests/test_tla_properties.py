@@ -58,6 +58,13 @@ ELR_PROPERTIES = [
     Property("only_the_last_known_leader_is_left", SOMETIMES, "a witness", examples.only_the_last_known_leader_is_left,
              predicate=examples.only_the_last_known_leader_is_left),
 ]
+# the removals a KRaft leader has not read (`--metadata-lag`): controller.unseen, {} without MetadataLag
+LAG_PROPERTIES = [
+    user_property(examples.unread_removals_are_out_of_the_isr, "unread_removals_are_out_of_the_isr"),
+    user_property(examples.every_removal_is_read_at_once, "every_removal_is_read_at_once"),
+    Property("a_removed_member_still_counts", SOMETIMES, "a witness", examples.a_removed_member_still_counts,
+             predicate=examples.a_removed_member_still_counts),
+]
 # each configuration with the properties it checks: Case L and D break the shipped invariants; the
 # examples read every other field the twin maps
 RUNS = [
@@ -71,6 +78,8 @@ RUNS = [
     pytest.param(Config("kafka-15583", replicas=2, messages=1, crashes=2, elections=2, min_isr=2),
                  [*ELR_PROPERTIES, user_property(examples.replica_b_never_leads, "replica_b_never_leads")],
                  id="kafka15583-min-isr-2-no-elr"),
+    pytest.param(Config("kip-966", replicas=2, messages=1, crashes=1, elections=1, min_isr=2, metadata_lag=True),
+                 LAG_PROPERTIES, id="kip966-metadata-lag"),
 ]
 
 

@@ -33,7 +33,7 @@ from .layout import (
     ELR, EPOCH, HAS_REMOTE, HW, ISR, LAST_KNOWN_ELR, LEADER, LEO, LOG_EPOCH, LOG_MSG, MAX_MESSAGES, PEER_CUT,
     REMOTE_LEO,
     REPLICA_WIDTH, RESPONSE, RESPONSE_COUNT, RESPONSE_EPOCH, RESPONSE_HW, RESPONSE_MSG, RESPONSE_OFFSET,
-    RESPONSE_OUT_OF_RANGE, ROLE, STALE_ISR, STATUS, UNFLUSHED, WIDTH, WRITTEN, ZK_CUT,
+    RESPONSE_OUT_OF_RANGE, ROLE, STALE_ISR, STATUS, UNFLUSHED, UNSEEN, WIDTH, WRITTEN, ZK_CUT,
 )
 
 # where each field lies in the wide form: (kind, first cell, positions); kinds below
@@ -41,6 +41,7 @@ GLOBAL_CELL, REPLICA_CELL, REPLICA_POSITION, HISTORY_BIT = 0, 1, 2, 3
 CELLS: dict[str, tuple[int, int, int]] = {
     "leader": (GLOBAL_CELL, LEADER, 0), "controller_epoch": (GLOBAL_CELL, CONTROLLER_EPOCH, 0),
     "isr": (GLOBAL_CELL, ISR, 0), "elr": (GLOBAL_CELL, ELR, 0), "last_known_elr": (GLOBAL_CELL, LAST_KNOWN_ELR, 0),
+    "unseen": (GLOBAL_CELL, UNSEEN, 0),
     "written": (GLOBAL_CELL, WRITTEN, 0),
     "crashes": (GLOBAL_CELL, CRASHES, 0),
     "acked": (GLOBAL_CELL, ACKED, 0), "zk_cut": (GLOBAL_CELL, ZK_CUT, 0), "peer_cut": (GLOBAL_CELL, PEER_CUT, 0),

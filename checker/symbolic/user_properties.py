@@ -87,8 +87,9 @@ class _Terms:
         state: SymState = self.states[which]
         if name in _STATE_LEAVES:
             return self.leaf(getattr(state, _STATE_LEAVES[name]))
-        if name in ("isr", "elr", "last_known_elr", "zk_cut", "peer_cut"):
-            return self.mask(getattr(state, name))  # elr, last_known_elr: no flags (0) without eligible leaders
+        if name in ("isr", "elr", "last_known_elr", "unseen", "zk_cut", "peer_cut"):
+            # elr, last_known_elr: no flags (0) without eligible leaders; unseen: none (0) without the metadata lag
+            return self.mask(getattr(state, name))
         if name == "acked":  # acked[k] is message k + 1
             return self.mask([z3.BoolVal(False)] + list(state.acked))
         if name in ("committed", "consumed"):

@@ -101,3 +101,20 @@ def only_the_last_known_leader_is_left(state):
     """A witness: the ISR and the ELR are empty, and the last known leader is all the controller may elect."""
     controller = state.controller
     return controller.isr == 0 and controller.elr == 0 and controller.last_known_elr != 0
+
+
+def unread_removals_are_out_of_the_isr(state):
+    """A member the controller removed that its leader has not read (`--metadata-lag`) is out of the controller's
+    ISR, and only a partition with a leader has one. Without the lag it reads 0 and holds."""
+    controller = state.controller
+    return (controller.unseen & controller.isr) == 0 and (controller.unseen == 0 or controller.leader != -1)
+
+
+def every_removal_is_read_at_once(state):
+    """False with the lag: the leader works with a member the controller has removed. Without it, it holds."""
+    return state.controller.unseen == 0
+
+
+def a_removed_member_still_counts(state):
+    """A witness: the leader still counts in its ISR a member the controller has removed (`--metadata-lag`)."""
+    return state.controller.unseen != 0 and state.controller.leader != -1
