@@ -19,14 +19,14 @@ After the level's one shuffle (`repartition(P, "owner")`, Spark's hash partition
 `spark_partition`), the task of partition p holds every candidate that p owns (level 0's as rows,
 every other level's in `CANDIDATES` rows), and `level_step`
 keeps, for each fingerprint, the edge of least (key, parent, slot) (`least_edges`), drops those
-in p's visited set (a sorted int64 array, `searchsorted`), checks the properties on the new
+in p's visited set (a sorted int64 array, `positions`), checks the properties on the new
 states, and returns them sorted by fingerprint, with their fingerprints as `VISITED` rows and
 one summary through an accumulator (counts, the least key of each property's states).
 
 p's visited set through level d is also kept beside the executors, as `cache_path(uid, p, d)`
 (a `.npy` file in the machine's temporary directory, shared by its executors' Python workers,
 read memory-mapped). The next level's expansion drops the candidates it finds there
-(`unvisited`), so the shuffle carries few visited states; a level-step task that does not find
+(`unvisited`, once per flush of `Candidates`), so the shuffle carries few visited states; a level-step task that does not find
 its partition's file reports a miss, and the driver runs the level again with every partition's
 `VISITED` rows read from the checkpoint into the shuffle (`from_disk`).
 """
