@@ -26,9 +26,10 @@ one summary through an accumulator (counts, the least key of each property's sta
 p's visited set through level d is also kept beside the executors, as `cache_path(uid, p, d)`
 (a `.npy` file in the machine's temporary directory, shared by its executors' Python workers,
 read memory-mapped). The next level's expansion drops the candidates it finds there
-(`unvisited`, once per flush of `Candidates`), so the shuffle carries few visited states; a level-step task that does not find
-its partition's file reports a miss, and the driver runs the level again with every partition's
-`VISITED` rows read from the checkpoint into the shuffle (`from_disk`).
+(`unvisited`, once per flush of `Candidates`), so the shuffle carries few visited states; a
+level-step task that does not find its partition's file reports a miss, and the driver runs the
+level again with every partition's `VISITED` rows read from the checkpoint into the shuffle
+(`from_disk`).
 """
 
 from __future__ import annotations
@@ -228,18 +229,18 @@ class Candidates:
             states = pa.chunked_array([p[5] for p in self.parts], pa.binary())
             self.parts, self.waiting, self.waiting_bytes = [], 0, 0
             chosen = least_edges(fps, keys, parents, slots, runs=True)
-            chosen = chosen[unvisited(self.uid, self.depth - 1, self.partitions, owners[chosen], fps[chosen])]
             targets = spark_partition(owners[chosen], self.partitions)
-            chosen = chosen[np.argsort(targets, kind="stable")]  # by partition, each ascending by fingerprint
-            bounds = np.searchsorted(np.sort(targets), np.arange(self.partitions + 1))
+            order, bounds = by_partition(targets, self.partitions)
+            order = order[unvisited(self.uid, self.depth - 1, fps[chosen], order, bounds)[order]]
+            chosen, bounds = chosen[order], np.searchsorted(targets[order], np.arange(self.partitions + 1))
             routes, rows = routes_of(self.partitions), []
             for partition in np.flatnonzero(np.diff(bounds)).tolist():
                 for start in range(bounds[partition], bounds[partition + 1], BATCH):
                     part = chosen[start:min(start + BATCH, bounds[partition + 1])]
-                    blob = pack_candidates(owners[part], fps[part], keys[part], parents[part], slots[part],
-                                           states.take(part))
-                    rows.append((routes[partition], len(part), blob))
-            yield candidate_rows(rows, self.schema)
+                    rows.append((routes[partition], len(part), pack_candidates(
+                        owners[part], fps[part], keys[part], parents[part], slots[part], states.take(part))))
+            routed, counts, payloads = zip(*rows) if rows else ((), (), ())
+            yield _rows(self.schema, CANDIDATES, routed, keys=counts, payloads=payloads)
         if final:
             notes: list[tuple[int, int, int | None]] = [(GENERATED, self.generated, None)]
             notes += [(step_slot(index), key, parent) for index, (key, parent) in sorted(self.steps.items())]
@@ -278,18 +279,6 @@ def unpack_candidates(payload) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     at += 4 * (count + 1)
     states = pa.Array.from_buffers(pa.binary(), count, [None, offsets, payload.slice(at)])
     return (*columns, slots, states)
-
-
-def candidate_rows(rows: Sequence[tuple[int, int, bytes]], schema):
-    """A batch of CANDIDATES rows: (the partition's route, how many, the payload) each."""
-    import pyarrow as pa
-
-    count = len(rows)
-    routes, counts, payloads = zip(*rows) if rows else ((), (), ())
-    return pa.RecordBatch.from_arrays(
-        [pa.array(routes, pa.int64()), pa.array([0] * count, pa.int64()), pa.array(counts, pa.int64()),
-         pa.nulls(count, pa.int64()), pa.array([CANDIDATES] * count, pa.int32()), pa.array([b""] * count, pa.binary()),
-         pa.array([0] * count, pa.int64()), pa.array(payloads, pa.binary())], schema=schema)
 
 
 # ------------------------------------------------------------------ sorted fingerprint sets
@@ -333,17 +322,21 @@ def load_visited(uid: str, partition: int, depth: int) -> np.ndarray | None:
 _MAPPED: dict[tuple[str, int, int], np.ndarray] = {}  # (uid, partition, depth) -> visited set, in this process
 
 
-def unvisited(uid: str, depth: int, partitions: int, owners: np.ndarray, fps: np.ndarray) -> np.ndarray:
-    """Which candidates (their owner hashes and fingerprints, ascending) are not visited through
-    level `depth`, as far as this machine knows: a candidate whose partition's visited set is
-    not here is kept (the level step decides it). Dropping the visited ones before the shuffle
-    spares it most of a level's candidates."""
+def by_partition(targets: np.ndarray, partitions: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the indices of `targets` by partition, in their order within each; where each partition's
+    begin, and the end): rows grouped by the partition Spark sends them to (`spark_partition`)."""
+    order = np.argsort(targets, kind="stable")
+    return order, np.searchsorted(targets[order], np.arange(partitions + 1))
+
+
+def unvisited(uid: str, depth: int, fps: np.ndarray, order: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Which candidates (their fingerprints, ascending; grouped by partition, `by_partition`) are not
+    visited through level `depth`, as far as this machine knows: a candidate whose partition's
+    visited set is not here is kept (the level step decides it). Dropping the visited ones before
+    the shuffle spares it most of a level's candidates."""
     keep = np.ones(len(fps), dtype=bool)
     if depth < 0 or not len(fps):
         return keep
-    targets = spark_partition(owners, partitions)
-    order = np.argsort(targets, kind="stable")  # each partition's candidates stay ascending
-    bounds = np.searchsorted(targets[order], np.arange(partitions + 1))
     for key in [key for key in _MAPPED if key[0] != uid or key[2] != depth]:
         del _MAPPED[key]
     for partition in np.flatnonzero(np.diff(bounds)).tolist():
@@ -402,30 +395,38 @@ def arrow_schema(schema):
     return to_arrow_schema(schema)
 
 
-def bookkeeping(owner: int, entries: Sequence[tuple[int, int, int | None]], schema):
-    """A batch of bookkeeping rows (slot, key, parent), routed to `owner`."""
+def _rows(schema, slots, owners: Sequence[int], fps: Sequence[int] | None = None, keys: Sequence[int] | None = None,
+          parents: Sequence[int | None] | None = None, props: Sequence[int] | None = None,
+          payloads: Sequence[bytes] | None = None):
+    """A batch of rows without a state (bookkeeping, VISITED and CANDIDATES rows), one per owner: `slots` one
+    slot or one per row; a column not given is 0 (`parent` and `visited`: null)."""
     import pyarrow as pa
 
-    count = len(entries)
-    slots, keys, parents = zip(*entries) if entries else ((), (), ())
+    count = len(owners)
+    zeros, nulls = [0] * count, [None] * count
     return pa.RecordBatch.from_arrays(
-        [pa.array([owner] * count, pa.int64()), pa.array([0] * count, pa.int64()), pa.array(keys, pa.int64()),
-         pa.array(parents, pa.int64()), pa.array(slots, pa.int32()), pa.array([b""] * count, pa.binary()),
-         pa.array([0] * count, pa.int64()), pa.nulls(count, pa.binary())], schema=schema)
+        [pa.array(owners, pa.int64()), pa.array(zeros if fps is None else fps, pa.int64()),
+         pa.array(zeros if keys is None else keys, pa.int64()), pa.array(nulls if parents is None else parents,
+                                                                          pa.int64()),
+         pa.array([slots] * count if isinstance(slots, int) else slots, pa.int32()),
+         pa.array([b""] * count, pa.binary()),
+         pa.array(zeros if props is None else props, pa.int64()),
+         pa.array(nulls if payloads is None else payloads, pa.binary())], schema=schema)
+
+
+def bookkeeping(owner: int, entries: Sequence[tuple[int, int, int | None]], schema):
+    """A batch of bookkeeping rows (slot, key, parent), routed to `owner`."""
+    slots, keys, parents = zip(*entries) if entries else ((), (), ())
+    return _rows(schema, list(slots), [owner] * len(entries), keys=keys, parents=parents)
 
 
 def _visited_rows(route: int, partition: int, depth: int, fps: np.ndarray, schema):
     """The VISITED rows of a partition's new fingerprints (sorted), one at least."""
-    import pyarrow as pa
-
     count = max(1, -(-len(fps) // CHUNK))
     data = np.ascontiguousarray(fps, dtype="<i8")
     chunks = [data[i * CHUNK:(i + 1) * CHUNK].tobytes() for i in range(count)]
-    return pa.RecordBatch.from_arrays(
-        [pa.array([route] * count, pa.int64()), pa.array(range(count), pa.int64()),
-         pa.array([partition] * count, pa.int64()), pa.array([depth] * count, pa.int64()),
-         pa.array([VISITED] * count, pa.int32()), pa.array([b""] * count, pa.binary()),
-         pa.array([count] * count, pa.int64()), pa.array(chunks, pa.binary())], schema=schema)
+    return _rows(schema, VISITED, [route] * count, fps=range(count), keys=[partition] * count,
+                 parents=[depth] * count, props=[count] * count, payloads=chunks)
 
 
 def _from_disk(partition: int, depth: int, chunks: dict[int, dict[int, tuple[int, bytes]]]) -> np.ndarray:
@@ -471,11 +472,12 @@ def level_step(depth: int, uid: str, partitions: int, from_disk: bool, flags: Ca
         steps: dict[int, tuple[int, int]] = {}
 
         def keep(part: tuple) -> None:
-            if len(part[1]) and not kept:  # this Spark sends owners where the engine expects (a few suffice)
-                if (spark_partition(part[0][:8], partitions) != partition).any():
-                    raise RuntimeError("this Spark partitions rows otherwise than the engine computes")
-            if len(part[1]):
-                kept.append(part)
+            if not len(part[1]):
+                return
+            # this Spark sends owners where the engine expects (a few of the first part suffice)
+            if not kept and (spark_partition(part[0][:8], partitions) != partition).any():
+                raise RuntimeError("this Spark partitions rows otherwise than the engine computes")
+            kept.append(part)
 
         for batch in batches:
             slots = batch.column(SLOT).to_numpy()

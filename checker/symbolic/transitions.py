@@ -434,7 +434,10 @@ class SymbolicModel:
 
     def with_isr(self, s: SymState, isr: list, unclean: int | None = None) -> SymState:
         """The controller's ISR set to `isr` (`isr_change`); the current leader's HW advances."""
-        s = self.isr_change(s, isr, unclean)
+        return self.current_leader_advanced(self.isr_change(s, isr, unclean))
+
+    def current_leader_advanced(self, s: SymState) -> SymState:
+        """`s` with the current leader's HW advanced (`ReplicationModel._with_isr`'s second half)."""
         after = s
         for j in range(self.shape.replicas):
             after = merge(self.current_leader(s, j), self.advance_hw(s, j), after)
@@ -445,12 +448,13 @@ class SymbolicModel:
         leaving `isr` (`with_isr`); with the metadata lag (`Shape.lag`) a leader reads it later: the removed
         members join `unseen`, its ISR change in flight or pending stays, and its HW stays. A change that leaves
         the ISR as it was reaches a leader that has read every earlier one at once."""
-        at_once = self.with_isr(s, isr, unclean)
+        changed = self.isr_change(s, isr, unclean)
+        at_once = self.current_leader_advanced(changed)
         if not s.unseen:
             return at_once
-        changed = self.isr_change(s, isr, unclean)
         lagging = replace(changed, proposal=s.proposal, reregistered=s.reregistered,
-                          unseen=[z3.Or(unseen, z3.And(old, z3.Not(new))) for unseen, old, new in zip(s.unseen, s.isr, isr)])
+                          unseen=[z3.Or(unseen, z3.And(old, z3.Not(new)))
+                                  for unseen, old, new in zip(s.unseen, s.isr, isr)])
         unchanged = z3.And([old == new for old, new in zip(s.isr, isr)])
         return merge(z3.Or(s.leader == NO_LEADER, z3.And(unchanged, z3.Not(z3.Or(s.unseen)))), at_once, lagging)
 
@@ -515,8 +519,10 @@ class SymbolicModel:
         if join:
             expand = self.joins_isr(s, j, i, offset)
             lagging = z3.Or(s.unseen)  # the controller refuses it at an older partition epoch: pending
-            kept = replace(s, proposal=[z3.If(expand, z3.BoolVal(q == i), flag) for q, flag in enumerate(s.proposal)],
-                           reregistered=[z3.And(z3.Not(expand), flag) for flag in s.reregistered])
+            if delay or s.unseen:  # the AlterPartition adding it kept, in flight or pending
+                kept = replace(s, proposal=[z3.If(expand, z3.BoolVal(q == i), flag)
+                                            for q, flag in enumerate(s.proposal)],
+                               reregistered=[z3.And(z3.Not(expand), flag) for flag in s.reregistered])
             if delay:  # in flight, one more delayed request; or pending, none spent
                 fetched = replace(kept, delays=[z3.If(z3.And(expand, z3.Not(lagging)), delayed + 1, delayed)
                                                 for delayed in s.delays])
