@@ -22,6 +22,7 @@ from kafka_mc.checker.symbolic.induction import (
     DEFAULT_PROPERTIES,
     UNBOUNDED,
     Lemma,
+    encoding_exact,
     failing_in,
     prove,
     reachability,
@@ -226,6 +227,20 @@ def test_a_counterexample_the_model_does_not_replay_is_an_internal_error():
     wrong = cti.states[0]._replace(written=cti.states[1].written + 1)
     with pytest.raises(EncodingMismatch, match=re.escape(str(cti.action))):
         replay_trace(result.config, UNBOUNDED, (cti.states[0], wrong), cti.actions, False)
+
+
+@pytest.mark.parametrize("config", [Config("kafka-15583", messages=2, crashes=2, elections=1, min_isr=2),
+                                    Config("kip-320", replicas=3, messages=1, crashes=1, elections=2)],
+                         ids=["kafka-15583", "kip-320-3r"])
+def test_the_encoding_is_exact_on_every_reachable_state_and_not_on_a_cache_whose_epochs_fall(config):
+    """`encoding_exact` excuses a counterexample's step from a state no behaviour reaches, never from a reachable
+    one; a cache whose epochs do not rise (a solver's state once met by `prove(..., [WrittenBound])` under
+    kafka-15583, whose truncation the encoding takes as a prefix, `truncation.py`) is not exact."""
+    states = list(reachable_states(config))
+    assert all(encoding_exact(state) for state in states)
+    state = states[-1]
+    leader = state.replicas[0]._replace(epochs=((0, 0), (4, 0), (2, 0)))
+    assert not encoding_exact(state._replace(replicas=(leader, *state.replicas[1:])))
 
 
 # docs/proofs.md's example, run here with its printed results checked (tests/test_docs.py leaves it to this test)

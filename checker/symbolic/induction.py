@@ -370,13 +370,13 @@ def replay_config(config: Config, unbounded: frozenset[str], states: Sequence[St
 
 
 def encoding_exact(state: State) -> bool:
-    """The state meets what the encoding assumes to be exact (`transitions.py`): every epoch
-    cache's starts rise, the ISR is not empty but while the partition has no leader (an empty ISR
-    only with eligible leader replicas, KIP-966), and a replica in a leader's role holds its view of
-    the others' LEOs (the encoding's `has_remote`; the explicit model would write into an empty
+    """The state meets what the encoding assumes to be exact (`transitions.py`, `truncation.py`): every
+    epoch cache's epochs rise strictly and its starts do not fall, the ISR is not empty but while the
+    partition has no leader (an empty ISR only with eligible leader replicas, KIP-966), and a replica
+    in a leader's role holds its view of the others' LEOs (the encoding's `has_remote`; the explicit model would write into an empty
     one), as in every reachable state."""
     return (state.controller.isr != 0 or state.controller.leader == NO_LEADER) and all(
-        all(a[1] <= b[1] for a, b in zip(replica.epochs, replica.epochs[1:]))
+        all(a[0] < b[0] and a[1] <= b[1] for a, b in zip(replica.epochs, replica.epochs[1:]))
         and (replica.remote_leos or replica.role not in (LEADER, FENCED)) for replica in state.replicas)
 
 
@@ -408,9 +408,9 @@ def replay_trace(config: Config, unbounded: frozenset[str], states: tuple[State,
                           f"behaviour of it builds ({type(error).__name__}: {error})")
         if explicit != solved:
             if not encoding_exact(before):
-                return None, ("not replayed: from this state, which no behaviour reaches (an epoch cache whose starts "
-                              "fall, an empty ISR, or a leader without its view of the LEOs), the encoding's "
-                              "transition differs from the explicit model's by design (see "
+                return None, ("not replayed: from this state, which no behaviour reaches (an epoch cache whose epochs "
+                              "do not rise or whose starts fall, an empty ISR, or a leader without its view of the "
+                              "LEOs), the encoding's transition differs from the explicit model's by design (see "
                               "checker/symbolic/transitions.py)")
             raise EncodingMismatch(f"from {before}, {action}: the explicit model gives "
                                    f"{'no successor (not enabled)' if explicit is None else explicit}, "
