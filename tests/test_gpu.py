@@ -38,12 +38,15 @@ CHILD_SECONDS = 900  # a few seconds with numba's cache warm; compiling the kern
 # users' own properties: a state invariant that fails, a witness and a step invariant that fails
 USERS = ("leader_keeps_committed", "a_new_leader_holds_a_record", "no_truncation_drops_a_committed_record")
 # name -> (configuration, options of both engines (`properties` by name: `users.with_properties`),
-# options of the GPU engine only)
+# options of the GPU engine only; `initial_table_slots` sets the engine's INITIAL_TABLE_SLOTS for that run)
 RUNS = {
     "hw, a level a few states at a time": (Config("hw", replicas=2, messages=1, crashes=1, elections=1),
                                            {"keep_going": True}, {"chunk": 20}),
     "hw, to the first violation": (Config("hw", replicas=2, messages=1, crashes=2, elections=1), {}, {}),
     "leader-epoch": (Config("leader-epoch", replicas=2, messages=2, crashes=1, elections=1), {"keep_going": True}, {}),
+    "leader-epoch, the visited table grown from one slot": (
+        Config("leader-epoch", replicas=2, messages=2, crashes=1, elections=1), {"keep_going": True},
+        {"chunk": 200, "initial_table_slots": 1}),
     "kip-279, unclean, no flush": (Config("kip-279", replicas=2, messages=1, crashes=1, elections=2, unclean=True,
                                           flush=False), {"keep_going": True}, {}),
     "hw, a state budget": (Config("hw", replicas=2, messages=1, crashes=1, elections=1),
@@ -59,15 +62,27 @@ RUNS = {
                                                              elections=1, min_isr=2, metadata_lag=True),
                                                       {"keep_going": True}, {}),
 }
+GROWTHS = "the visited table's growths"  # an entry of the simulated results: per run, how often it grew
 CHILD = """
 import pickle, sys
+GROWTHS = sys.argv[4]
 sys.path.insert(0, sys.argv[3])
 from gpu_user_properties import with_properties
-from kafka_mc.checker.gpu import gpu_check
+from kafka_mc.checker.gpu import engine, gpu_check
 with open(sys.argv[1], "rb") as given:
     runs = pickle.load(given)
-results = {name: gpu_check(config, **with_properties(options), **gpu_options)
-           for name, (config, options, gpu_options) in runs.items()}
+results, growths, default_slots = {}, {}, engine.INITIAL_TABLE_SLOTS
+make_room = engine.GpuSearch._make_room
+def counted(search, incoming):  # the visited table's growths, per run
+    before = search.keys.shape[0]
+    make_room(search, incoming)
+    growths[name] = growths.get(name, 0) + (search.keys.shape[0] != before)
+engine.GpuSearch._make_room = counted
+for name, (config, options, gpu_options) in runs.items():
+    gpu_options = dict(gpu_options)
+    engine.INITIAL_TABLE_SLOTS = gpu_options.pop("initial_table_slots", default_slots)
+    results[name] = gpu_check(config, **with_properties(options), **gpu_options)
+results[GROWTHS] = growths
 with open(sys.argv[2], "wb") as taken:
     pickle.dump(results, taken)
 """
@@ -78,7 +93,7 @@ def simulated(tmp_path_factory) -> dict:
     """Every run of RUNS by the GPU engine, in the simulator, in one child process."""
     folder = tmp_path_factory.mktemp("gpu")
     (folder / "runs.pickle").write_bytes(pickle.dumps(RUNS))
-    done = subprocess.run([sys.executable, "-c", CHILD, "runs.pickle", "results.pickle", str(EXAMPLES)], cwd=folder,
+    done = subprocess.run([sys.executable, "-c", CHILD, "runs.pickle", "results.pickle", str(EXAMPLES), GROWTHS], cwd=folder,
                           env=SIMULATOR, capture_output=True, text=True, timeout=CHILD_SECONDS)
     assert done.returncode == 0, done.stderr[-3000:]
     return pickle.loads((folder / "results.pickle").read_bytes())
@@ -109,6 +124,14 @@ def test_the_simulated_gpu_engine_gives_the_kernels_result(name, simulated):
         expected = traces(cpu)[property_name]
         assert (trace.initial, trace.actions) == (expected.initial, expected.actions), property_name
         assert trace.states() == expected.states(), property_name
+
+
+def test_the_visited_table_grows_where_it_fills(simulated):
+    """The run that starts from one slot grows its table (and still gives the kernel's result, above);
+    the others, a few thousand states each, fit the initial table."""
+    grown = simulated[GROWTHS]
+    assert grown.get("leader-epoch, the visited table grown from one slot", 0) >= 10
+    assert grown.get("leader-epoch", 0) == 0
 
 
 def test_users_properties_are_found_beside_kafka_mcs(simulated):

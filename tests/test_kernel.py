@@ -15,6 +15,7 @@ from kafka_mc.checker import Budget, check
 from kafka_mc.checker.kernel import kernel_check
 from kafka_mc.checker.kernel.batch import KernelBatch, KernelEncoding
 from kafka_mc.checker.kernel.engine import KernelStats, collision_probability
+from kafka_mc.checker.kernel.explore import table_keys
 from kafka_mc.checker.kernel.transitions import ACTION_NAMES
 from kafka_mc.control import ControllerConfig, ControllerModel
 from kafka_mc.control.replication import ReplicationSystem
@@ -90,11 +91,12 @@ def _search_arrays(config: Config, threads: int) -> dict:
             frontiers.append(search.frontier.copy())
     finally:
         numba.set_num_threads(before)
-    assert int(search.shard_counts.sum()) == search.distinct == np.count_nonzero(search.table)
-    return {"parents": search.parents[:search.distinct].tolist(), "slots": search.slots[:search.distinct].tolist(),
+    assert int(search.shard_counts.sum()) == search.distinct == table_keys(search.table) == search.links.count
+    parents, slots = search.links.arrays()
+    return {"parents": parents.tolist(), "slots": slots.tolist(),
             "frontiers": np.concatenate(frontiers).tolist(), "found_nodes": search.found_nodes.tolist(),
             "found_slots": search.found_slots.tolist(), "enabled": search.enabled.tolist(),
-            "counts": (search.distinct, search.generated, len(frontiers)), "table_slots": len(search.table),
+            "counts": (search.distinct, search.generated, len(frontiers)), "table_slots": [len(shard) for shard in search.table],
             "traces": {name: (trace.initial, tuple(trace.actions)) for name, trace in search.found().items()}}
 
 
@@ -115,28 +117,57 @@ def test_a_table_grown_from_one_slot_a_shard_gives_the_same_search(monkeypatch):
     roomy, initial_slots = _search_arrays(config, 2), engine.INITIAL_TABLE_SLOTS
     monkeypatch.setattr(engine, "INITIAL_TABLE_SLOTS", 1)  # one slot in each shard: it grows from the seed on
     grown = _search_arrays(config, 2)
-    assert roomy["table_slots"] == initial_slots and grown["table_slots"] > 8 * SHARDS
+    assert sum(roomy["table_slots"]) == initial_slots and sum(grown["table_slots"]) > 8 * SHARDS
     assert {**grown, "table_slots": None} == {**roomy, "table_slots": None}
 
 
 def test_inserting_a_batch_finds_the_keys_that_inserting_them_one_by_one_finds_new():
-    from kafka_mc.checker.kernel.explore import SHARDS, insert, insert_all, new_table
+    from kafka_mc.checker.kernel.explore import SHARDS, insert, insert_all, new_table, table_keys
 
     rng = np.random.default_rng(7)
     keys = rng.integers(0, 2 ** 64, size=3000, dtype=np.uint64)
     keys = np.concatenate([keys, keys[rng.integers(0, 3000, size=2000)], np.array([0, 1, 0], dtype=np.uint64)])
     rng.shuffle(keys)
     table, counts = new_table(1), np.zeros(SHARDS, dtype=np.int64)
-    table, first_half = insert_all(table, counts, keys[:2500])
-    table, second_half = insert_all(table, counts, keys[2500:])
+    first_half = insert_all(table, counts, keys[:2500])
+    second_half = insert_all(table, counts, keys[2500:])
     seen: set[int] = set()
     expected = []
     for key in keys.tolist():
         expected.append(max(key, 1) not in seen)  # the fingerprint 0 is stored as 1
         seen.add(max(key, 1))
     assert np.concatenate([first_half, second_half]).tolist() == expected
-    assert int(counts.sum()) == len(seen) == np.count_nonzero(table)
+    assert int(counts.sum()) == len(seen) == table_keys(table)
     assert not insert(table, np.uint64(0)) and not insert(table, keys[-1])  # one key at a time: the same table
+
+
+def test_every_shard_of_a_filled_table_stays_between_the_loads_it_grows_at():
+    """A shard grows by GROWTH when the next keys would take it past MAX_LOAD, so once grown its load
+    stays between MAX_LOAD / GROWTH and MAX_LOAD: the table's bytes per fingerprint stay at most
+    8 * GROWTH / MAX_LOAD (10.7), whatever the count (`benchmarks/visited_memory.py`: 10^9)."""
+    from kafka_mc.checker.kernel.explore import GROWTH, MAX_LOAD, SHARDS, insert_all, new_table, table_slots
+
+    rng = np.random.default_rng(11)
+    table, counts = new_table(1 << 16), np.zeros(SHARDS, dtype=np.int64)
+    for _ in range(5):
+        assert insert_all(table, counts, rng.integers(1, 2 ** 64, size=1 << 16, dtype=np.uint64)).all()
+    loads = counts / np.array([len(shard) for shard in table])
+    assert loads.max() <= MAX_LOAD and loads.min() >= MAX_LOAD / GROWTH - 0.01
+    assert table_slots(table) * 8 / counts.sum() <= 8 * GROWTH / MAX_LOAD + 0.1
+
+
+def test_parent_links_kept_in_pages_read_back_as_appended(monkeypatch):
+    from kafka_mc.checker.kernel import links
+
+    monkeypatch.setattr(links, "PAGE", 7)  # parts that cross pages, and a page partly filled
+    kept, parents, slots = links.ParentLinks(), np.arange(30, dtype=np.uint32) * 3, np.arange(30, dtype=np.uint8) % 4
+    for low, high in ((0, 3), (3, 3), (3, 17), (17, 30)):
+        kept.extend(parents[low:high], slots[low:high])
+    assert kept.count == 30 and kept.nbytes == 5 * 7 * 5
+    assert [kept.parent(node) for node in range(30)] == parents.tolist()
+    assert [kept.slot(node) for node in range(30)] == slots.tolist()
+    assert [a.tolist() for a in kept.arrays()] == [parents.tolist(), slots.tolist()]
+    assert kept.slot_counts(9, 5).tolist() == np.bincount(slots[9:], minlength=5).tolist()
 
 
 def test_a_budget_stops_the_kernel_where_it_stops_the_bfs_engine():

@@ -21,10 +21,10 @@ What holds for every kernel here, so that it runs the same in the simulator and 
 - grid-stride loops, so any launch shape gives the same result (the simulator runs few threads).
 
 Candidates: frontier state j's successor by action slot c is candidate j * slot_count + c (written
-whether or not the action is enabled; `cand_flags` says). Its edge key is
-`node(j) * slot_count + c + 1`, with node(j) the state's node number: the order in which the CPU
-kernel meets successors, ascending across levels and within one. The visited table maps a
-fingerprint to the least edge key that reached it (`best`); the initial states hold 0.
+whether or not the action is enabled; `cand_flags` says): the order in which the CPU kernel meets a
+chunk's successors. The visited table holds fingerprints only (8 bytes a slot); a chunk's own table
+(`chunk_keys`, `chunk_best`, as large as twice its enabled candidates, emptied for each chunk) maps
+each fingerprint the chunk reached to the least candidate that reached it.
 """
 
 from __future__ import annotations
@@ -48,8 +48,10 @@ MAX_REGISTERS = 4096  # instructions of a user's property's program (one registe
 # invariants written as a user's functions (`benchmarks/user_properties_bench.py`) take at most 336
 # under 3 replicas and 3 messages, 2,464 under the configuration limits (5 replicas, 9 messages)
 FIELDS = len(FIELD_KINDS)  # the fields a program reads (`user_properties.CELLS`)
-EMPTY = np.uint64(0)  # an empty slot of the visited table (the fingerprint 0 is stored as 1)
-NO_EDGE = np.uint64(0xFFFFFFFFFFFFFFFF)  # `best` of an empty slot
+EMPTY = np.uint64(0)  # an empty slot of a table (the fingerprint 0 is stored as 1)
+NO_CANDIDATE = np.uint64(0xFFFFFFFFFFFFFFFF)  # `chunk_best` of an empty slot
+LOW_BITS = np.uint64(0xFFFFFFFF)
+HOME_SHIFT = np.uint64(32)
 ENABLED = np.uint8(1)  # `cand_flags`: the action is enabled, the candidate is a successor
 TRUNCATED = np.uint8(2)  # `cand_flags`: and a follower's log got shorter (the step witness)
 
@@ -131,41 +133,53 @@ def expand(cfg, slot_codes, cells, biases, bits, shifts, words, word_count, fron
 
 
 @cuda.jit(device=True)
-def _slot_of(keys, key):
-    """The table slot holding `key`, inserting it by compare-and-swap where it is absent."""
-    mask = keys.shape[0] - 1
-    slot = np.int64(key & np.uint64(mask))
+def _claim(keys, key):
+    """The slot of a hash table holding `key`, and whether this call put it there: from its home slot
+    (its low 32 bits scaled to the table's size, as the CPU kernel's shards do), probing linearly and
+    wrapping around, inserting by compare-and-swap where it is absent."""
+    size = keys.shape[0]
+    slot = np.int64(((key & LOW_BITS) * np.uint64(size)) >> HOME_SHIFT)
     while True:
         held = cuda.atomic.cas(keys, slot, EMPTY, key)
-        if held == EMPTY or held == key:
-            return slot
-        slot = (slot + 1) & mask
+        if held == EMPTY:
+            return slot, True
+        if held == key:
+            return slot, False
+        slot += 1
+        if slot == size:
+            slot = 0
+
+
+@cuda.jit(device=True)
+def _key(cand_fingerprints, index):
+    """A candidate's fingerprint as the tables hold it (0 is stored as 1)."""
+    key = cand_fingerprints[index]
+    return np.uint64(1) if key == EMPTY else key
 
 
 @cuda.jit
-def insert(cand_fingerprints, cand_flags, total, first_edge, keys, best, cand_slots):
-    """Every enabled candidate's fingerprint into the table; each slot keeps the least edge key
-    that reached it (`atomic.min`: the order threads run in does not matter)."""
+def insert(cand_fingerprints, cand_flags, total, chunk_keys, chunk_best, cand_slots):
+    """Every enabled candidate's fingerprint into the chunk's table; each of its slots keeps the least
+    candidate that reached it (`atomic.min`: the order threads run in does not matter)."""
     for index in range(cuda.grid(1), total, cuda.gridsize(1)):
         if cand_flags[index] & ENABLED:
-            key = cand_fingerprints[index]
-            if key == EMPTY:
-                key = np.uint64(1)
-            slot = _slot_of(keys, key)
-            cuda.atomic.min(best, slot, np.uint64(first_edge + index))
+            slot, _ = _claim(chunk_keys, _key(cand_fingerprints, index))
+            cuda.atomic.min(chunk_best, slot, np.uint64(index))
             cand_slots[index] = slot
 
 
 @cuda.jit
-def mark_new(cand_flags, total, first_edge, best, cand_slots, new):
-    """A candidate is a new state when its edge key is its slot's least: the slot was empty before
-    this level (an older state's key is smaller than any of this level's) and no candidate met
-    earlier reached the same fingerprint."""
+def mark_new(cand_fingerprints, cand_flags, total, chunk_best, cand_slots, keys, new):
+    """A candidate is a new state when it is the least of the chunk's candidates to reach its
+    fingerprint and the visited table did not hold that fingerprint: it goes in now (the chunk's
+    least candidates have distinct fingerprints, so none of them races another for a key)."""
     for index in range(cuda.grid(1), total, cuda.gridsize(1)):
-        if cand_flags[index] & ENABLED and best[cand_slots[index]] == np.uint64(first_edge + index):
-            new[index] = 1
-        else:
-            new[index] = 0
+        fresh = 0
+        if cand_flags[index] & ENABLED and chunk_best[cand_slots[index]] == np.uint64(index):
+            _, inserted = _claim(keys, _key(cand_fingerprints, index))
+            if inserted:
+                fresh = 1
+        new[index] = fresh
 
 
 @cuda.jit
@@ -189,12 +203,12 @@ def fill(target, value):
 
 
 @cuda.jit
-def rehash(old_keys, old_best, keys, best):
-    """Every key of a table, with its least edge key, into a larger one (keys are distinct)."""
+def rehash(old_keys, keys):
+    """Every key of a table (or of an array of distinct keys) into another, larger one."""
     for index in range(cuda.grid(1), old_keys.shape[0], cuda.gridsize(1)):
         key = old_keys[index]
         if key != EMPTY:
-            best[_slot_of(keys, key)] = old_best[index]
+            _claim(keys, key)
 
 
 @cuda.jit

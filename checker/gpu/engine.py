@@ -7,16 +7,21 @@ states at a time, each chunk in four phases:
 
 1. `expand`: a thread per frontier state computes its successor by every action slot (candidate
    j * slot_count + c), packed, fingerprinted, and whether a follower's log got shorter;
-2. `insert`: every successor's fingerprint goes into the visited table (open addressing, inserted
-   by `atomic.cas`), and each table slot keeps the least edge key that reached it (`atomic.min`);
-   an edge key is the parent's node number * slot_count + slot + 1, the order the CPU kernel meets
-   successors in, so an older state's key is smaller than any of this level's;
-3. `mark_new`: a candidate is new when its key is its slot's least. The new candidates, in edge-key
-   order (a prefix sum, done here on the host with numpy), get the next node numbers, their parent
-   links and action slots, and are gathered into the next frontier: the CPU kernel's numbering;
+2. `insert`: every successor's fingerprint goes into the chunk's own table (open addressing,
+   inserted by `atomic.cas`), each of whose slots keeps the least candidate that reached it
+   (`atomic.min`): candidate order is the order the CPU kernel meets the chunk's successors in;
+3. `mark_new`: a candidate is new when it is its fingerprint's least in the chunk and the visited
+   table (fingerprints only, the same open addressing) did not hold the fingerprint, which it then
+   gets. The new candidates, in candidate order (a prefix sum, done here on the host with numpy), get
+   the next node numbers, their parent links and action slots (`kernel.links.ParentLinks`), and are
+   gathered into the next frontier: the CPU kernel's numbering;
 4. `flag`: the property flags of the new states; the first in node order of each property still
-   looked for is the one kept, and the step witness is the first candidate in edge-key order whose
+   looked for is the one kept, and the step witness is the first candidate in candidate order whose
    step shortened a log, as the CPU kernel finds them.
+
+Memory per distinct state: the visited table's 8 bytes a slot at a load between `explore.MAX_LOAD` /
+`explore.GROWTH` and MAX_LOAD, as the CPU kernel's (8.9 to 10.7 bytes; while it grows, the old table
+is held beside the new one on the device), and the parent links' 5 bytes on the host.
 
 Users' own properties (a `Property` with its Python `predicate`) run as the CPU kernel runs them:
 lowered once into a program (`gpu_programs`: `checker/kernel/user_properties.py` `lowered_program`;
@@ -59,24 +64,24 @@ from kafka_mc.properties.lowering import NotLowered
 from ..bfs import Budget, Progress, search_result
 from ..kernel.engine import (collision_probability, encoded_bumps, explore_levels, lowering_config, path_trace,
                              shipped, slot_coverage)
-from ..kernel.explore import fingerprint, pack_represented, unpack
+from ..kernel.explore import GROWTH, MAX_LOAD, fingerprint, pack_represented, unpack
 from ..kernel.invariants import FOLLOWER_TRUNCATED, PROPERTY_NAMES, state_flags
 from ..kernel.layout import WIDTH, encode, packing, settings
+from ..kernel.links import NO_PARENT, ParentLinks
 from ..kernel.transitions import slot_codes
 from ..kernel.user_properties import (
     CONST, FIELD_FIRSTS, FIELD_KINDS, FIELD_POSITIONS, Program, UserChecks, lowered_program,
 )
 from ..result import CheckResult, Coverage, KernelStats, Trace
 from . import device
-from .device import ENABLED, EMPTY, MAX_REGISTERS, MAX_SLOTS, MAX_WORDS, NO_EDGE, SETTINGS, TRUNCATED
+from .device import ENABLED, EMPTY, MAX_REGISTERS, MAX_SLOTS, MAX_WORDS, NO_CANDIDATE, SETTINGS, TRUNCATED
 
-NO_PARENT = np.uint32(0xFFFFFFFF)  # the parent link of an initial state
 NOT_FOUND = -1
 INITIAL_TABLE_SLOTS = 1 << 16
-MAX_LOAD = 0.5  # the visited table's load before it doubles: short probe chains for the CAS loop
+CHUNK_LOAD = 0.5  # a chunk's own table: twice its enabled candidates' slots
 CHUNK_BYTES = 1 << 30  # device memory for one chunk's candidates; a chunk is also where a run may stop
-CANDIDATE_BYTES = 8 + 1 + 8 + 1 + 1  # per candidate, beside its packed words: fingerprint, flags, table slot,
-# new, and a user's step property's flag
+CANDIDATE_BYTES = 8 + 1 + 8 + 1 + 1 + 2 * 16  # per candidate, beside its packed words: fingerprint, flags, its
+# slot in the chunk's table, new, a user's step property's flag, and the chunk's table (two slots of 16 bytes)
 
 
 class GpuUnavailable(RuntimeError):
@@ -171,8 +176,8 @@ def gpu_programs(properties: Iterable[Property], config: Config) -> list[Program
 
 
 class GpuSearch:
-    """One run's arrays: on the device the frontier, the visited table (fingerprints and least edge
-    keys) and one chunk's candidates; on the host the parent links and the properties found.
+    """One run's arrays: on the device the frontier, the visited table (fingerprints) and one chunk's
+    candidates with their table; on the host the parent links and the properties found.
     `programs`: the users' properties among `properties`, lowered already (lowered here when None)."""
 
     def __init__(self, config: Config, properties: Iterable[Property], chunk: int | None = None,
@@ -197,8 +202,7 @@ class GpuSearch:
         self.looking = sum(1 << index for index, name in enumerate(PROPERTY_NAMES) if name in wanted)
         self.found_nodes = np.full(len(PROPERTY_NAMES), NOT_FOUND, dtype=np.int64)
         self.found_slots = np.full(len(PROPERTY_NAMES), NOT_FOUND, dtype=np.int64)
-        self.parents = np.empty(1024, dtype=np.uint32)
-        self.slots = np.empty(1024, dtype=np.uint8)
+        self.links = ParentLinks()
         self.distinct = self.generated = 0
         self.first_node = 0  # the frontier's first node
         self.growth = 1.0  # the last level's size over the one before
@@ -207,7 +211,6 @@ class GpuSearch:
         self.device_layout = tuple(cuda.to_device(values) for values in
                                    (layout.cells, layout.biases, layout.bits, layout.shifts, layout.words))
         self.keys = zeros(INITIAL_TABLE_SLOTS, np.uint64, EMPTY)
-        self.best = zeros(INITIAL_TABLE_SLOTS, np.uint64, NO_EDGE)
         self.room = 0  # candidates the scratch arrays hold
         self.flags = zeros(1, np.int64)
         self.device_programs = {prog.name: cuda.to_device(prog.instructions) for prog in self.user.programs}
@@ -217,8 +220,8 @@ class GpuSearch:
         self.frontier, self.frontier_count = self._seed()
 
     def _seed(self) -> tuple[Any, int]:
-        """The initial states, each kept when new, checked, numbered in order; their table keys
-        hold the edge key 0, below every edge's."""
+        """The initial states, each kept when new, checked, numbered in order, their fingerprints in the
+        visited table."""
         words, layout = self.words, self.layout
         initial_states = self.model.initial_states()
         self.generated = len(initial_states)
@@ -234,12 +237,12 @@ class GpuSearch:
             if key in seen:
                 continue
             seen.add(key)
-            self.parents[len(rows)], self.slots[len(rows)] = NO_PARENT, index
+            self.links.extend(np.array([NO_PARENT], dtype=np.uint32), np.array([index], dtype=np.uint8))
             self._offer(int(state_flags(self.cfg, self.unpacked(row))), len(rows))
             rows.append(row)
             keys.append(key)
-        launch(device.rehash, len(keys), cuda.to_device(np.array(keys, dtype=np.uint64)),
-               cuda.to_device(np.zeros(len(keys), dtype=np.uint64)), self.keys, self.best)
+        self._make_room(len(keys))
+        launch(device.rehash, len(keys), cuda.to_device(np.array(keys, dtype=np.uint64)), self.keys)
         self.distinct = self.roots = len(rows)
         frontier = cuda.to_device(np.concatenate(rows))
         self._user_states(frontier, 0, len(rows), 0)
@@ -268,17 +271,18 @@ class GpuSearch:
         self.cand_flags = cuda.device_array(total, dtype=np.uint8)
         self.cand_slots = cuda.device_array(total, dtype=np.int64)
         self.new = cuda.device_array(total, dtype=np.uint8)
+        self.chunk_keys = cuda.device_array(int(total / CHUNK_LOAD) + 1, dtype=np.uint64)
+        self.chunk_best = cuda.device_array(int(total / CHUNK_LOAD) + 1, dtype=np.uint64)
 
     def _make_room(self, incoming: int) -> None:
-        """Double the visited table until `incoming` more keys keep it under MAX_LOAD."""
-        size = self.keys.shape[0]
-        while self.distinct + incoming > MAX_LOAD * size:
-            size *= 2
-        if size == self.keys.shape[0]:
+        """Grow the visited table, as the CPU kernel grows a shard (`explore.MAX_LOAD`, `explore.GROWTH`),
+        when `incoming` more keys would take it past MAX_LOAD."""
+        size, needed = self.keys.shape[0], self.distinct + incoming
+        if needed <= MAX_LOAD * size:
             return
-        keys, best = zeros(size, np.uint64, EMPTY), zeros(size, np.uint64, NO_EDGE)
-        launch(device.rehash, self.keys.shape[0], self.keys, self.best, keys, best)
-        self.keys, self.best = keys, best
+        keys = zeros(max(int(size * GROWTH) + 1, int(needed / MAX_LOAD) + 1), np.uint64, EMPTY)
+        launch(device.rehash, size, self.keys, keys)
+        self.keys = keys
 
     def run_level(self, stop: Callable[[], bool] = lambda: False) -> int | None:
         """Expand the frontier, a chunk at a time, asking `stop` between chunks; the number of new
@@ -309,17 +313,19 @@ class GpuSearch:
                     self.looking &= ~step_bit
             self._user_steps(start, count, parent)
             self._make_room(len(enabled))
-            first_edge = parent * slot_count + 1
-            launch(device.insert, total, self.cand_fingerprints, self.cand_flags, total, first_edge, self.keys,
-                   self.best, self.cand_slots)
-            launch(device.mark_new, total, self.cand_flags, total, first_edge, self.best, self.cand_slots, self.new)
-            fresh = np.flatnonzero(self.new[:total].copy_to_host())  # edge-key order: the nodes' order
+            size = int(len(enabled) / CHUNK_LOAD) + 1
+            chunk_keys, chunk_best = self.chunk_keys[:size], self.chunk_best[:size]
+            launch(device.fill, size, chunk_keys, EMPTY)
+            launch(device.fill, size, chunk_best, NO_CANDIDATE)
+            launch(device.insert, total, self.cand_fingerprints, self.cand_flags, total, chunk_keys, chunk_best,
+                   self.cand_slots)
+            launch(device.mark_new, total, self.cand_fingerprints, self.cand_flags, total, chunk_best, self.cand_slots,
+                   self.keys, self.new)
+            fresh = np.flatnonzero(self.new[:total].copy_to_host())  # candidate order: the nodes' order
             if not len(fresh):
                 continue
             node, added = new_node + made, len(fresh)
-            self._room_for_nodes(node + added)
-            self.parents[node:node + added] = parent + fresh // slot_count
-            self.slots[node:node + added] = fresh % slot_count
+            self.links.extend((parent + fresh // slot_count).astype(np.uint32), (fresh % slot_count).astype(np.uint8))
             following = grown(following, (made + added) * words, made * words)
             launch(device.gather, added * words, self.cand_words, words, cuda.to_device(fresh.astype(np.int64)),
                    added, following, made)
@@ -332,12 +338,6 @@ class GpuSearch:
         self.growth = made / max(self.frontier_count, 1)
         self.frontier, self.frontier_count = following, made
         return made
-
-    def _room_for_nodes(self, needed: int) -> None:
-        if needed > len(self.parents):
-            size = max(needed, len(self.parents) * 2)
-            self.parents = np.concatenate([self.parents, np.empty(size - len(self.parents), np.uint32)])
-            self.slots = np.concatenate([self.slots, np.empty(size - len(self.slots), np.uint8)])
 
     def _flag(self, rows: Any, first: int, count: int, node: int) -> None:
         """The first of rows first..first+count-1 (nodes node..) with each property still looked for."""
@@ -379,7 +379,7 @@ class GpuSearch:
                                               int(hits[0]) % self.slot_count)
 
     def coverage(self) -> tuple[Coverage, ...]:
-        return slot_coverage(self.model, self.enabled, self.slots[self.roots:self.distinct])
+        return slot_coverage(self.model, self.enabled, self.links.slot_counts(self.roots, len(self.enabled)))
 
     def found_names(self) -> set[str]:
         """The properties found so far."""
@@ -389,11 +389,11 @@ class GpuSearch:
     def found(self) -> dict[str, Trace]:
         """The trace to the first occurrence of every property found; a user's property is confirmed by
         its own function at the trace's end (`UserChecks.confirm`), as the kernel does."""
-        traces = {name: path_trace(self.model, self.parents, self.slots, int(self.found_nodes[index]),
+        traces = {name: path_trace(self.model, self.links, int(self.found_nodes[index]),
                                    int(self.found_slots[index]) if index == FOLLOWER_TRUNCATED else None)
                   for index, name in enumerate(PROPERTY_NAMES) if self.found_nodes[index] != NOT_FOUND}
         for name, (node, step) in self.user.found.items():
-            traces[name] = path_trace(self.model, self.parents, self.slots, node, step)
+            traces[name] = path_trace(self.model, self.links, node, step)
             self.user.confirm(name, traces[name], symmetry=False)
         return traces
 

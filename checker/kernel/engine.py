@@ -38,10 +38,11 @@ from ..bfs import Budget, Progress, concrete_trace, search_result, stop_reason
 from ..interrupts import Interrupted, deferred_interrupts
 from ..result import CheckResult, Coverage, KernelStats, Trace, coverage_of
 from .cache import compile_lock
-from .explore import (NO_PARENT, NOT_FOUND, SHARDS, explore_level, fingerprints, insert_all, new_table,
+from .explore import (NOT_FOUND, SHARDS, explore_level, fingerprints, insert_all, new_table,
                       pack_represented, unpack)
 from .invariants import FOLLOWER_TRUNCATED, PROPERTY_NAMES, state_flags
 from .layout import WIDTH, decode, encode, packing, settings
+from .links import NO_PARENT, ParentLinks
 from .transitions import slot_codes
 from .user_properties import UserChecks, lowered_program
 
@@ -102,8 +103,7 @@ class _Search:
         self.found_slots = np.full(len(PROPERTY_NAMES), NOT_FOUND, dtype=np.int64)
         self.table = new_table(INITIAL_TABLE_SLOTS)  # the visited table (`explore.insert_block`)
         self.shard_counts = np.zeros(SHARDS, dtype=np.int64)  # the fingerprints in each of its shards
-        self.parents = np.empty(1024, dtype=np.uint32)
-        self.slots = np.empty(1024, dtype=np.uint8)
+        self.links = ParentLinks()
         self.distinct = self.generated = 0
         self.first_node = 0  # the frontier's first node
         self.growth = 1.0  # the last level's size over the one before
@@ -117,14 +117,14 @@ class _Search:
         packed = np.zeros(len(initial_states) * words, dtype=np.int64)
         for index, state in enumerate(initial_states):
             self.represent_into(encode(state), packed, index * words)
-        self.table, fresh = insert_all(self.table, self.shard_counts, fingerprints(packed, len(initial_states), words))
+        fresh = np.flatnonzero(insert_all(self.table, self.shard_counts, fingerprints(packed, len(initial_states), words)))
         frontier = np.zeros(len(initial_states) * words, dtype=np.int64)
         count = 0
-        for index in np.flatnonzero(fresh).tolist():
+        for index in fresh.tolist():
             frontier[count * words:(count + 1) * words] = packed[index * words:(index + 1) * words]
-            self.parents[count], self.slots[count] = NO_PARENT, index
             self._offer(state_flags(self.cfg, self.unpacked(frontier[count * words:(count + 1) * words])), count)
             count += 1
+        self.links.extend(np.full(count, NO_PARENT, dtype=np.uint32), fresh.astype(np.uint8))
         self.distinct = self.roots = count
         self.user.states(self.cfg, self.layout, frontier, count, 0)
         return frontier[:count * words], count
@@ -166,11 +166,13 @@ class _Search:
             count = min(PART, self.frontier_count - start)
             part = self.frontier[start * words:(start + count) * words]
             self.user.steps(self.cfg, self.slot_codes, layout, part, count, self.first_node + start)
-            (self.table, self.distinct, self.parents, self.slots, frontier, new, generated) = explore_level(
+            parents, slots, frontier, new, generated = explore_level(
                 self.cfg, self.slot_codes, self.orders, layout.cells, layout.biases, layout.bits, layout.shifts,
-                layout.words, words, part, count,
-                self.first_node + start, new_node + made, self.table, self.distinct, self.shard_counts, self.parents,
-                self.slots, self.found_nodes, self.found_slots, self.looking, self._next_capacity(count), self.enabled)
+                layout.words, words, part, count, self.first_node + start, new_node + made, self.table,
+                self.shard_counts, self.found_nodes, self.found_slots, self.looking, self._next_capacity(count),
+                self.enabled)
+            self.links.extend(parents, slots)
+            self.distinct += new
             self.looking = sum(1 << index for index in range(len(PROPERTY_NAMES))
                                if self.looking >> index & 1 and self.found_nodes[index] == NOT_FOUND)
             self.user.states(self.cfg, layout, frontier, new, new_node + made)
@@ -189,7 +191,7 @@ class _Search:
         return int(count * max(self.growth, 1.0) * 1.1)
 
     def coverage(self) -> tuple[Coverage, ...]:
-        return slot_coverage(self.model, self.enabled, self.slots[self.roots:self.distinct])
+        return slot_coverage(self.model, self.enabled, self.links.slot_counts(self.roots, len(self.enabled)))
 
     def found_names(self) -> set[str]:
         """The properties found so far."""
@@ -211,13 +213,12 @@ class _Search:
         return traces
 
     def trace(self, node: int, step: int | None) -> Trace:
-        return path_trace(self.model, self.parents, self.slots, node, step, self.symmetry, self.represent)
+        return path_trace(self.model, self.links, node, step, self.symmetry, self.represent)
 
 
-def slot_coverage(model: ReplicationModel, enabled: np.ndarray, reached_by: np.ndarray) -> tuple[Coverage, ...]:
+def slot_coverage(model: ReplicationModel, enabled: np.ndarray, new: np.ndarray) -> tuple[Coverage, ...]:
     """Per action: the successors its slots generated (`enabled`, per slot), and the states first
-    reached by them (`reached_by`: the action slot of each non-initial state's parent link)."""
-    new = np.bincount(reached_by, minlength=len(enabled))
+    reached by them (`new`, per slot: `ParentLinks.slot_counts` of the non-initial states)."""
     generated: Counter = Counter()
     reached: Counter = Counter()
     for slot in range(len(enabled)):
@@ -227,18 +228,18 @@ def slot_coverage(model: ReplicationModel, enabled: np.ndarray, reached_by: np.n
     return coverage_of(model.action_names, generated, reached)
 
 
-def path_trace(model: ReplicationModel, parents: np.ndarray, slots: np.ndarray, node: int, step: int | None,
+def path_trace(model: ReplicationModel, links: ParentLinks, node: int, step: int | None,
                symmetry: bool = False, represent: Callable[[State], State] | None = None) -> Trace:
     """The trace along the parent links to `node`, then the action slot `step` when given (a step
     property's or witness's step)."""
     path = [] if step is None else [step]
-    while parents[node] != NO_PARENT:
-        path.append(int(slots[node]))
-        node = int(parents[node])
+    while links.parent(node) != NO_PARENT:
+        path.append(links.slot(node))
+        node = links.parent(node)
     actions = [model.action_at(slot) for slot in reversed(path)]
     if represent is None:
-        return concrete_trace(model, int(slots[node]), actions, symmetry)
-    return concrete_trace(model, int(slots[node]), actions, symmetry, represent)
+        return concrete_trace(model, links.slot(node), actions, symmetry)
+    return concrete_trace(model, links.slot(node), actions, symmetry, represent)
 
 
 def explore_levels(search, properties: tuple[Property, ...], keep_going: bool, budget: Budget,

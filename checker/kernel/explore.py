@@ -22,26 +22,27 @@ of the sort or of the numbering is one thread's alone, and the shards and shares
 constants, not the number of threads).
 
 Visited table: 64-bit fingerprints, 0 marking an empty slot (the fingerprint 0 is stored as 1), in
-SHARDS shards of one array, all of the same power-of-two size S: shard k (the fingerprint's high
-SHARD_BITS bits) holds slots k * S..(k + 1) * S - 1 and is probed linearly within itself from the
-fingerprint's low bits. `counts` tracks each shard's fingerprints; before a block is inserted, every
-shard is doubled at once (`grown_table`, re-inserting the shards in parallel) while any shard would
-pass a load of MAX_LOAD with all of the block's successors in it, so no shard ever fills up (the
-hash spreads fingerprints evenly over the shards, so they fill alike). Parent links: a state's node
-number is its discovery order; `parents[node]` is its parent's node (NO_PARENT for an initial
-state) and `slots[node]` the action slot (the initial-state index of a root).
+SHARDS shards, each an array of its own (a numba typed List of them): shard k holds the fingerprints
+whose high SHARD_BITS bits are k, each from a home slot (its low 32 bits scaled to the shard's size)
+probed linearly, wrapping around. `counts` tracks each shard's fingerprints; before a block is
+inserted, each shard that all of the block's successors in it would take past a load of MAX_LOAD is
+replaced by one GROWTH times as large (`grow_shards`, the shards in parallel), so no shard ever fills
+up. A shard's size depends only on the fingerprints it was given, so the table is the same for any
+number of threads. Parent links: a state's node number is its discovery order; its parent's node
+and action slot are kept by the engine (`links.ParentLinks`), to which a call returns its new states'.
 
-Memory per distinct state: the table's 8 bytes a slot at a load between about MAX_LOAD / 2 and
-MAX_LOAD, so 9.1 to 18.3 bytes (while it grows, the old table is held beside the new one: half as
-much again), and the parent links' 5 bytes (a uint32 parent and a uint8 slot; their arrays grow
-by half at a time, so up to 7.5 bytes): 14 to 26 bytes in all, as before the shards. Besides: the
-frontiers, and for a block its successors, their sort by shard and the shards' counts (a few MB).
+Memory per distinct state: the table's 8 bytes a slot at a load between MAX_LOAD / GROWTH and
+MAX_LOAD, so 8.9 to 10.7 bytes; while shards grow, each thread holds one shard's old array beside its
+new one (1 / SHARDS of the table each). The parent links take 5 bytes (a uint32 parent and a uint8
+slot, in pages): about 16 bytes in all at most. Besides: the frontiers, and for a block its
+successors, their sort by shard and the shards' counts (a few MB).
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
+from numba.typed import List
 
 from .invariants import FOLLOWER_TRUNCATED, follower_truncated, state_flags
 from kafka_mc.model.state import NO_LEADER
@@ -50,10 +51,10 @@ from .layout import (C_REPLICAS, ELR, FOLLOWS, HAS_REMOTE, ISR, LAST_KNOWN_ELR, 
                      REPLICA_WIDTH, REREGISTERED, STALE_ISR, UNSEEN, WIDTH, ZK_CUT)
 from .transitions import apply
 
-MAX_LOAD = 0.875  # linear probing: a miss reads about 4 cache lines at this load
+MAX_LOAD = 0.9  # a shard's load before it grows: linear probing, a miss reads about 6 cache lines at this load
+GROWTH = 1.2  # a full shard's new size over its old: the load stays between MAX_LOAD / GROWTH and MAX_LOAD
 SHARD_BITS = 8
 SHARDS = 1 << SHARD_BITS  # the visited table's shards (a constant: the same layout for any number of threads)
-NO_PARENT = np.uint32(0xFFFFFFFF)
 NOT_FOUND = -1
 BLOCK = 4096  # frontier states per block
 THREAD_SHARE = 64  # frontier states a thread takes at a time
@@ -64,6 +65,8 @@ _MIX2 = np.uint64(0xC4CEB9FE1A85EC53)
 _SEED = np.uint64(0x9E3779B97F4A7C15)
 _SHIFT = np.uint64(33)
 _SHARD_SHIFT = np.uint64(64 - SHARD_BITS)
+_LOW_BITS = np.uint64(0xFFFFFFFF)
+_HOME_SHIFT = np.uint64(32)
 
 
 @njit(cache=True)
@@ -172,12 +175,22 @@ def fingerprints(packed, count, word_count):
     return result
 
 
-def new_table(slots: int) -> np.ndarray:
-    """An empty visited table of at least `slots` slots: SHARDS shards of a power of two slots each."""
-    size = 1
-    while size * SHARDS < slots:
-        size *= 2
-    return np.zeros(size * SHARDS, dtype=np.uint64)
+def new_table(slots: int) -> List:
+    """An empty visited table of about `slots` slots: SHARDS arrays of the same size."""
+    table = List()
+    for _ in range(SHARDS):
+        table.append(np.zeros(max(-(-slots // SHARDS), 1), dtype=np.uint64))
+    return table
+
+
+def table_slots(table: List) -> int:
+    """The slots of a visited table, held or empty."""
+    return sum(shard.shape[0] for shard in table)
+
+
+def table_keys(table: List) -> int:
+    """The fingerprints a visited table holds."""
+    return sum(int(np.count_nonzero(shard)) for shard in table)
 
 
 @njit(cache=True, forceinline=True)
@@ -187,35 +200,50 @@ def shard_of(key):
 
 
 @njit(cache=True)
-def insert(table, key):
-    """Add a fingerprint to the table; True when it was not there yet. It goes in its shard
-    (`shard_of`), at its low bits, probing linearly within the shard."""
-    if key == 0:
-        key = np.uint64(1)
-    size = table.shape[0] // SHARDS
-    base, mask = shard_of(key) * size, size - 1
-    offset = np.int64(key & np.uint64(mask))
+def insert_into(shard, key):
+    """Add a (non-zero) fingerprint to one shard; True when it was not there yet. Its home slot is
+    its low 32 bits scaled to the shard's size; then linear probing, wrapping around."""
+    size = shard.shape[0]
+    offset = np.int64(((key & _LOW_BITS) * np.uint64(size)) >> _HOME_SHIFT)
     while True:
-        held = table[base + offset]
+        held = shard[offset]
         if held == key:
             return False
         if held == 0:
-            table[base + offset] = key
+            shard[offset] = key
             return True
-        offset = (offset + 1) & mask
+        offset += 1
+        if offset == size:
+            offset = 0
+
+
+@njit(cache=True)
+def insert(table, key):
+    """Add a fingerprint to the table (in its shard, `shard_of`); True when it was not there yet."""
+    if key == 0:
+        key = np.uint64(1)
+    return insert_into(table[shard_of(key)], key)
+
+
+@njit(cache=True)
+def regrown(shard, size):
+    """A shard's fingerprints in a new shard of `size` slots."""
+    bigger = np.zeros(size, dtype=np.uint64)
+    for slot in range(shard.shape[0]):
+        if shard[slot] != 0:
+            insert_into(bigger, shard[slot])
+    return bigger
 
 
 @njit(cache=True, parallel=True)
-def grown_table(table):
-    """The table with twice the slots in every shard (a fingerprint keeps its shard: the shards
-    are filled again in parallel)."""
-    size = table.shape[0] // SHARDS
-    bigger = np.zeros(table.shape[0] * 2, dtype=np.uint64)
-    for shard in prange(SHARDS):
-        for slot in range(shard * size, (shard + 1) * size):
-            if table[slot] != 0:
-                insert(bigger, table[slot])
-    return bigger
+def grow_shards(table, counts, starts):
+    """Grow each shard that `starts[shard + 1] - starts[shard]` more fingerprints would take past
+    MAX_LOAD: by GROWTH, or more if they need it (the shards in parallel, each replaced alone)."""
+    for index in prange(SHARDS):
+        shard = np.int64(index)  # a typed List takes a signed index
+        size, needed = table[shard].shape[0], counts[shard] + starts[shard + 1] - starts[shard]
+        if needed > MAX_LOAD * size:
+            table[shard] = regrown(table[shard], max(np.int64(size * GROWTH) + 1, np.int64(needed / MAX_LOAD) + 1))
 
 
 @njit(cache=True, parallel=True)
@@ -261,9 +289,10 @@ def insert_shards(table, counts, starts, sorted_keys, sorted_at, is_new):
     """Insert each shard's keys in their order, the shards in parallel (a shard's slots and count
     are its thread's alone); is_new[place] for the key from that place: whether it was not there."""
     for shard in prange(SHARDS):
-        added = 0
+        added, slots = 0, table[np.int64(shard)]  # a typed List takes a signed index
         for position in range(starts[shard], starts[shard + 1]):
-            fresh = insert(table, sorted_keys[position])
+            key = sorted_keys[position]
+            fresh = insert_into(slots, key if key != 0 else np.uint64(1))
             is_new[sorted_at[position]] = fresh
             added += fresh
         counts[shard] += added
@@ -274,36 +303,26 @@ def insert_block(table, counts, keys, key_counts, count, stride, is_new, histogr
     """Insert the keys of sources 0..count-1 (source j's: keys[j * stride:j * stride + key_counts[j]])
     as if one by one in source order and then key order: is_new[place] is True for the first
     occurrence of a fingerprint when the table did not hold it, whatever the number of threads.
-    `counts`: the fingerprints in each shard (updated). The table is grown first (every shard
-    doubled) until every shard, given all its keys, stays at a load of at most MAX_LOAD; returns
-    the table (a new array when it grew). histograms, starts, sorted_keys, sorted_at: room for the
-    sort by shard (histograms: a row per SORT_SHARE sources)."""
+    `counts`: the fingerprints in each shard (updated). A shard is grown first (`grow_shards`) where
+    all its keys would take it past a load of MAX_LOAD. histograms, starts, sorted_keys, sorted_at:
+    room for the sort by shard (histograms: a row per SORT_SHARE sources)."""
     groups = (count + SORT_SHARE - 1) // SORT_SHARE
     shard_histograms(keys, key_counts, count, stride, histograms)
     shard_offsets(histograms, groups, starts)
-    while True:
-        limit = np.int64(MAX_LOAD * (table.shape[0] // SHARDS))
-        full = False
-        for shard in range(SHARDS):
-            if counts[shard] + starts[shard + 1] - starts[shard] > limit:
-                full = True
-        if not full:
-            break
-        table = grown_table(table)
+    grow_shards(table, counts, starts)
     scatter_by_shard(keys, key_counts, count, stride, histograms, sorted_keys, sorted_at)
     insert_shards(table, counts, starts, sorted_keys, sorted_at, is_new)
-    return table
 
 
 @njit(cache=True)
 def insert_all(table, counts, keys):
-    """`insert_block` of keys, in order; the table and is_new."""
+    """`insert_block` of keys, in order: is_new."""
     count = keys.shape[0]
     is_new = np.zeros(count, dtype=np.bool_)
-    table = insert_block(table, counts, keys, np.full(1, count, dtype=np.int64), 1, count, is_new,
+    insert_block(table, counts, keys, np.full(1, count, dtype=np.int64), 1, count, is_new,
                          np.empty((1, SHARDS), dtype=np.int64), np.empty(SHARDS + 1, dtype=np.int64),
                          np.empty(count, dtype=np.uint64), np.empty(count, dtype=np.int64))
-    return table, is_new
+    return is_new
 
 
 @njit(cache=True, parallel=True)
@@ -325,18 +344,18 @@ def tally_block(out_counts, count, slot_count, out_slots, out_truncated, is_new,
 
 
 @njit(cache=True, parallel=True)
-def link_block(out_counts, count, slot_count, out_slots, out_words, word_count, is_new, firsts, parent, node,
+def link_block(out_counts, count, slot_count, out_slots, out_words, word_count, is_new, firsts, parent,
                parents, slots, next_frontier, next_count):
-    """Number the new states in block order, in parallel by share: the new states of a share are
-    numbered from node + firsts[share] and written to the next frontier from next_count +
-    firsts[share]; a state's parent is parent + j for frontier state j."""
+    """Number the new states in block order, in parallel by share: the new states of a share go
+    to the next frontier, and their links to parents and slots, from next_count + firsts[share];
+    a state's parent is parent + j for frontier state j."""
     for share in prange((count + THREAD_SHARE - 1) // THREAD_SHARE):
         place = firsts[share]
         for j in range(share * THREAD_SHARE, min(count, (share + 1) * THREAD_SHARE)):
             for out in range(j * slot_count, j * slot_count + out_counts[j]):
                 if is_new[out]:
-                    parents[node + place] = parent + j
-                    slots[node + place] = out_slots[out]
+                    parents[next_count + place] = parent + j
+                    slots[next_count + place] = out_slots[out]
                     base = (next_count + place) * word_count
                     for word in range(word_count):
                         next_frontier[base + word] = out_words[out * word_count + word]
@@ -399,13 +418,12 @@ def flag_block(cfg, cells, biases, bits, shifts, words, word_count, frontier, fi
 
 @njit(cache=True)
 def explore_level(cfg, slot_codes, orders, cells, biases, bits, shifts, words, word_count, frontier, frontier_count,
-                  first_node, new_node, table, table_count, counts, parents, slots, found_nodes, found_slots, looking,
-                  next_capacity, enabled):
+                  first_node, new_node, table, counts, found_nodes, found_slots, looking, next_capacity, enabled):
     """Expand a frontier, or a part of one (nodes first_node on; the new states numbered from
-    new_node on, so a level may be expanded a part at a time, in order). Returns the visited table, its count, the
-    parent arrays, the next frontier and its count, and the successors generated (each may be
-    a new array when it had to grow). `counts`: the fingerprints in each shard of the table
-    (updated). `looking`: bitmask of the properties still searched
+    new_node on, so a level may be expanded a part at a time, in order). Returns the new states'
+    parent links (their parents' nodes and action slots, `links.ParentLinks`), the next frontier, its count and the
+    successors generated. The visited table (a shard may be replaced by a larger one) and `counts`, the fingerprints
+    in each of its shards, are updated. `looking`: bitmask of the properties still searched
     for; the first occurrence of each is written into found_nodes (and found_slots for the
     step witness) and its bit cleared. `next_capacity`: the states the next frontier is expected
     to hold (its buffer grows past it by half, a copy at a time). `enabled[slot]` counts the
@@ -428,13 +446,15 @@ def explore_level(cfg, slot_codes, orders, cells, biases, bits, shifts, words, w
     truncated = np.empty(shares, dtype=np.int64)
     flags = np.empty(block_room, dtype=np.int64)
     next_frontier = np.empty(max(next_capacity, BLOCK) * word_count, dtype=np.int64)
+    parents = np.empty(max(next_capacity, BLOCK), dtype=np.uint32)
+    slots = np.empty(max(next_capacity, BLOCK), dtype=np.uint8)
     next_count, generated = 0, 0
     step_bit = np.int64(1) << FOLLOWER_TRUNCATED
     for first in range(0, frontier_count, BLOCK):
         count = min(BLOCK, frontier_count - first)
         expand_block(cfg, slot_codes, orders, cells, biases, bits, shifts, words, word_count, frontier, first, count,
                      out_words, out_fingerprints, out_slots, out_truncated, out_counts)
-        table = insert_block(table, counts, out_fingerprints, out_counts, count, slot_count, is_new, histograms,
+        insert_block(table, counts, out_fingerprints, out_counts, count, slot_count, is_new, histograms,
                              starts, sorted_keys, sorted_at)
         made = starts[SHARDS]
         generated += made
@@ -451,15 +471,13 @@ def explore_level(cfg, slot_codes, orders, cells, biases, bits, shifts, words, w
                 found_nodes[FOLLOWER_TRUNCATED] = first_node + first + out // slot_count
                 found_slots[FOLLOWER_TRUNCATED] = out_slots[out]
                 looking &= ~step_bit
-        node = new_node + next_count  # the block's first new state's node number
-        parents = _grown(parents, node + block_new)
-        slots = _grown(slots, node + block_new)
+        parents = _grown(parents, next_count + block_new)
+        slots = _grown(slots, next_count + block_new)
         next_frontier = _grown(next_frontier, (next_count + block_new) * word_count)
         link_block(out_counts, count, slot_count, out_slots, out_words, word_count, is_new, fresh, first_node + first,
-                   node, parents, slots, next_frontier, next_count)
+                   parents, slots, next_frontier, next_count)
         block_first = next_count
         next_count += block_new
-        table_count += block_new
         if looking & ~step_bit:
             flag_block(cfg, cells, biases, bits, shifts, words, word_count, next_frontier, block_first, block_new,
                        flags)
@@ -472,4 +490,4 @@ def explore_level(cfg, slot_codes, orders, cells, biases, bits, shifts, words, w
                     found_nodes[found] = new_node + block_first + j
                     hits &= ~(np.int64(1) << found)
                     looking &= ~(np.int64(1) << found)
-    return table, table_count, parents, slots, next_frontier[:next_count * word_count], next_count, generated
+    return parents[:next_count], slots[:next_count], next_frontier[:next_count * word_count], next_count, generated
