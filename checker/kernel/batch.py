@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Iterator, Sequence
 
 import numpy as np
+from numba import njit
 
 from kafka_mc.model import Config, ReplicationModel, State
 from kafka_mc.model.epoch_bumps import EpochBumpModel
@@ -25,6 +26,20 @@ from .explore import BLOCK, expand_block, fingerprints, flag_block, pack_represe
 from .invariants import PROPERTY_NAMES
 from .layout import WIDTH, decode, encode, packing, settings
 from .transitions import slot_codes
+
+
+@njit(cache=True)
+def gather_successors(out_counts, block, slot_count, first, words, out_words, out_fingerprints, out_slots,
+                      out_truncated, parents, slots, fps, successors, truncated, made):
+    """A block's successors (`explore.expand_block`'s output: frontier state j's at j * slot_count on)
+    appended from `made` on, in order, with their parent's index (first + j); the new count."""
+    for j in range(block):
+        for out in range(j * slot_count, j * slot_count + out_counts[j]):
+            parents[made], slots[made] = first + j, out_slots[out]
+            fps[made], truncated[made] = out_fingerprints[out], out_truncated[out]
+            successors[made * words:(made + 1) * words] = out_words[out * words:(out + 1) * words]
+            made += 1
+    return made
 
 
 class KernelBatch:
@@ -74,22 +89,18 @@ class KernelBatch:
         out_words, out_fingerprints = np.empty(room * words, dtype=np.int64), np.empty(room, dtype=np.uint64)
         out_slots, out_truncated = np.empty(room, dtype=np.int64), np.empty(room, dtype=np.bool_)
         out_counts = np.empty(BLOCK, dtype=np.int64)
-        parts = []
+        parents, slots = np.empty(count * slot_count, dtype=np.int64), np.empty(count * slot_count, dtype=np.int64)
+        fps, truncated = np.empty(count * slot_count, dtype=np.uint64), np.empty(count * slot_count, dtype=np.bool_)
+        successors, made = np.empty(count * slot_count * words, dtype=np.int64), 0
         for first in range(0, count, BLOCK):
             block = min(BLOCK, count - first)
             expand_block(self.cfg, self.slot_codes, self.orders, layout.cells, layout.biases, layout.bits, layout.shifts,
                          layout.words, words, frontier, first, block, out_words, out_fingerprints, out_slots,
                          out_truncated, out_counts)
-            made = out_counts[:block]
-            chosen = (np.arange(block)[:, None] * slot_count + np.arange(slot_count)[None, :])[
-                np.arange(slot_count)[None, :] < made[:, None]]
-            parts.append((np.repeat(np.arange(first, first + block), made), out_slots[chosen].copy(),
-                          as_signed(out_fingerprints[chosen]),
-                          out_words.reshape(-1, words)[chosen].copy(), out_truncated[chosen].copy()))
-        if not parts:
-            return (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64),
-                    np.empty((0, words), np.int64), np.empty(0, np.bool_))
-        return tuple(np.concatenate(column) for column in zip(*parts))
+            made = gather_successors(out_counts, block, slot_count, first, words, out_words, out_fingerprints,
+                                     out_slots, out_truncated, parents, slots, fps, successors, truncated, made)
+        return (parents[:made], slots[:made], as_signed(fps[:made]), successors[:made * words].reshape(made, words),
+                truncated[:made])
 
     def flags(self, rows: np.ndarray) -> np.ndarray:
         """Per row, bit p set when invariant p of `property_names` is violated or state witness p holds."""
