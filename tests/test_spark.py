@@ -204,6 +204,24 @@ def test_least_edges_keeps_the_least_key_then_parent_then_slot():
     assert least_edges(fps[:0], keys[:0], parents[:0], slots[:0]).tolist() == []
 
 
+def test_the_radix_sort_orders_as_numpys_stable_sort():
+    """`least_edges` sorts a batch's fingerprints with a radix sort of its own (numba): the same
+    order as numpy's stable argsort, signed values, ties and extremes included."""
+    import numpy as np
+
+    from kafka_mc.checker.spark_level import _compiled
+
+    rng = np.random.default_rng(5)
+    for size in (0, 1, 2, 1000, 40_000):
+        values = rng.integers(-2 ** 63, 2 ** 63 - 1, size=size, dtype=np.int64)
+        if size > 10:
+            values[::5] = values[1]  # ties
+            values[:4] = (-2 ** 63, 2 ** 63 - 1, 0, -1)
+        assert _compiled("radix_order")(values).tolist() == np.argsort(values, kind="stable").tolist()
+    same = np.full(300, 42, dtype=np.int64)  # one value: every pass skipped, the order stands
+    assert _compiled("radix_order")(same).tolist() == list(range(300))
+
+
 def test_the_engine_computes_sparks_partition_of_every_owner(spark):
     """Bookkeeping rows reach their partition, and executors keep visited sets per partition,
     by Spark's own hash partitioning, which `spark_partition` computes."""
