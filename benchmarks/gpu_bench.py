@@ -5,7 +5,8 @@ those given with --config), one complete exploration (`keep_going`) by the GPU e
 the CPU kernel, in this process: distinct and generated states, depth, wall time, distinct states
 per second over the exploration, the compile time apart (the GPU's kernels, once per process, in
 the first row; the CPU kernel's compile or cache load), the GPU memory in use at its peak (the driver's figure,
-sampled after every level, less what was in use before the run), and whether the two engines
+sampled after every level, less what was in use before the run), the visited table's and parent links'
+bytes per distinct state at the end (`KernelStats.visited_bytes`), and whether the two engines
 agree (the same counts, depth and violations, as they must). Needs an NVIDIA GPU and numba-cuda,
 and kafka-mc installed (`pip install -e .`); under NUMBA_ENABLE_CUDASIM=1 it runs in numba's CUDA
 simulator instead (slowly: small rungs only).
@@ -35,7 +36,7 @@ from bench import LADDER, machine  # noqa: E402
 from kernel_bench import LARGER  # noqa: E402
 
 COLUMNS = ("config", "engine", "distinct", "generated", "depth", "wall_s", "compile_s", "explore_s", "distinct_per_s",
-           "gpu_peak_mb", "violated", "agrees")
+           "gpu_peak_mb", "visited_bytes_per_state", "violated", "agrees")
 
 
 def gpu_name() -> str:
@@ -72,6 +73,7 @@ def row(config, engine: str, result, wall: float, peak_bytes: int | None) -> dic
         "explore_s": round(stats.seconds, 2),
         "distinct_per_s": round(stats.distinct_states / stats.seconds) if stats.seconds else None,
         "gpu_peak_mb": None if peak_bytes is None else round(peak_bytes / 2**20),
+        "visited_bytes_per_state": round(stats.visited_bytes / stats.distinct_states, 1),
         "violated": ",".join(result.violated) or "-",
     }
 

@@ -4,7 +4,8 @@ The ladder of `bench.py` and, above it, rungs up to 10^8 distinct states. Each r
 child process (its peak RSS is its own): the kernel with one thread and with two, and TLC with
 one and with two workers (through `bench.py`'s runner). A kernel row splits the wall time into
 JIT compilation (or loading it from numba's cache) and exploration; distinct states per second
-are over the exploration.
+are over the exploration; "visited_bytes_per_state" is the visited table's and parent links' memory
+at the end (`KernelStats.visited_bytes`) over the distinct states.
 
     python benchmarks/kernel_bench.py --up-to 1e6            # rungs expected below a million states
     python benchmarks/kernel_bench.py --at-least 5e7 --no-tlc --engines "kernel 1"
@@ -30,7 +31,8 @@ LARGER = [
 ]
 ENGINES = ("kernel 1", "kernel 2", "TLC -workers 1", "TLC -workers 2")
 COLUMNS = ("config", "engine", "distinct", "generated", "wall_s", "compile_s", "explore_s", "cpu_s", "distinct_per_s",
-           "peak_rss_mb", "bytes_per_state", "collision_probability", "violated", "load_before", "load_after")
+           "peak_rss_mb", "bytes_per_state", "visited_bytes_per_state", "collision_probability", "violated",
+           "load_before", "load_after")
 
 
 def run_kernel(threads: int, config_args: list[str]) -> dict:
@@ -57,6 +59,7 @@ def run_kernel(threads: int, config_args: list[str]) -> dict:
         "distinct_per_s": round(stats.distinct_states / stats.seconds),
         "peak_rss_mb": round(usage.ru_maxrss / 1024),
         "bytes_per_state": round(usage.ru_maxrss * 1024 / stats.distinct_states, 1),
+        "visited_bytes_per_state": round(stats.visited_bytes / stats.distinct_states, 1),
         "collision_probability": f"{stats.collision_probability:.1e}",
         "violated": ",".join(result.violated) or "-",
     }

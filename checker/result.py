@@ -119,10 +119,13 @@ class Stats:
 class KernelStats(Stats):
     """`Stats` with the kernel's own figures: `seconds` is exploration only; `compile_seconds`
     the JIT compilation (or loading it from numba's cache) before it; `collision_probability`
-    TLC's optimistic estimate of a fingerprint collision, distinct * (generated - distinct) / 2^64."""
+    TLC's optimistic estimate of a fingerprint collision, distinct * (generated - distinct) / 2^64;
+    `visited_bytes` the memory of the visited set and the parent links when the run ended (the table's
+    slots, the links' pages; on the GPU engine the table is on the device)."""
 
     compile_seconds: float = 0.0
     collision_probability: float = 0.0
+    visited_bytes: int = 0
 
 
 @dataclass(frozen=True)

@@ -181,8 +181,8 @@ def result_view(result: CheckResult, model_name: str = "replication") -> dict:
             for entry in result.coverage],
         "never_enabled": list(result.never_enabled),
         "passed": result.passed,
-        **({"compile_seconds": round(stats.compile_seconds, 3), "collision_probability": stats.collision_probability}
-           if isinstance(stats, KernelStats) else {}),
+        **({"compile_seconds": round(stats.compile_seconds, 3), "collision_probability": stats.collision_probability,
+            "visited_bytes": stats.visited_bytes} if isinstance(stats, KernelStats) else {}),
     }
 
 

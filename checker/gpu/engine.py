@@ -439,5 +439,6 @@ def gpu_check(
         "gpu" + (" (CUDA simulator)" if simulated() else ""), config, properties, traces,
         not search.frontier_count and not stopped_because,
         KernelStats(search.distinct, search.generated, depth, seconds, compile_seconds,
-                    collision_probability(search.distinct, search.generated)),
+                    collision_probability(search.distinct, search.generated),
+                    search.keys.shape[0] * 8 + search.links.nbytes),
         stopped_because, search.coverage())

@@ -38,7 +38,7 @@ from ..bfs import Budget, Progress, concrete_trace, search_result, stop_reason
 from ..interrupts import Interrupted, deferred_interrupts
 from ..result import CheckResult, Coverage, KernelStats, Trace, coverage_of
 from .cache import compile_lock
-from .explore import (NOT_FOUND, SHARDS, explore_level, fingerprints, insert_all, new_table,
+from .explore import (NOT_FOUND, SHARDS, explore_level, fingerprints, insert_all, new_table, table_slots,
                       pack_represented, unpack)
 from .invariants import FOLLOWER_TRUNCATED, PROPERTY_NAMES, state_flags
 from .layout import WIDTH, decode, encode, packing, settings
@@ -307,7 +307,8 @@ def kernel_check(
         "kernel" + ("+symmetry" if symmetry else "") + (f" ({workers} threads)" if workers > 1 else ""),
         config, properties, traces, not search.frontier_count and not stopped_because,
         KernelStats(search.distinct, search.generated, depth, seconds, compile_seconds,
-                    collision_probability(search.distinct, search.generated)),
+                    collision_probability(search.distinct, search.generated),
+                    table_slots(search.table) * 8 + search.links.nbytes),
         stopped_because, search.coverage())
 
 
