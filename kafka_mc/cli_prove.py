@@ -33,10 +33,12 @@ from kafka_mc.checker.symbolic.spacer import spacer_prove
 from kafka_mc.checker.symbolic.transitions import EncodingError
 from kafka_mc.cli_common import (
     AcksOption,
+    DelaysOption,
     LIMITS,
     DeprecatedNetworkFailuresOption,
     Exit,
     MessagesOption,
+    MetadataLagOption,
     MinIsrOption,
     NetworkFailuresOption,
     NoFlushOption,
@@ -87,6 +89,8 @@ def prove_command(
     no_flush: NoFlushOption = False,
     network_failures: NetworkFailuresOption = "0",
     partitions: DeprecatedNetworkFailuresOption = None,
+    delays: DelaysOption = "0",
+    metadata_lag: MetadataLagOption = False,
     properties: Optional[list[str]] = typer.Option(None, "--property", metavar="NAME|FILE:NAME",
                                                    help="A property to prove (repeatable; default "
                                                         "NoCommittedDataLoss and NoLogDivergence): a shipped "
@@ -154,9 +158,11 @@ def prove_command(
             except ValueError:
                 raise Exit(exitcodes.BAD_INPUT, f"--{flag} must be a number from 0 to {SIMULATION_COUNT_LIMIT} or "
                                                 f"'{ANY}', not {text!r}") from None
-    bounds |= counts(flags, replicas=replicas, messages=messages, min_isr=min_isr, partitions=failures_text)
+    bounds |= counts(flags, replicas=replicas, messages=messages, min_isr=min_isr, partitions=failures_text,
+                     delays=delays)
     with config_errors(flags):
-        config = Config.for_simulation(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush, **bounds)
+        config = Config.for_simulation(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush,
+                                       metadata_lag=metadata_lag, **bounds)
     unbounded = frozenset(lifted)
     if cache is None and "elections" in unbounded:
         cache = DEFAULT_CACHE

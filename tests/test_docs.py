@@ -139,6 +139,7 @@ def test_the_python_blocks_run_elsewhere_are_run_there():
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     (tmp_path / "scenarios").symlink_to(ROOT / "scenarios", target_is_directory=True)
+    (tmp_path / "tests").symlink_to(ROOT / "tests", target_is_directory=True)  # the examples the docs name
     return tmp_path
 
 

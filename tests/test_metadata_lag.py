@@ -3,6 +3,7 @@ with meanwhile, what it may propose, when it catches up, what Z3 finds and prove
 refused by name."""
 
 import json
+from pathlib import Path
 
 import pytest
 import z3
@@ -20,6 +21,7 @@ from kafka_mc.model.state import NO_LEADER
 from kafka_mc.model.values import state_values
 
 A, B = 0, 1
+EXAMPLES = Path(__file__).parent / "examples"
 LAGGING = Config("kip-966", messages=1, crashes=1, elections=1, min_isr=2, metadata_lag=True)
 
 
@@ -116,6 +118,24 @@ def test_prove_takes_the_lag_with_a_users_lemmas():
     failed = prove(config, [NoUnreadRemovals], properties=())
     assert failed.status == "failed" and failed.counterexample.lemma == "NoUnreadRemovals"
     assert failed.counterexample.action.name in ("ControllerNoticeFailure", "ReplicaRestart")
+
+
+def test_the_prove_command_takes_the_lag_and_the_delays(capsys):
+    """`kafka-mc prove --metadata-lag --delays N` with a user's lemma (`tests/examples/lag_lemmas.py`, docs/proofs.md)
+    proves a user's property over the unread removals for any number of crashes and elections, and refutes the
+    false one."""
+    argv = ["prove", "--quiet", "--protocol", "kip-966", "--replicas", "3", "--messages", "1", "--min-isr", "2",
+            "--delays", "1", "--metadata-lag", "--no-shipped-lemmas", "--lemmas", str(EXAMPLES / "lag_lemmas.py"),
+            "--format", "json", "--bmc-depth", "0"]
+    code = main([*argv, "--property", f"{EXAMPLES / 'lag_properties.py'}:unread_removals_left_the_isr"])
+    proof = json.loads(capsys.readouterr().out)
+    assert code == exitcodes.OK and proof["status"] == "proved"
+    assert proof["config"]["metadata_lag"] is True and proof["config"]["delays"] == 1
+    code = main([*argv, "--property", f"{EXAMPLES / 'lag_properties.py'}:no_unread_removals"])
+    proof = json.loads(capsys.readouterr().out)
+    assert code == exitcodes.FAILED and proof["status"] == "failed"
+    code = main(["prove", "--quiet", "--protocol", "kip-320", "--metadata-lag"])
+    assert code == exitcodes.BAD_INPUT and "not a KRaft variant" in capsys.readouterr().err
 
 
 def test_only_a_kraft_variant_has_the_lag():
