@@ -47,13 +47,11 @@ from kafka_mc.cli_common import (
     ProtocolOption,
     ReplicasOption,
     UncleanOption,
-    config_errors,
-    counts,
     load_plugins,
     load_properties,
-    network_failure_bound,
     number,
     out_dir,
+    replication_config,
     run_user_file,
 )
 from kafka_mc.counterexamples.reports import write_reports
@@ -125,8 +123,6 @@ def prove_command(
     with strengthening lemmas checked for initiation, consecution and safety, or with Spacer."""
     started = time.perf_counter()  # --max-seconds counts from here
     load_plugins(plugin)
-    failures_flag, failures_text = network_failure_bound(ctx, network_failures, partitions)
-    flags = {"partitions": failures_flag}
     formats = {f.value: f for f in OutputFormat}
     if output_format not in formats:
         raise Exit(exitcodes.BAD_INPUT, f"--format must be one of {', '.join(formats)}, not {output_format!r}")
@@ -147,22 +143,23 @@ def prove_command(
     cache = number("--epoch-cache", epoch_cache, positive=True)
     out = out_dir(out)
     lifted: set[str] = set()  # the bounds given as ANY
-    bounds: dict[str, int] = {}
+    bounds: dict[str, str] = {}
     for flag, text in (("crashes", crashes), ("elections", elections)):
         if text.strip().lower() == ANY:
             lifted.add(flag)
-            bounds[flag] = 0  # a placeholder: the bound is lifted
+            bounds[flag] = "0"  # a placeholder: the bound is lifted
         else:
             try:
-                bounds[flag] = int(text)
+                int(text)
             except ValueError:
                 raise Exit(exitcodes.BAD_INPUT, f"--{flag} must be a number from 0 to {SIMULATION_COUNT_LIMIT} or "
                                                 f"'{ANY}', not {text!r}") from None
-    bounds |= counts(flags, replicas=replicas, messages=messages, min_isr=min_isr, partitions=failures_text,
-                     delays=delays)
-    with config_errors(flags):
-        config = Config.for_simulation(protocol=protocol, acks=acks, unclean=unclean, flush=not no_flush,
-                                       metadata_lag=metadata_lag, **bounds)
+            bounds[flag] = text
+    config, _ = replication_config(ctx, protocol=protocol, replicas=replicas, messages=messages,
+                                   crashes=bounds["crashes"], elections=bounds["elections"], acks=acks,
+                                   min_isr=min_isr, unclean=unclean, no_flush=no_flush,
+                                   network_failures=network_failures, partitions=partitions, simulation=True,
+                                   delays=delays, metadata_lag=metadata_lag)
     unbounded = frozenset(lifted)
     if cache is None and "elections" in unbounded:
         cache = DEFAULT_CACHE

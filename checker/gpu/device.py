@@ -34,7 +34,7 @@ from numba import cuda
 
 from kafka_mc.model.state import MAX_REPLICAS
 
-from ..kernel.explore import fingerprint, pack_represented, unpack
+from ..kernel.explore import fingerprint, home_slot, pack_represented, unpack
 from ..kernel.invariants import follower_truncated, state_flags
 from ..kernel.layout import C_REPLICAS, SETTING_COUNT, WIDTH
 from ..kernel.transitions import ACTION_NAMES, apply
@@ -50,8 +50,6 @@ MAX_REGISTERS = 4096  # instructions of a user's property's program (one registe
 FIELDS = len(FIELD_KINDS)  # the fields a program reads (`user_properties.CELLS`)
 EMPTY = np.uint64(0)  # an empty slot of a table (the fingerprint 0 is stored as 1)
 NO_CANDIDATE = np.uint64(0xFFFFFFFFFFFFFFFF)  # `chunk_best` of an empty slot
-LOW_BITS = np.uint64(0xFFFFFFFF)
-HOME_SHIFT = np.uint64(32)
 ENABLED = np.uint8(1)  # `cand_flags`: the action is enabled, the candidate is a successor
 TRUNCATED = np.uint8(2)  # `cand_flags`: and a follower's log got shorter (the step witness)
 
@@ -135,10 +133,10 @@ def expand(cfg, slot_codes, cells, biases, bits, shifts, words, word_count, fron
 @cuda.jit(device=True)
 def _claim(keys, key):
     """The slot of a hash table holding `key`, and whether this call put it there: from its home slot
-    (its low 32 bits scaled to the table's size, as the CPU kernel's shards do), probing linearly and
-    wrapping around, inserting by compare-and-swap where it is absent."""
+    (the kernel's `home_slot`, as its shards), probing linearly and wrapping around, inserting by
+    compare-and-swap where it is absent."""
     size = keys.shape[0]
-    slot = np.int64(((key & LOW_BITS) * np.uint64(size)) >> HOME_SHIFT)
+    slot = home_slot(key, size)
     while True:
         held = cuda.atomic.cas(keys, slot, EMPTY, key)
         if held == EMPTY:

@@ -228,6 +228,7 @@ class GpuSearch:
         identity = np.arange(self.model.config.replicas, dtype=np.int64).reshape(1, -1)
         rows: list[np.ndarray] = []
         keys: list[np.uint64] = []
+        indices: list[int] = []  # each kept state's index among the initial states (a root's slot)
         seen: set[np.uint64] = set()
         for index, state in enumerate(initial_states):
             row, wide = np.zeros(words, dtype=np.int64), encode(state)
@@ -237,10 +238,11 @@ class GpuSearch:
             if key in seen:
                 continue
             seen.add(key)
-            self.links.extend(np.array([NO_PARENT], dtype=np.uint32), np.array([index], dtype=np.uint8))
+            indices.append(index)
             self._offer(int(state_flags(self.cfg, self.unpacked(row))), len(rows))
             rows.append(row)
             keys.append(key)
+        self.links.extend(np.full(len(rows), NO_PARENT, dtype=np.uint32), np.array(indices, dtype=np.uint8))
         self._make_room(len(keys))
         launch(device.rehash, len(keys), cuda.to_device(np.array(keys, dtype=np.uint64)), self.keys)
         self.distinct = self.roots = len(rows)

@@ -199,12 +199,19 @@ def shard_of(key):
     return np.int64(key >> _SHARD_SHIFT)
 
 
+@njit(cache=True, forceinline=True)
+def home_slot(key, size):
+    """A fingerprint's home slot in a table (a shard, or the GPU's table) of `size` slots, fewer than
+    2^32: its low 32 bits scaled to the size."""
+    return np.int64(((key & _LOW_BITS) * np.uint64(size)) >> _HOME_SHIFT)
+
+
 @njit(cache=True)
 def insert_into(shard, key):
-    """Add a (non-zero) fingerprint to one shard; True when it was not there yet. Its home slot is
-    its low 32 bits scaled to the shard's size; then linear probing, wrapping around."""
+    """Add a (non-zero) fingerprint to one shard; True when it was not there yet: from its home slot
+    (`home_slot`), linear probing, wrapping around."""
     size = shard.shape[0]
-    offset = np.int64(((key & _LOW_BITS) * np.uint64(size)) >> _HOME_SHIFT)
+    offset = home_slot(key, size)
     while True:
         held = shard[offset]
         if held == key:
@@ -320,8 +327,8 @@ def insert_all(table, counts, keys):
     count = keys.shape[0]
     is_new = np.zeros(count, dtype=np.bool_)
     insert_block(table, counts, keys, np.full(1, count, dtype=np.int64), 1, count, is_new,
-                         np.empty((1, SHARDS), dtype=np.int64), np.empty(SHARDS + 1, dtype=np.int64),
-                         np.empty(count, dtype=np.uint64), np.empty(count, dtype=np.int64))
+                 np.empty((1, SHARDS), dtype=np.int64), np.empty(SHARDS + 1, dtype=np.int64),
+                 np.empty(count, dtype=np.uint64), np.empty(count, dtype=np.int64))
     return is_new
 
 
@@ -454,8 +461,8 @@ def explore_level(cfg, slot_codes, orders, cells, biases, bits, shifts, words, w
         count = min(BLOCK, frontier_count - first)
         expand_block(cfg, slot_codes, orders, cells, biases, bits, shifts, words, word_count, frontier, first, count,
                      out_words, out_fingerprints, out_slots, out_truncated, out_counts)
-        insert_block(table, counts, out_fingerprints, out_counts, count, slot_count, is_new, histograms,
-                             starts, sorted_keys, sorted_at)
+        insert_block(table, counts, out_fingerprints, out_counts, count, slot_count, is_new, histograms, starts,
+                     sorted_keys, sorted_at)
         made = starts[SHARDS]
         generated += made
         tally_block(out_counts, count, slot_count, out_slots, out_truncated, is_new, fresh, share_enabled, truncated)
