@@ -312,6 +312,19 @@ def test_the_shipped_zip_names_the_drivers_kernel_cache():
         assert archive.read(f"kafka_mc/checker/kernel/{DRIVER_CACHE_ENTRY}").decode() == str(SOURCES_CACHE)
 
 
+def test_the_shipped_zip_is_removed_when_the_driver_exits():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    written = subprocess.run(
+        [sys.executable, "-c", "import kafka_mc.checker.kernel; from kafka_mc.checker.shipping import build_zip; "
+                               "path = build_zip(); assert path.is_file(); print(path)"],
+        capture_output=True, text=True, check=True).stdout.strip()
+    assert written.endswith(".zip")
+    assert not Path(written).exists() and not Path(written).parent.exists()
+
+
 def test_importing_the_kernel_starts_numbas_parallel_backend():
     """A kernel function loaded from numba's cache may not start the parallel backend itself (an
     entry compiled beside a cached parallel callee lacks the hook that does): the kernel package
