@@ -206,7 +206,16 @@ def _compiled(name: str):
                 order, spare = spare, order
             return order
 
-        _COMPILED.update(least=least, gallop=gallop, radix_order=radix_order)
+        @njit(cache=True, nogil=True)
+        def gather_bytes(offsets, data, rows, out, at):  # pragma: no cover - compiled
+            """Append the byte strings `rows` of (offsets, data) to `out` from `at`; the end."""
+            for row in rows:
+                for index in range(offsets[row], offsets[row + 1]):  # a loop: a slice per row costs more
+                    out[at] = data[index]
+                    at += 1
+            return at
+
+        _COMPILED.update(least=least, gallop=gallop, radix_order=radix_order, gather_bytes=gather_bytes)
     return _COMPILED[name]
 
 
@@ -216,6 +225,53 @@ def least_pair(keys: np.ndarray, parents: np.ndarray) -> tuple[int, int] | None:
         return None
     best = np.lexsort((parents, keys))[0]
     return int(keys[best]), int(parents[best])
+
+
+def flat_bytes(arrays: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """The byte strings of Arrow binary arrays, one after another, as (offsets, data): int64
+    offsets (one more than strings) into one uint8 array (a copy: writable, as numba wants)."""
+    import pyarrow as pa
+
+    offsets, datas, base = [np.zeros(1, dtype=np.int64)], [], 0
+    for array in arrays:
+        width = 8 if pa.types.is_large_binary(array.type) else 4
+        ends = np.frombuffer(array.buffers()[1], dtype=f"<i{width}", count=len(array) + 1, offset=width * array.offset)
+        buffer = array.buffers()[2]
+        if buffer is not None and len(array):
+            datas.append(np.frombuffer(buffer, dtype=np.uint8)[ends[0]:ends[-1]])
+        offsets.append(ends[1:].astype(np.int64) - ends[0] + base)
+        base += int(ends[-1] - ends[0])
+    data = np.concatenate(datas) if datas else np.empty(0, dtype=np.uint8)
+    return np.concatenate(offsets), data
+
+
+def fixed_width(offsets: np.ndarray) -> int:
+    """The one length of every byte string of (offsets, data) (`flat_bytes`), or 0 when they differ
+    (the kernel's packed states have one length; a model's pickles need not)."""
+    lengths = np.diff(offsets)
+    return int(lengths[0]) if len(lengths) and lengths[0] and (lengths == lengths[0]).all() else 0
+
+
+def gather_into(offsets: np.ndarray, data: np.ndarray, width: int, rows: np.ndarray, out: np.ndarray,
+                at: int) -> None:
+    """Copy the byte strings `rows` of (offsets, data) one after another into `out` from `at`
+    (`width`: `fixed_width(offsets)`: numpy's take of whole rows, else a compiled loop)."""
+    if width:
+        out[at:at + width * len(rows)] = data.reshape(-1, width).take(rows, axis=0).reshape(-1)
+    else:
+        _compiled("gather_bytes")(offsets, data, np.asarray(rows, dtype=np.int64), out, at)
+
+
+def take_bytes(offsets: np.ndarray, data: np.ndarray, width: int, rows: np.ndarray):
+    """The byte strings `rows` of (offsets, data) (`flat_bytes`; `width`: `fixed_width(offsets)`) as
+    an Arrow binary array."""
+    import pyarrow as pa
+
+    ends = np.zeros(len(rows) + 1, dtype=np.int32)
+    np.cumsum(offsets[rows + 1] - offsets[rows], out=ends[1:])
+    out = np.empty(int(ends[-1]), dtype=np.uint8)
+    gather_into(offsets, data, width, rows, out, 0)
+    return pa.Array.from_buffers(pa.binary(), len(rows), [None, pa.py_buffer(ends), pa.py_buffer(out)])
 
 
 class Candidates:
@@ -258,44 +314,57 @@ class Candidates:
         import pyarrow as pa
 
         if self.parts:
-            owners, fps, keys, parents, slots = (np.concatenate(column) for column in zip(*(p[:5] for p in self.parts)))
-            states = pa.chunked_array([p[5] for p in self.parts], pa.binary())
+            columns = tuple(np.concatenate(column) for column in zip(*(p[:5] for p in self.parts)))
+            offsets, data = flat_bytes([p[5] for p in self.parts])
             self.parts, self.waiting, self.waiting_bytes = [], 0, 0
+            owners, fps, keys, parents, slots = columns
             chosen = least_edges(fps, keys, parents, slots, runs=True)
             targets = spark_partition(owners[chosen], self.partitions)
             order, bounds = by_partition(targets, self.partitions)
             order = order[unvisited(self.uid, self.depth - 1, fps[chosen], order, bounds)[order]]
             chosen, bounds = chosen[order], np.searchsorted(targets[order], np.arange(self.partitions + 1))
-            routes, rows = routes_of(self.partitions), []
+            routes, routed, parts = routes_of(self.partitions), [], []
             for partition in np.flatnonzero(np.diff(bounds)).tolist():
                 for start in range(bounds[partition], bounds[partition + 1], BATCH):
-                    part = chosen[start:min(start + BATCH, bounds[partition + 1])]
-                    rows.append((routes[partition], len(part), pack_candidates(
-                        owners[part], fps[part], keys[part], parents[part], slots[part], states.take(part))))
-            routed, counts, payloads = zip(*rows) if rows else ((), (), ())
-            yield _rows(self.schema, CANDIDATES, routed, keys=counts, payloads=payloads)
+                    routed.append(routes[partition])
+                    parts.append(chosen[start:min(start + BATCH, bounds[partition + 1])])
+            yield _rows(self.schema, CANDIDATES, routed, keys=[len(part) for part in parts],
+                        payloads=pack_candidates(columns, offsets, data, parts))
         if final:
             notes: list[tuple[int, int, int | None]] = [(GENERATED, self.generated, None)]
             notes += [(step_slot(index), key, parent) for index, (key, parent) in sorted(self.steps.items())]
             yield bookkeeping(self.route, notes, self.schema)
 
 
-def pack_candidates(owners: np.ndarray, fps: np.ndarray, keys: np.ndarray, parents: np.ndarray,
-                    slots: np.ndarray, states) -> bytes:
-    """Candidates as one CANDIDATES payload, little-endian: their count n, owners, fingerprints,
-    keys, parents (int64 each), slots (int32), the n + 1 offsets of their packed states in the
-    bytes that follow (int32), then those bytes (`states`: an Arrow binary array)."""
+def pack_candidates(columns: tuple[np.ndarray, ...], offsets: np.ndarray, data: np.ndarray,
+                    parts: Sequence[np.ndarray]):
+    """An Arrow binary array of CANDIDATES payloads, one per part (row indices into `columns`:
+    owners, fps, keys, parents, slots; and into the packed states, `flat_bytes`), built in one
+    buffer. A payload, little-endian: the count n, the part's owners, fingerprints, keys, parents
+    (int64 each), slots (int32), the n + 1 offsets of their packed states in the bytes that follow
+    (int32), then those bytes."""
     import pyarrow as pa
 
-    states = states.combine_chunks() if isinstance(states, pa.ChunkedArray) else states
-    count = len(fps)
-    offsets = np.frombuffer(states.buffers()[1], dtype="<i4", count=count + 1, offset=4 * states.offset)
-    data = states.buffers()[2]
-    first, last = int(offsets[0]), int(offsets[-1])
-    return b"".join([np.array([count], dtype="<i8").tobytes(),
-                     *(np.ascontiguousarray(column, dtype="<i8").tobytes() for column in (owners, fps, keys, parents)),
-                     np.ascontiguousarray(slots, dtype="<i4").tobytes(), (offsets - first).astype("<i4").tobytes(),
-                     memoryview(data)[first:last] if data is not None else b""])
+    lengths = offsets[1:] - offsets[:-1]
+    sizes = [8 + 40 * len(part) + 4 + int(lengths[part].sum()) for part in parts]
+    bounds = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=bounds[1:])
+    out, width = np.empty(int(bounds[-1]), dtype=np.uint8), fixed_width(offsets)
+    for part, at in zip(parts, bounds[:-1].tolist()):
+        count = len(part)
+        out[at:at + 8] = np.array([count], dtype="<i8").view(np.uint8)
+        at += 8
+        for column in columns[:4]:
+            out[at:at + 8 * count] = column[part].astype("<i8").view(np.uint8)
+            at += 8 * count
+        out[at:at + 4 * count] = columns[4][part].astype("<i4").view(np.uint8)
+        at += 4 * count
+        ends = np.zeros(count + 1, dtype="<i4")
+        np.cumsum(lengths[part], out=ends[1:])
+        out[at:at + 4 * (count + 1)] = ends.view(np.uint8)
+        gather_into(offsets, data, width, part, out, at + 4 * (count + 1))
+    return pa.Array.from_buffers(pa.binary(), len(parts), [None, pa.py_buffer(bounds.astype(np.int32)),
+                                                            pa.py_buffer(out)])
 
 
 def unpack_candidates(payload) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, Any]:
@@ -432,7 +501,8 @@ def _rows(schema, slots, owners: Sequence[int], fps: Sequence[int] | None = None
           parents: Sequence[int | None] | None = None, props: Sequence[int] | None = None,
           payloads: Sequence[bytes] | None = None):
     """A batch of rows without a state (bookkeeping, VISITED and CANDIDATES rows), one per owner: `slots` one
-    slot or one per row; a column not given is 0 (`parent` and `visited`: null)."""
+    slot or one per row; a column not given is 0 (`parent` and `visited`: null); `payloads` a sequence
+    of bytes or an Arrow binary array."""
     import pyarrow as pa
 
     count = len(owners)
@@ -444,7 +514,8 @@ def _rows(schema, slots, owners: Sequence[int], fps: Sequence[int] | None = None
          pa.array([slots] * count if isinstance(slots, int) else slots, pa.int32()),
          pa.array([b""] * count, pa.binary()),
          pa.array(zeros if props is None else props, pa.int64()),
-         pa.array(nulls if payloads is None else payloads, pa.binary())], schema=schema)
+         payloads if isinstance(payloads, pa.Array) else pa.array(nulls if payloads is None else payloads,
+                                                                  pa.binary())], schema=schema)
 
 
 def bookkeeping(owner: int, entries: Sequence[tuple[int, int, int | None]], schema):
@@ -548,7 +619,8 @@ def level_step(depth: int, uid: str, partitions: int, from_disk: bool, flags: Ca
             return
         if kept:
             owners, fps, keys, parents, slots = (np.concatenate(column) for column in zip(*(p[:5] for p in kept)))
-            all_states = pa.chunked_array([p[5] for p in kept], pa.binary())
+            offsets, data = flat_bytes([p[5] for p in kept])
+            width = fixed_width(offsets)
             del kept
             chosen = least_edges(fps, keys, parents, slots, runs=True)  # each expansion batch's in order
             unique = fps[chosen]
@@ -562,24 +634,25 @@ def level_step(depth: int, uid: str, partitions: int, from_disk: bool, flags: Ca
         del visited
         count = len(new_rows)
         if count:
-            states = all_states.take(new_rows)  # chunked: no one array past 2 GiB of states
-            if names:
-                of = flags()
-                props = np.concatenate([of(chunk) for chunk in states.chunks if len(chunk)])
-            else:
-                props = np.zeros(count, dtype=np.int64)
-            new_keys = keys[new_rows]
+            of = flags() if names else None
+            new_keys, masks = keys[new_rows], []
+            for start in range(0, count, BATCH):  # batches of BATCH rows: no one array past 2 GiB of states
+                rows, size = new_rows[start:start + BATCH], min(BATCH, count - start)
+                states = take_bytes(offsets, data, width, rows)
+                props = of(states) if of else np.zeros(size, dtype=np.int64)
+                masks.append(props)
+                parent_column = pa.nulls(size, pa.int64()) if depth == 0 else pa.array(parents[rows], pa.int64())
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(owners[rows], pa.int64()), pa.array(new_fps[start:start + BATCH], pa.int64()),
+                     pa.array(new_keys[start:start + BATCH], pa.int64()), parent_column,
+                     pa.array(slots[rows], pa.int32()), states, pa.array(props, pa.int64()),
+                     pa.nulls(size, pa.binary())], schema=arrow)
+            del offsets, data
+            props = np.concatenate(masks)
             for name, bit in names.items():
                 having = (props & bit) != 0
                 if having.any():
                     found[name] = int(new_keys[having].min())
-            parent_column = pa.nulls(count, pa.int64()) if depth == 0 else pa.array(parents[new_rows], pa.int64())
-            out = pa.Table.from_arrays(
-                [pa.array(owners[new_rows], pa.int64()), pa.array(new_fps, pa.int64()),
-                 pa.array(new_keys, pa.int64()), parent_column, pa.array(slots[new_rows], pa.int32()), states,
-                 pa.array(props, pa.int64()), pa.nulls(count, pa.binary())], schema=arrow)
-            yield from out.to_batches(max_chunksize=BATCH)
-            del all_states, states
         yield _visited_rows(routes_of(partitions)[partition], partition, depth, new_fps, arrow)
         summary["new"] = count
         summaries.add([summary])

@@ -222,6 +222,35 @@ def test_the_radix_sort_orders_as_numpys_stable_sort():
     assert _compiled("radix_order")(same).tolist() == list(range(300))
 
 
+@pytest.mark.parametrize("widths", ["fixed", "varying"])
+def test_candidates_packed_in_one_buffer_unpack_to_the_rows_chosen(widths):
+    """The expansion packs its candidates' columns and states (the kernel's of one width, a model's
+    pickles of any) straight into the CANDIDATES payloads; each unpacks to the rows it was given."""
+    import numpy as np
+    import pyarrow as pa
+
+    from kafka_mc.checker.spark_level import fixed_width, flat_bytes, pack_candidates, take_bytes, unpack_candidates
+
+    rng = np.random.default_rng(7)
+    blobs = [bytes(rng.integers(0, 256, size=16 if widths == "fixed" else int(rng.integers(0, 40)),
+                                dtype=np.uint8)) for _ in range(300)]
+    arrays = [pa.array(blobs[:120], pa.binary()), pa.array(blobs[100:], pa.binary()).slice(20)]  # an offset too
+    offsets, data = flat_bytes(arrays)
+    assert [bytes(data[offsets[i]:offsets[i + 1]]) for i in range(len(offsets) - 1)] == blobs
+    assert fixed_width(offsets) == (16 if widths == "fixed" else 0)
+    columns = tuple(rng.integers(-2 ** 63, 2 ** 63 - 1, size=300, dtype=np.int64) for _ in range(4)) + (
+        rng.integers(0, 2 ** 31 - 1, size=300, dtype=np.int64),)
+    parts = [np.array([5, 0, 299, 17]), np.array([], dtype=np.int64), np.arange(100, 260)]
+    payloads = pack_candidates(columns, offsets, data, parts)
+    assert len(payloads) == len(parts)
+    for part, payload in zip(parts, payloads):
+        *numbers, states = unpack_candidates(payload.as_buffer())
+        assert [column.tolist() for column in numbers] == [column[part].tolist() for column in columns]
+        assert states.to_pylist() == [blobs[i] for i in part]
+    rows = np.array([3, 3, 250, 0])
+    assert take_bytes(offsets, data, fixed_width(offsets), rows).to_pylist() == [blobs[i] for i in rows]
+
+
 def test_the_engine_computes_sparks_partition_of_every_owner(spark):
     """Bookkeeping rows reach their partition, and executors keep visited sets per partition,
     by Spark's own hash partitioning, which `spark_partition` computes."""
