@@ -81,16 +81,6 @@ def packed_rows(column, word_count: int) -> np.ndarray:
     return np.require(data.view(np.int64).reshape(len(column), word_count), requirements=("C", "A", "W"))
 
 
-def binary_column(rows: np.ndarray):
-    """An Arrow binary column holding each packed row as its bytes."""
-    import pyarrow as pa
-
-    rows = np.ascontiguousarray(rows, dtype=np.int64)
-    count, width = len(rows), rows.shape[1] * 8
-    offsets = np.arange(count + 1, dtype=np.int32) * width
-    return pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(offsets), pa.py_buffer(rows.reshape(-1))])
-
-
 def kernel_expander(config: Config, symmetry: bool, bumps: bool, steps: tuple[bool, ...], place: tuple[str, int, int],
                     schema):
     """mapInArrow over level `depth - 1` (fp, state): the successors of its batches, each once
@@ -117,7 +107,7 @@ def kernel_expander(config: Config, symmetry: bool, bumps: bool, steps: tuple[bo
             candidates.note(len(fps), {index: least for index, wanted in enumerate(steps) if wanted and least})
             chosen = least_edges(fps, keys, parent_fp, slots)
             yield from candidates.add(fps[chosen], fps[chosen], keys[chosen], parent_fp[chosen], slots[chosen],
-                                      binary_column(rows[chosen]))
+                                      rows, chosen)
         yield from candidates.flush()
 
     return expand

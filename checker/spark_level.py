@@ -289,8 +289,10 @@ class Candidates:
         self.route, self.schema = routes_of(self.partitions)[0], schema
         self.limit, self.limit_bytes = limit, limit_bytes
         self.parts: list[tuple] = []
-        self.waiting, self.waiting_bytes, self.generated = 0, 0, 0
+        self.waiting, self.generated = 0, 0
         self.steps: dict[int, tuple[int, int]] = {}
+        # the waiting candidates' packed states, one after another (reused from flush to flush)
+        self.data, self.used, self.ends = np.empty(0, dtype=np.uint8), 0, [np.zeros(1, dtype=np.int64)]
 
     def note(self, generated: int, steps: dict[int, tuple[int, int]]) -> None:
         """Successors a batch generated, and per step witness its least (key, parent) edge."""
@@ -299,24 +301,44 @@ class Candidates:
             self.steps[index] = min(self.steps.get(index, pair), pair)
 
     def add(self, owners: np.ndarray, fps: np.ndarray, keys: np.ndarray, parents: np.ndarray, slots: np.ndarray,
-            states) -> Iterator[Any]:
-        """Keep a batch's candidates (`states`: an Arrow binary array); the level rows due, if any."""
+            states, chosen: np.ndarray | None = None) -> Iterator[Any]:
+        """Keep a batch's candidates; the level rows due, if any. `states`: their packed states, an
+        Arrow binary array; or, with `chosen`, a (count, words) int64 array of packed rows of which
+        rows `chosen` are the candidates' (the kernel's successors, taken straight into the store)."""
         if len(fps):
-            self.parts.append((owners, fps, keys, parents, slots, states))
+            self.parts.append((owners, fps, keys, parents, slots))
             self.waiting += len(fps)
-            self.waiting_bytes += states.nbytes
-        due = self.waiting >= self.limit or self.waiting_bytes >= self.limit_bytes
+            if chosen is None:
+                ends = np.frombuffer(states.buffers()[1], dtype="<i4", count=len(states) + 1, offset=4 * states.offset)
+                start = self._room(int(ends[-1] - ends[0]))
+                if self.used > start:
+                    self.data[start:self.used] = np.frombuffer(states.buffers()[2], dtype=np.uint8)[ends[0]:ends[-1]]
+                self.ends.append(ends[1:].astype(np.int64) - ends[0] + start)
+            else:
+                width = 8 * states.shape[1]
+                start = self._room(width * len(chosen))
+                into = self.data[start:self.used].view(np.int64).reshape(len(chosen), states.shape[1])
+                np.take(states, chosen, axis=0, out=into, mode="clip")  # "clip": unbuffered (`chosen` are rows)
+                self.ends.append(start + width * np.arange(1, len(chosen) + 1, dtype=np.int64))
+        due = self.waiting >= self.limit or self.used >= self.limit_bytes
         return self.flush(final=False) if due else iter(())
+
+    def _room(self, size: int) -> int:
+        """Where `size` more bytes of states go in the store (grown by half as needed)."""
+        start, self.used = self.used, self.used + size
+        if self.used > len(self.data):
+            grown = np.empty(max(self.used, len(self.data) * 3 // 2), dtype=np.uint8)
+            grown[:start] = self.data[:start]
+            self.data = grown
+        return start
 
     def flush(self, final: bool = True) -> Iterator[Any]:
         """The waiting candidates, once per fingerprint, as CANDIDATES rows, each of one partition's
         (ascending by fingerprint); with `final`, the bookkeeping rows too."""
-        import pyarrow as pa
-
         if self.parts:
-            columns = tuple(np.concatenate(column) for column in zip(*(p[:5] for p in self.parts)))
-            offsets, data = flat_bytes([p[5] for p in self.parts])
-            self.parts, self.waiting, self.waiting_bytes = [], 0, 0
+            columns = tuple(np.concatenate(column) for column in zip(*self.parts))
+            offsets, data = np.concatenate(self.ends), self.data[:self.used]
+            self.parts, self.waiting, self.used, self.ends = [], 0, 0, self.ends[:1]
             owners, fps, keys, parents, slots = columns
             chosen = least_edges(fps, keys, parents, slots, runs=True)
             targets = spark_partition(owners[chosen], self.partitions)

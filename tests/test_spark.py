@@ -251,6 +251,48 @@ def test_candidates_packed_in_one_buffer_unpack_to_the_rows_chosen(widths):
     assert take_bytes(offsets, data, fixed_width(offsets), rows).to_pylist() == [blobs[i] for i in rows]
 
 
+@pytest.mark.parametrize("given", ["rows", "arrow"])
+def test_an_expansions_candidates_leave_once_each_with_their_least_edge_and_state(given):
+    """`Candidates` stores the states it is given (the kernel's rows taken straight into its store, or a
+    model's Arrow array), flushes when `limit` wait, and sends each fingerprint once per flush with the
+    state of its least edge, grouped by partition."""
+    import numpy as np
+    import pyarrow as pa
+
+    from kafka_mc.checker.spark_level import (CANDIDATES, LEVEL_COLUMNS, SLOT, VISITED_BYTES, Candidates,
+                                              spark_partition, unpack_candidates)
+
+    types = {"slot": pa.int32(), "state": pa.binary(), "visited": pa.binary()}
+    schema = pa.schema([(name, types.get(name, pa.int64())) for name in LEVEL_COLUMNS])
+    rng = np.random.default_rng(11)
+    candidates = Candidates(("test", 0, 3), schema, limit=50)
+    sent, batches = {}, []
+    for _ in range(4):
+        rows = rng.integers(-2 ** 40, 2 ** 40, size=(30, 3), dtype=np.int64)
+        fps = np.sort(rng.choice(np.arange(40, dtype=np.int64), size=20, replace=False))
+        chosen = rng.choice(30, size=20, replace=False)
+        keys = rng.integers(-100, 100, size=20, dtype=np.int64)
+        parents, slots = rng.integers(0, 5, size=20, dtype=np.int64), np.arange(20, dtype=np.int64)
+        for fp, key, parent, slot, row in zip(fps, keys, parents, slots, rows[chosen]):
+            edge = (int(key), int(parent), int(slot))
+            if int(fp) not in sent or edge < sent[int(fp)][0]:
+                sent[int(fp)] = (edge, row.tobytes())
+        states = (rows, chosen) if given == "rows" else (pa.array([row.tobytes() for row in rows[chosen]],
+                                                                  pa.binary()), None)
+        batches += list(candidates.add(fps, fps, keys, parents, slots, *states))
+    batches += list(candidates.flush())
+    got: dict[int, list] = {}
+    for batch in batches:
+        for row in np.flatnonzero(batch.column(SLOT).to_numpy() == CANDIDATES):
+            owners, fps, keys, parents, slots, states = unpack_candidates(batch.column(VISITED_BYTES)[row].as_buffer())
+            assert len(set(spark_partition(owners, 3).tolist())) == 1  # one partition's
+            for fp, key, parent, slot, state in zip(fps, keys, parents, slots, states.to_pylist()):
+                got.setdefault(int(fp), []).append(((int(key), int(parent), int(slot)), state))
+    flushes = 2  # 50 waiting after the third batch, then the rest
+    assert all(1 <= len(entries) <= flushes for entries in got.values())
+    assert {fp: min(entries) for fp, entries in got.items()} == sent
+
+
 def test_the_engine_computes_sparks_partition_of_every_owner(spark):
     """Bookkeeping rows reach their partition, and executors keep visited sets per partition,
     by Spark's own hash partitioning, which `spark_partition` computes."""
