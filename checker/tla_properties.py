@@ -96,6 +96,10 @@ _GLOBAL = {
     "elr": "ReplicaMask(Elr({controller}))",  # KafkaReplication's Elr: controller.elr with EligibleLeaders, else {}
     "last_known_elr": "ReplicaMask(LastKnownElr({controller}))",  # as Elr: {} without EligibleLeaders
     "unseen": "ReplicaMask({controller}.unseen)",  # always a field of the controller: {} without MetadataLag
+    "proposal": "ReplicaMask({controller}.proposal)",  # {} without MaxDelays or MetadataLag, as unseen
+    "reregistered": "ReplicaMask({controller}.reregistered)",
+    "delays": "{delays}",
+    "disk_failures": "{diskFailures}",
     "written": "{written}",
     "crashes": "{crashes}",
     "acked": "MessageMask({acked})",
@@ -111,6 +115,8 @@ _REPLICA = {
     "role": "RoleCode({rep}.role)",
     "epoch": "{rep}.epoch",
     "stale_isr": "0",
+    "delayed_fetch": "{rep}.delayedFetch",
+    "delayed_fetch_stale": "Truth({rep}.delayedFetchStale)",
     "log_msg": "IF {y} \\in 0 .. Len({rep}.log) - 1 THEN {rep}.log[{y} + 1].msg ELSE 0",
     "log_epoch": "IF {y} \\in 0 .. Len({rep}.log) - 1 THEN {rep}.log[{y} + 1].epoch ELSE 0",
     "cache_count": "Len({rep}.epochs)",
@@ -139,7 +145,7 @@ _OPERATORS = {
     "ite": "IF {0} # 0 THEN {1} ELSE {2}",
     "min": "IF {0} <= {1} THEN {0} ELSE {1}", "max": "IF {0} >= {1} THEN {0} ELSE {1}",
 }
-_VARIABLES = ("replicas", "controller", "written", "crashes", "committed", "acked")
+_VARIABLES = ("replicas", "controller", "written", "crashes", "committed", "acked", "delays", "diskFailures")
 
 
 def replica_constants(config: Config) -> tuple[str, ...]:

@@ -770,7 +770,8 @@ class _Interpreter:
             return self.state_attribute(frame, value, name, node)
         if isinstance(value, _ControllerView):
             names = {"leader": "leader", "epoch": "controller_epoch", "isr": "isr", "elr": "elr",
-                     "last_known_elr": "last_known_elr", "unseen": "unseen"}
+                     "last_known_elr": "last_known_elr", "unseen": "unseen", "proposal": "proposal",
+                     "reregistered": "reregistered"}
             if name not in names:
                 raise self.refuse(node, f"the controller's field {name!r}")
             return _Value(field(value.which, names[name]))
@@ -808,7 +809,7 @@ class _Interpreter:
             return _ReplicaView(which, leader, op("eq", leader, const(NO_LEADER)))
         if name in ("committed", "consumed"):
             return _History(which, name)
-        if name in ("written", "crashes", "acked", "zk_cut", "peer_cut", "cuts"):
+        if name in ("written", "crashes", "acked", "zk_cut", "peer_cut", "cuts", "delays", "disk_failures"):
             return _Value(field(which, name))
         raise self.refuse(node, f"the state's field {name!r}")
 
@@ -816,7 +817,8 @@ class _Interpreter:
         self.raise_where(frame, replica.missing)
         which, index = replica.which, replica.index
         status = field(which, "status", index)
-        if name in ("hw", "unflushed", "status", "role", "epoch", "stale_isr", "leo"):
+        if name in ("hw", "unflushed", "status", "role", "epoch", "stale_isr", "leo", "delayed_fetch",
+                    "delayed_fetch_stale"):
             return _Value(field(which, name, index))
         if name == "alive":
             return _Value(op("or", op("eq", status, const(UP)), op("eq", status, const(EXPIRED))))

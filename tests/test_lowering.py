@@ -394,3 +394,58 @@ def test_the_engines_read_the_unread_removals_alike():
         assert python.complete and kernel.stats.distinct_states == python.stats.distinct_states
         for result in (python, kernel, z3_result):
             assert {v.invariant: len(v.trace.actions) for v in result.violations} == broken, result.engine
+
+
+def delayed_request_properties():
+    """The delayed requests' invariants of tests/examples/twin_properties.py: each broken by a delay."""
+    import twin_properties
+    return [twin_properties.no_proposal_in_flight, twin_properties.no_reregistration_since_a_proposal,
+            twin_properties.no_request_delayed_yet, twin_properties.no_fetch_delayed,
+            twin_properties.no_stale_fetch_delayed]
+
+
+
+DELAYS = Config("kafka-13141", replicas=2, messages=1, crashes=1, elections=1, delays=1)
+DISKS = Config("kip-966", replicas=2, messages=1, crashes=2, elections=2, min_isr=2, disk_failures=1)
+
+
+@pytest.mark.parametrize("config", [DELAYS, DISKS], ids=["delays", "disk-failures"])
+def test_the_delayed_requests_and_lost_disks_lower_to_their_own_verdicts_on_every_state(config):
+    """`state.controller.proposal` and `reregistered` (the AlterPartition in flight), `state.delays`,
+    `state.disk_failures` and each replica's `delayed_fetch` and `delayed_fetch_stale` lowered (expressions
+    and the kernel's cells) give the functions' verdicts on every reachable state, and read 0 where the
+    configuration has none."""
+    import twin_properties
+    states, _ = reachable(config)
+    for predicate in delayed_request_properties() + [twin_properties.no_disk_lost]:
+        seen = check_every_state(predicate, config, states)
+        expected_failures = sum(1 for state in states if predicate(state) is False)
+        assert seen.get("fails", 0) == expected_failures
+        lost = predicate is twin_properties.no_disk_lost
+        assert (expected_failures > 0) == ((config is DISKS) == lost), predicate.__name__
+
+
+def test_the_engines_read_the_delayed_requests_and_lost_disks_alike():
+    """The delayed requests' fields and the lost disks on the Python engine, the kernel and Z3 (bounded):
+    each invariant that a delay (a lost disk) breaks is broken at the same shortest length by all three,
+    none without delays, and a lost disk is always a crash's."""
+    from kafka_mc.checker import check
+    from kafka_mc.checker.kernel import kernel_check
+    from kafka_mc.checker.symbolic.bmc import bounded_check
+    from kafka_mc.properties.user import user_property
+
+    import twin_properties
+    delayed = [user_property(predicate, predicate.__name__) for predicate in delayed_request_properties()]
+    lost = [user_property(twin_properties.no_disk_lost, "no_disk_lost"),
+            user_property(twin_properties.lost_disks_are_crashes, "lost_disks_are_crashes")]
+    without = Config("kafka-13141", replicas=2, messages=1, crashes=1, elections=1)
+    for config, properties, broken in ((DELAYS, delayed, {p.name for p in delayed}), (without, delayed, set()),
+                                       (DISKS, lost, {"no_disk_lost"})):
+        python = check(config, properties, keep_going=True)
+        kernel = kernel_check(config, properties, keep_going=True)
+        z3_result = bounded_check(config, 6, properties, keep_going=True)
+        lengths = {v.invariant: len(v.trace.actions) for v in python.violations}
+        assert set(lengths) == broken
+        assert kernel.stats.distinct_states == python.stats.distinct_states
+        for result in (kernel, z3_result):
+            assert {v.invariant: len(v.trace.actions) for v in result.violations} == lengths, result.engine

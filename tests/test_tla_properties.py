@@ -65,6 +65,15 @@ LAG_PROPERTIES = [
     Property("a_removed_member_still_counts", SOMETIMES, "a witness", examples.a_removed_member_still_counts,
              predicate=examples.a_removed_member_still_counts),
 ]
+# the requests delayed (`--delays`): controller.proposal and reregistered, delays, each replica's delayedFetch and
+# delayedFetchStale; and the disks lost (`--disk-failures`): diskFailures
+DELAY_PROPERTIES = [
+    *(user_property(getattr(examples, name), name)
+      for name in ("no_proposal_in_flight", "no_reregistration_since_a_proposal", "no_request_delayed_yet",
+                   "no_fetch_delayed", "no_stale_fetch_delayed", "proposals_add_replicas_outside_the_isr")),
+    Property("a_stale_fetch_waits_at_the_leader", SOMETIMES, "a witness", examples.a_stale_fetch_waits_at_the_leader,
+             predicate=examples.a_stale_fetch_waits_at_the_leader),
+]
 # each configuration with the properties it checks: Case L and D break the shipped invariants; the
 # examples read every other field the twin maps
 RUNS = [
@@ -80,6 +89,11 @@ RUNS = [
                  id="kafka15583-min-isr-2-no-elr"),
     pytest.param(Config("kip-966", replicas=2, messages=1, crashes=1, elections=1, min_isr=2, metadata_lag=True),
                  LAG_PROPERTIES, id="kip966-metadata-lag"),
+    pytest.param(Config("kafka-13141", replicas=2, messages=1, crashes=1, elections=1, delays=1), DELAY_PROPERTIES,
+                 id="kafka13141-delays"),
+    pytest.param(Config("kip-966", replicas=2, messages=1, crashes=2, elections=2, min_isr=2, disk_failures=1),
+                 [user_property(examples.no_disk_lost, "no_disk_lost"),
+                  user_property(examples.lost_disks_are_crashes, "lost_disks_are_crashes")], id="kip966-disk-failures"),
 ]
 
 
@@ -90,7 +104,8 @@ def test_tlc_finds_what_the_functions_find(config, properties):
     witnesses and shortest lengths, the same states."""
     expected = check(config, properties, keep_going=True)
     assert expected.complete and expected.violations
-    assert expected.witness_traces or properties is SHIPPED or config.protocol == "kafka-15583"
+    assert expected.witness_traces or properties is SHIPPED or config.protocol == "kafka-15583" or \
+        config.disk_failures
     tlc = run_tlc(model_of(config, properties), timeout=300)
     assert tlc.distinct_states == expected.stats.distinct_states
     assert tlc.violations == {v.invariant: len(v.trace) + 1 for v in expected.violations}

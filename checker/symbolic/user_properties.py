@@ -87,9 +87,13 @@ class _Terms:
         state: SymState = self.states[which]
         if name in _STATE_LEAVES:
             return self.leaf(getattr(state, _STATE_LEAVES[name]))
-        if name in ("isr", "elr", "last_known_elr", "unseen", "zk_cut", "peer_cut"):
-            # elr, last_known_elr: no flags (0) without eligible leaders; unseen: none (0) without the metadata lag
+        if name in ("isr", "elr", "last_known_elr", "unseen", "zk_cut", "peer_cut", "proposal", "reregistered"):
+            # elr, last_known_elr: no flags (0) without eligible leaders; unseen: none (0) without the metadata lag;
+            # proposal, reregistered: none (0) without delays or the lag (`Shape.pending`)
             return self.mask(getattr(state, name))
+        if name in ("delays", "disk_failures"):  # one number where the shape keeps it, else none (0)
+            kept = getattr(state, name)
+            return self.leaf(kept[0]) if kept else self.num(0)
         if name == "acked":  # acked[k] is message k + 1
             return self.mask([z3.BoolVal(False)] + list(state.acked))
         if name in ("committed", "consumed"):
@@ -103,6 +107,8 @@ class _Terms:
             leaves = [self.leaf(getattr(r, _REPLICA_LEAVES[name])) for r in state.replicas]
         elif name == "stale_isr":
             leaves = [self.mask(r.stale_isr) for r in state.replicas]
+        elif name in ("delayed_fetch", "delayed_fetch_stale"):  # one where `Shape.delays`, else none (0)
+            leaves = [self.leaf(getattr(r, name)[0]) if getattr(r, name) else self.num(0) for r in state.replicas]
         else:
             position = arguments[1]
             leaves = [self.choose(position, [self.leaf(x) for x in getattr(r, _REPLICA_ARRAYS[name])])

@@ -118,3 +118,48 @@ def every_removal_is_read_at_once(state):
 def a_removed_member_still_counts(state):
     """A witness: the leader still counts in its ISR a member the controller has removed (`--metadata-lag`)."""
     return state.controller.unseen != 0 and state.controller.leader != -1
+
+
+def no_proposal_in_flight(state):
+    """False with delays (`--delays`): the leader's AlterPartition that adds a replica waits at the controller."""
+    return state.controller.proposal == 0
+
+
+def no_reregistration_since_a_proposal(state):
+    """False with delays: the replica that proposal adds registered again (a new broker epoch) meanwhile."""
+    return state.controller.reregistered == 0
+
+
+def no_request_delayed_yet(state):
+    """False with delays: a request (an AlterPartition or a fetch) has been delayed."""
+    return state.delays == 0
+
+
+def no_fetch_delayed(state):
+    """False with delays: a follower's fetch waits to reach the leader."""
+    return all(replica.delayed_fetch == 0 for replica in state.replicas)
+
+
+def no_stale_fetch_delayed(state):
+    """False with delays: a fetch that waits was sent before its replica restarted."""
+    return not any(replica.delayed_fetch_stale for replica in state.replicas)
+
+
+def a_stale_fetch_waits_at_the_leader(state):
+    """A witness: a fetch sent before its replica restarted still waits to reach the leader."""
+    return any(replica.delayed_fetch != 0 and replica.delayed_fetch_stale for replica in state.replicas)
+
+
+def no_disk_lost(state):
+    """False with `--disk-failures`: a crash lost a replica's disk."""
+    return state.disk_failures == 0
+
+
+def proposals_add_replicas_outside_the_isr(state):
+    """An AlterPartition in flight adds a replica that is not in the controller's ISR yet."""
+    return (state.controller.proposal & state.controller.isr) == 0
+
+
+def lost_disks_are_crashes(state):
+    """Every lost disk was a crash's."""
+    return state.disk_failures <= state.crashes
