@@ -38,7 +38,8 @@ CHILD_SECONDS = 900  # a few seconds with numba's cache warm; compiling the kern
 # users' own properties: a state invariant that fails, a witness and a step invariant that fails
 USERS = ("leader_keeps_committed", "a_new_leader_holds_a_record", "no_truncation_drops_a_committed_record")
 # name -> (configuration, options of both engines (`properties` by name: `users.with_properties`),
-# options of the GPU engine only; `initial_table_slots` sets the engine's INITIAL_TABLE_SLOTS for that run)
+# options of the GPU engine only; `initial_table_slots` and `host_slice` set the engine's INITIAL_TABLE_SLOTS and
+# HOST_SLICE for that run)
 RUNS = {
     "hw, a level a few states at a time": (Config("hw", replicas=2, messages=1, crashes=1, elections=1),
                                            {"keep_going": True}, {"chunk": 20}),
@@ -47,6 +48,9 @@ RUNS = {
     "leader-epoch, the visited table grown from one slot": (
         Config("leader-epoch", replicas=2, messages=2, crashes=1, elections=1), {"keep_going": True},
         {"chunk": 200, "initial_table_slots": 1}),
+    "hw, the visited table grown from one slot through the host": (
+        Config("hw", replicas=2, messages=1, crashes=1, elections=1), {"keep_going": True},
+        {"initial_table_slots": 1, "host_slice": 16, "host_growth": True}),
     "kip-279, unclean, no flush": (Config("kip-279", replicas=2, messages=1, crashes=1, elections=2, unclean=True,
                                           flush=False), {"keep_going": True}, {}),
     "hw, a state budget": (Config("hw", replicas=2, messages=1, crashes=1, elections=1),
@@ -71,16 +75,22 @@ from gpu_user_properties import with_properties
 from kafka_mc.checker.gpu import engine, gpu_check
 with open(sys.argv[1], "rb") as given:
     runs = pickle.load(given)
-results, growths, default_slots = {}, {}, engine.INITIAL_TABLE_SLOTS
+results, growths, default_slots, default_slice = {}, {}, engine.INITIAL_TABLE_SLOTS, engine.HOST_SLICE
 make_room = engine.GpuSearch._make_room
 def counted(search, incoming):  # the visited table's growths, per run
     before = search.keys.shape[0]
     make_room(search, incoming)
     growths[name] = growths.get(name, 0) + (search.keys.shape[0] != before)
 engine.GpuSearch._make_room = counted
+through_host = engine.GpuSearch._grow_through_host
+def counted_host(search, slots):  # those through the host
+    through_host(search, slots)
+    growths[name + " (host)"] = growths.get(name + " (host)", 0) + 1
+engine.GpuSearch._grow_through_host = counted_host
 for name, (config, options, gpu_options) in runs.items():
     gpu_options = dict(gpu_options)
     engine.INITIAL_TABLE_SLOTS = gpu_options.pop("initial_table_slots", default_slots)
+    engine.HOST_SLICE = gpu_options.pop("host_slice", default_slice)
     results[name] = gpu_check(config, **with_properties(options), **gpu_options)
 results[GROWTHS] = growths
 with open(sys.argv[2], "wb") as taken:
@@ -127,11 +137,15 @@ def test_the_simulated_gpu_engine_gives_the_kernels_result(name, simulated):
 
 
 def test_the_visited_table_grows_where_it_fills(simulated):
-    """The run that starts from one slot grows its table (and still gives the kernel's result, above);
-    the others, a few thousand states each, fit the initial table."""
+    """The runs that start from one slot grow their tables (and still give the kernel's result, above), one
+    of them through the host (the old table freed before the new is filled from the host); the others, a few
+    thousand states each, fit the initial table."""
     grown = simulated[GROWTHS]
     assert grown.get("leader-epoch, the visited table grown from one slot", 0) >= 10
+    through_host = "hw, the visited table grown from one slot through the host"
+    assert grown.get(through_host, 0) >= 5 and grown.get(through_host + " (host)", 0) == grown[through_host]
     assert grown.get("leader-epoch", 0) == 0
+    assert [name for name in grown if name.endswith(" (host)")] == [through_host + " (host)"]  # the others: on the device
 
 
 def test_users_properties_are_found_beside_kafka_mcs(simulated):
@@ -180,6 +194,8 @@ def test_what_the_gpu_engine_lacks_is_refused_by_name(capsys):
         gpu_check(config, symmetry=True)
     with pytest.raises(ValueError, match="the GPU engine takes no worker count"):
         gpu_check(config, workers=2)
+    with pytest.raises(ValueError, match="host_growth must be True, False or None, not 1"):
+        gpu_check(config, host_growth=1)
     mine = Property("LeaderNeverB", ALWAYS, "a test's property", lambda state: state.controller.leader != 1)
     with pytest.raises(ValueError, match="property LeaderNeverB has no Python function the kernel could lower"):
         gpu_check(config, (*PROPERTIES, mine))  # one without its Python function (`predicate`)

@@ -20,8 +20,11 @@ states at a time, each chunk in four phases:
    step shortened a log, as the CPU kernel finds them.
 
 Memory per distinct state: the visited table's 8 bytes a slot at a load between `explore.MAX_LOAD` /
-`explore.GROWTH` and MAX_LOAD, as the CPU kernel's (8.9 to 10.7 bytes; while it grows, the old table
-is held beside the new one on the device), and the parent links' 5 bytes on the host.
+`explore.GROWTH` and MAX_LOAD, as the CPU kernel's (8.9 to 10.7 bytes), and the parent links' 5 bytes on
+the host. The table grows on the device, the old one beside the new, while the device's free memory holds
+both; else through the host (`GpuSearch._make_room`): its fingerprints copied out, the old table freed,
+and rehashed into the new one from the host a slice at a time, so that the device never holds more than
+the new table and a slice.
 
 Users' own properties (a `Property` with its Python `predicate`) run as the CPU kernel runs them:
 lowered once into a program (`gpu_programs`: `checker/kernel/user_properties.py` `lowered_program`;
@@ -80,6 +83,8 @@ NOT_FOUND = -1
 INITIAL_TABLE_SLOTS = 1 << 16
 CHUNK_LOAD = 0.5  # a chunk's own table: twice its enabled candidates' slots
 CHUNK_BYTES = 1 << 30  # device memory for one chunk's candidates; a chunk is also where a run may stop
+GROWTH_MARGIN = 1 << 28  # device memory left free beside a table grown on the device
+HOST_SLICE = 1 << 24  # fingerprints sent back at a time to a table grown through the host
 CANDIDATE_BYTES = 8 + 1 + 8 + 1 + 1 + 2 * 16  # per candidate, beside its packed words: fingerprint, flags, its
 # slot in the chunk's table, new, a user's step property's flag, and the chunk's table (two slots of 16 bytes)
 
@@ -129,6 +134,14 @@ def zeros(count: int, dtype: Any, value: Any = 0) -> Any:
     array = cuda.device_array(max(count, 1), dtype=dtype)
     launch(device.fill, array.shape[0], array, dtype(value))
     return array
+
+
+def device_has_room(size: int) -> bool:
+    """Whether the device's free memory holds `size` bytes more and GROWTH_MARGIN (the simulator's always does)."""
+    if simulated():
+        return True
+    free, _ = cuda.current_context().get_memory_info()
+    return free >= size + GROWTH_MARGIN
 
 
 def grown(array: Any, needed: int, used: int) -> Any:
@@ -181,8 +194,9 @@ class GpuSearch:
     `programs`: the users' properties among `properties`, lowered already (lowered here when None)."""
 
     def __init__(self, config: Config, properties: Iterable[Property], chunk: int | None = None,
-                 programs: list[Program] | None = None, bumps: bool = False):
+                 programs: list[Program] | None = None, bumps: bool = False, host_growth: bool | None = None):
         properties = tuple(properties)
+        self.host_growth = host_growth  # the table grows through the host: always, never, or (None) when it must
         self.model = EpochBumpModel(config) if bumps else ReplicationModel(config)
         self.cfg = settings(config, bumps)
         self.slot_codes = slot_codes(self.model.action_names, config.replicas)
@@ -278,13 +292,31 @@ class GpuSearch:
 
     def _make_room(self, incoming: int) -> None:
         """Grow the visited table, as the CPU kernel grows a shard (`explore.MAX_LOAD`, `explore.GROWTH`),
-        when `incoming` more keys would take it past MAX_LOAD."""
+        when `incoming` more keys would take it past MAX_LOAD: on the device where its free memory holds the
+        new table beside the old one, else (or with `host_growth`) through the host."""
         size, needed = self.keys.shape[0], self.distinct + incoming
         if needed <= MAX_LOAD * size:
             return
-        keys = zeros(max(int(size * GROWTH) + 1, int(needed / MAX_LOAD) + 1), np.uint64, EMPTY)
-        launch(device.rehash, size, self.keys, keys)
-        self.keys = keys
+        slots = max(int(size * GROWTH) + 1, int(needed / MAX_LOAD) + 1)
+        if self.host_growth is False or (self.host_growth is None and device_has_room(8 * slots)):
+            keys = zeros(slots, np.uint64, EMPTY)
+            launch(device.rehash, size, self.keys, keys)
+            self.keys = keys
+        else:
+            self._grow_through_host(slots)
+
+    def _grow_through_host(self, slots: int) -> None:
+        """The visited table's fingerprints into a new one of `slots` slots, the old one freed first: they go
+        to the host and come back HOST_SLICE at a time."""
+        held = self.keys.copy_to_host()
+        held = held[held != EMPTY]
+        self.keys = None
+        if not simulated():
+            cuda.current_context().deallocations.clear()  # the old table's memory, now
+        self.keys = zeros(slots, np.uint64, EMPTY)
+        for start in range(0, len(held), HOST_SLICE):
+            part = cuda.to_device(held[start:start + HOST_SLICE])
+            launch(device.rehash, part.shape[0], part, self.keys)
 
     def run_level(self, stop: Callable[[], bool] = lambda: False) -> int | None:
         """Expand the frontier, a chunk at a time, asking `stop` between chunks; the number of new
@@ -410,10 +442,13 @@ def gpu_check(
     budget: Budget = Budget(),
     progress: Callable[[Progress], None] | None = None,
     chunk: int | None = None,
+    host_growth: bool | None = None,
 ) -> CheckResult:
     """`checker.kernel.kernel_check` on a GPU: the same counts, verdicts and traces. `chunk`: the
     frontier states a kernel launch expands (default: as many as about 1 GiB of candidates hold);
-    any value gives the same result. A user's property runs lowered, as the kernel runs it
+    any value gives the same result. `host_growth`: the visited table grows through the host (True),
+    on the device (False), or on the device while its free memory holds the old table and the new
+    (None, the default); any gives the same result. A user's property runs lowered, as the kernel runs it
     (`gpu_programs`: one that does not lower, or too long, is refused by name). It runs the replication
     model, or with the controller's epoch bumps (`control.epoch_bumps`), as the kernel does. Refused by
     name: another model, `symmetry`, `workers` other than 1, and no GPU (`GpuUnavailable`)."""
@@ -428,12 +463,14 @@ def gpu_check(
                          "workers")
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
         raise ValueError(f"chunk must be a positive integer, not {chunk!r}")
+    if not (host_growth is None or isinstance(host_growth, bool)):
+        raise ValueError(f"host_growth must be True, False or None, not {host_growth!r}")
     programs = gpu_programs(properties, lowering_config(config, bumps))  # refused before compiling
     require_gpu()
     settings(config, bumps)  # a protocol choice the kernel lacks is refused (UnencodedChoice) before compiling
     compile_seconds = compile_gpu()
     started = time.perf_counter()
-    search = GpuSearch(config, properties, chunk, programs, bumps)
+    search = GpuSearch(config, properties, chunk, programs, bumps, host_growth)
     depth, stopped_because = explore_levels(search, properties, keep_going, budget, progress, started)
     traces = search.found()
     seconds = time.perf_counter() - started
