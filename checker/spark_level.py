@@ -648,12 +648,9 @@ def level_step(depth: int, uid: str, partitions: int, from_disk: bool, flags: Ca
             unique = fps[chosen]
             where, seen = positions(visited, unique)
             fresh = ~seen
-            new_rows, new_fps = chosen[fresh], unique[fresh]
-            visited = np.insert(visited, where[fresh], new_fps) if len(new_fps) else visited
+            new_rows, new_fps, where = chosen[fresh], unique[fresh], where[fresh]
         else:
-            new_rows, new_fps = np.empty(0, dtype=np.intp), np.empty(0, dtype=np.int64)
-        save_visited(uid, partition, depth, visited)
-        del visited
+            new_rows, new_fps, where = np.empty(0, dtype=np.intp), np.empty(0, dtype=np.int64), None
         count = len(new_rows)
         if count:
             of = flags() if names else None
@@ -676,6 +673,9 @@ def level_step(depth: int, uid: str, partitions: int, from_disk: bool, flags: Ca
                 if having.any():
                     found[name] = int(new_keys[having].min())
         yield _visited_rows(routes_of(partitions)[partition], partition, depth, new_fps, arrow)
+        # the visited set kept last, while Spark writes the level's last rows
+        save_visited(uid, partition, depth, np.insert(visited, where, new_fps) if count else visited)
+        del visited
         summary["new"] = count
         summaries.add([summary])
 
