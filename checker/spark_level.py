@@ -227,22 +227,29 @@ def least_pair(keys: np.ndarray, parents: np.ndarray) -> tuple[int, int] | None:
     return int(keys[best]), int(parents[best])
 
 
+def binary_buffers(array) -> tuple[np.ndarray, np.ndarray]:
+    """An Arrow binary (or large binary) array's byte strings as (ends, data), read in place: the int64
+    end of each string in `data`, its uint8 bytes (the first string starts at 0)."""
+    import pyarrow as pa
+
+    width = 8 if pa.types.is_large_binary(array.type) else 4
+    ends = np.frombuffer(array.buffers()[1], dtype=f"<i{width}", count=len(array) + 1, offset=width * array.offset)
+    buffer = array.buffers()[2]
+    first, last = int(ends[0]), int(ends[-1])
+    data = np.frombuffer(buffer, dtype=np.uint8)[first:last] if buffer is not None else np.empty(0, dtype=np.uint8)
+    return ends[1:].astype(np.int64) - first, data
+
+
 def flat_bytes(arrays: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     """The byte strings of Arrow binary arrays, one after another, as (offsets, data): int64
     offsets (one more than strings) into one uint8 array (a copy: writable, as numba wants)."""
-    import pyarrow as pa
-
     offsets, datas, base = [np.zeros(1, dtype=np.int64)], [], 0
     for array in arrays:
-        width = 8 if pa.types.is_large_binary(array.type) else 4
-        ends = np.frombuffer(array.buffers()[1], dtype=f"<i{width}", count=len(array) + 1, offset=width * array.offset)
-        buffer = array.buffers()[2]
-        if buffer is not None and len(array):
-            datas.append(np.frombuffer(buffer, dtype=np.uint8)[ends[0]:ends[-1]])
-        offsets.append(ends[1:].astype(np.int64) - ends[0] + base)
-        base += int(ends[-1] - ends[0])
-    data = np.concatenate(datas) if datas else np.empty(0, dtype=np.uint8)
-    return np.concatenate(offsets), data
+        ends, data = binary_buffers(array)
+        offsets.append(ends + base)
+        datas.append(data)
+        base += len(data)
+    return np.concatenate(offsets), np.concatenate(datas) if datas else np.empty(0, dtype=np.uint8)
 
 
 def fixed_width(offsets: np.ndarray) -> int:
@@ -309,11 +316,10 @@ class Candidates:
             self.parts.append((owners, fps, keys, parents, slots))
             self.waiting += len(fps)
             if chosen is None:
-                ends = np.frombuffer(states.buffers()[1], dtype="<i4", count=len(states) + 1, offset=4 * states.offset)
-                start = self._room(int(ends[-1] - ends[0]))
-                if self.used > start:
-                    self.data[start:self.used] = np.frombuffer(states.buffers()[2], dtype=np.uint8)[ends[0]:ends[-1]]
-                self.ends.append(ends[1:].astype(np.int64) - ends[0] + start)
+                ends, data = binary_buffers(states)
+                start = self._room(len(data))
+                self.data[start:self.used] = data
+                self.ends.append(ends + start)
             else:
                 width = 8 * states.shape[1]
                 start = self._room(width * len(chosen))
@@ -361,8 +367,8 @@ class Candidates:
 def pack_candidates(columns: tuple[np.ndarray, ...], offsets: np.ndarray, data: np.ndarray,
                     parts: Sequence[np.ndarray]):
     """An Arrow binary array of CANDIDATES payloads, one per part (row indices into `columns`:
-    owners, fps, keys, parents, slots; and into the packed states, `flat_bytes`), built in one
-    buffer. A payload, little-endian: the count n, the part's owners, fingerprints, keys, parents
+    owners, fps, keys, parents, slots; and into the packed states' byte strings, (offsets, data) as
+    `flat_bytes` gives them), built in one buffer. A payload, little-endian: the count n, the part's owners, fingerprints, keys, parents
     (int64 each), slots (int32), the n + 1 offsets of their packed states in the bytes that follow
     (int32), then those bytes."""
     import pyarrow as pa
@@ -650,7 +656,8 @@ def level_step(depth: int, uid: str, partitions: int, from_disk: bool, flags: Ca
             fresh = ~seen
             new_rows, new_fps, where = chosen[fresh], unique[fresh], where[fresh]
         else:
-            new_rows, new_fps, where = np.empty(0, dtype=np.intp), np.empty(0, dtype=np.int64), None
+            new_rows, new_fps = np.empty(0, dtype=np.intp), np.empty(0, dtype=np.int64)
+            where = np.empty(0, dtype=np.int64)
         count = len(new_rows)
         if count:
             of = flags() if names else None
