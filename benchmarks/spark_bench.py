@@ -1,7 +1,8 @@
 """The Spark engine against the local engines, on the ladder of `benchmarks/bench.py`.
 
 For each rung (leader-epoch, no violation: every run explores the whole space) this runs the
-local engines (the Python engine and the compiled kernel, one process, one thread), Spark
+local engines (the Python engine and the compiled kernel, one process, one thread; the kernel with
+two threads too), Spark
 `local[1]` and `local[2]`, and a standalone cluster on 127.0.0.1 with two workers and then one
 (one core each), every run in a fresh child process, and reports wall time, distinct states/s,
 states/s per core, the speed-up over the Python engine and over the kernel, the peak RSS of the
@@ -16,7 +17,8 @@ line through each level's seconds against its new states gives the fixed overhea
     python benchmarks/spark_bench.py --executors python          # Spark's executors on the explicit model
     python benchmarks/spark_bench.py --config 2,1,1,1 --setups local[1]   # a tiny space: the fixed cost of a level
 
-Setups: python, kernel (the local engines), local[1], local[2], cluster (two workers, then one).
+Setups: python, kernel, kernel[2] (the local engines; kernel[2]: two threads), local[1], local[2], cluster
+(two workers, then one).
 Spark runs with the engine's default partitions (Spark's default parallelism: one per core of
 local[N]) unless --partitions says otherwise. The kernel's compile time (or loading it from
 numba's cache) is left out of its wall time; on Spark it falls in the first level (the
@@ -42,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
 from bench import LADDER  # noqa: E402  (the speed ladder: protocol, replicas, messages, crashes, elections)
 
-SETUPS = ("python", "kernel", "local[1]", "local[2]", "cluster")
+SETUPS = ("python", "kernel", "kernel[2]", "local[1]", "local[2]", "cluster")  # kernel[2]: the kernel, 2 threads
 
 
 # ------------------------------------------------------------------------------ memory
@@ -122,13 +124,15 @@ def child(setup: str, rung: list, master: str, cores: int, executor_memory: str,
 
     protocol, replicas, messages, crashes, elections = rung
     config = Config(protocol, replicas, messages, crashes, elections)
-    if setup == "kernel":
+    local = setup == "python" or setup.startswith("kernel")
+    if setup.startswith("kernel"):
         from kafka_mc.checker.kernel.engine import compile_kernel, kernel_check
 
         compile_kernel()
     started = time.perf_counter()
-    if setup in ("python", "kernel"):
-        result = (check if setup == "python" else kernel_check)(config, keep_going=True)
+    if local:
+        result = (check(config, keep_going=True) if setup == "python" else
+                  kernel_check(config, keep_going=True, workers=cores))
         levels, from_disk = [], None
     else:
         from kafka_mc.checker.spark import run_spark_check, session
@@ -152,8 +156,8 @@ def child(setup: str, rung: list, master: str, cores: int, executor_memory: str,
         levels = list(zip([after - prior for prior, after in zip(before, sizes)], run.level_seconds))
         partitions, from_disk = run.partitions, getattr(run, "levels_from_disk", None)
     seconds = time.perf_counter() - started
-    return {"setup": setup if setup in ("python", "kernel") else f"{setup} ({executors})", "master": master,
-            "cores": cores, "partitions": partitions if setup not in ("python", "kernel") else None,
+    return {"setup": setup if local else f"{setup} ({executors})", "master": master,
+            "cores": cores, "partitions": None if local else partitions,
             "seconds": seconds, "distinct": result.stats.distinct_states,
             "generated": result.stats.states_generated, "depth": result.stats.depth, "levels": levels,
             "levels_from_disk": from_disk}
@@ -254,8 +258,9 @@ def main() -> None:
                     cluster.stop()
             else:
                 master = setup if setup.startswith("local[") else "-"
-                keep(measure(setup, rung, master, int(setup[6:-1]) if setup.startswith("local[") else 1,
-                             args.executor_memory, args.executors, partitions=args.partitions))
+                cores = int(setup[setup.index("[") + 1:-1]) if "[" in setup else 1  # local[N], kernel[N]
+                keep(measure(setup, rung, master, cores, args.executor_memory, args.executors,
+                             partitions=args.partitions))
         python = next((r for r in rows[first:] if r["setup"] == "python"), None)
         kernel = next((r for r in rows[first:] if r["setup"] == "kernel"), None)
         for row in rows[first:]:  # every engine explores the same space

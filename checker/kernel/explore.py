@@ -175,22 +175,33 @@ def fingerprints(packed, count, word_count):
     return result
 
 
-def new_table(slots: int) -> List:
-    """An empty visited table of about `slots` slots: SHARDS arrays of the same size."""
+@njit(cache=True)
+def new_table(slots):
+    """An empty visited table of about `slots` slots: SHARDS arrays of the same size. (This and the two
+    below are compiled, and cached, as the rest: a typed List used from Python compiles its methods
+    afresh in every process.)"""
     table = List()
     for _ in range(SHARDS):
         table.append(np.zeros(max(-(-slots // SHARDS), 1), dtype=np.uint64))
     return table
 
 
-def table_slots(table: List) -> int:
+@njit(cache=True)
+def table_slots(table):
     """The slots of a visited table, held or empty."""
-    return sum(shard.shape[0] for shard in table)
+    total = 0
+    for shard in table:
+        total += shard.shape[0]
+    return total
 
 
-def table_keys(table: List) -> int:
+@njit(cache=True)
+def table_keys(table):
     """The fingerprints a visited table holds."""
-    return sum(int(np.count_nonzero(shard)) for shard in table)
+    total = 0
+    for shard in table:
+        total += np.count_nonzero(shard)
+    return total
 
 
 @njit(cache=True, forceinline=True)
