@@ -18,7 +18,7 @@ import numpy as np
 
 from kafka_mc.model import Config
 
-from .spark_level import Candidates, arrow_schema, least_edges, least_pair
+from .spark_level import Candidates, arrow_schema, binary_buffers, least_edges, least_pair
 
 _MIX1, _MIX2, _GOLDEN = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0x9E3779B97F4A7C15
 _MASK = (1 << 64) - 1
@@ -71,12 +71,7 @@ def kernel_batch(config: Config, symmetry: bool, bumps: bool):
 
 def packed_rows(column, word_count: int) -> np.ndarray:
     """The (count, word_count) int64 rows of an Arrow binary column of packed states."""
-    import pyarrow as pa
-
-    width = 8 if pa.types.is_large_binary(column.type) else 4
-    offsets = np.frombuffer(column.buffers()[1], dtype=np.int64 if width == 8 else np.int32,
-                            count=len(column) + 1, offset=column.offset * width)
-    data = np.frombuffer(column.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[-1]]
+    _, data = binary_buffers(column)
     # a writable copy: numba compiles every function again for read-only arrays, as Arrow's are
     return np.require(data.view(np.int64).reshape(len(column), word_count), requirements=("C", "A", "W"))
 

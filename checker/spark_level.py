@@ -368,9 +368,9 @@ def pack_candidates(columns: tuple[np.ndarray, ...], offsets: np.ndarray, data: 
                     parts: Sequence[np.ndarray]):
     """An Arrow binary array of CANDIDATES payloads, one per part (row indices into `columns`:
     owners, fps, keys, parents, slots; and into the packed states' byte strings, (offsets, data) as
-    `flat_bytes` gives them), built in one buffer. A payload, little-endian: the count n, the part's owners, fingerprints, keys, parents
-    (int64 each), slots (int32), the n + 1 offsets of their packed states in the bytes that follow
-    (int32), then those bytes."""
+    `flat_bytes` gives them), built in one buffer. A payload, little-endian: the count n, the part's
+    owners, fingerprints, keys, parents (int64 each), slots (int32), the n + 1 offsets of their packed
+    states in the bytes that follow (int32), then those bytes."""
     import pyarrow as pa
 
     lengths = offsets[1:] - offsets[:-1]

@@ -145,7 +145,8 @@ def test_the_visited_table_grows_where_it_fills(simulated):
     through_host = "hw, the visited table grown from one slot through the host"
     assert grown.get(through_host, 0) >= 5 and grown.get(through_host + " (host)", 0) == grown[through_host]
     assert grown.get("leader-epoch", 0) == 0
-    assert [name for name in grown if name.endswith(" (host)")] == [through_host + " (host)"]  # the others: on the device
+    # the others grow on the device
+    assert [name for name in grown if name.endswith(" (host)")] == [through_host + " (host)"]
 
 
 def test_users_properties_are_found_beside_kafka_mcs(simulated):
