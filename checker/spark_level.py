@@ -141,6 +141,10 @@ def _compiled(name: str):
     if not _COMPILED:
         from numba import njit
 
+        from .numba_cache import register_shipped_locator
+
+        register_shipped_locator()  # run from a Spark job's zip: cached by this module's source, not by the job's zip
+
         @njit(cache=True, nogil=True)
         def least(order, fps, keys, parents, slots, chosen):  # pragma: no cover - compiled
             size, count, i = order.shape[0], 0, 0

@@ -324,6 +324,59 @@ def test_the_shipped_zip_is_removed_when_the_driver_exits():
     assert written.endswith(".zip")
     assert not Path(written).exists() and not Path(written).parent.exists()
 
+PROBE = "from numba import njit\n\n@njit(cache=True)\ndef double(x):\n    return 2 * x\n"
+SHIPPED_RUN = """
+import importlib, sys
+import kafka_mc.checker
+from kafka_mc.checker.numba_cache import register_shipped_locator
+
+register_shipped_locator()
+kafka_mc.checker.__path__.append(sys.argv[1] + "/kafka_mc/checker")  # as a Spark worker imports the zip's
+double = importlib.import_module("kafka_mc.checker.probe").double
+assert double(21) == 42 and ".zip" in double.py_func.__code__.co_filename
+print(double.stats.cache_hits and "loaded" or double.stats.cache_misses and "compiled")
+"""
+
+
+def test_a_module_shipped_in_a_zip_is_compiled_once_whatever_the_zips_path(tmp_path):
+    """Each Spark job ships kafka-mc in a new zip; numba's own locator keyed the Spark engine's
+    compiled helpers on the zip's path and time, so every job's workers compiled them again and left a
+    cache folder behind. Keyed on the module's source, a second job loads what the first compiled."""
+    import os
+    import subprocess
+    import sys
+    import zipfile
+
+    from kafka_mc.checker.numba_cache import ShippedModuleLocator
+
+    def shipped(job: str, source: str, member: str = "kafka_mc/checker/probe.py") -> str:
+        path = tmp_path / job / "kafka_mc-x.zip"
+        path.parent.mkdir()
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr(member, source)
+        return str(path / member)
+
+    def run(job: str, source: str = PROBE) -> str:
+        environment = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+        zipped = shipped(job, source).removesuffix("/kafka_mc/checker/probe.py")
+        done = subprocess.run([sys.executable, "-c", SHIPPED_RUN, zipped],
+                              capture_output=True, text=True, env=environment, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert [run("a"), run("b"), run("c", PROBE + "# changed\n")] == ["compiled", "loaded", "compiled"]
+    assert sorted(os.listdir(tmp_path / "cache" / "kafka-mc" / "shipped")) and \
+        not (tmp_path / "cache" / "numba").exists()
+
+    def function():
+        pass
+
+    assert ShippedModuleLocator.from_function(function, shipped("kernel", PROBE, "kafka_mc/checker/kernel/x.py")) \
+        is None  # the kernel's own locator's
+    assert ShippedModuleLocator.from_function(function, shipped("other", PROBE, "elsewhere/probe.py")) is None
+    assert ShippedModuleLocator.from_function(function, __file__) is None  # not in a zip: numba's own locators
+
+
 
 def test_importing_the_kernel_starts_numbas_parallel_backend():
     """A kernel function loaded from numba's cache may not start the parallel backend itself (an

@@ -3,7 +3,8 @@ code over packed states (layout, transitions, invariants, explore, engine)."""
 
 import os
 
-from .cache import prune_stale_caches, register_locators, serialize_cache_saves
+from ..numba_cache import serialize_cache_saves
+from .cache import prune_stale_caches, register_locators
 
 prune_stale_caches()
 register_locators()  # before any kernel function is decorated

@@ -10,24 +10,21 @@ shared folder let a long compile of old sources land under the new digest, and t
 crashed on it). `prune_stale_caches` removes the folders of other sources. Run from a zip shipped
 with a Spark job, the kernel is cached by `ShippedKernelLocator`, keyed the same way.
 `compile_lock` keeps processes from compiling it at the same time, and `serialize_cache_saves`
-from writing one function's cache at the same time (numba names a new entry's file from the index
-it read, so two processes saving different specializations at once could both take one name,
-leaving an index entry whose file holds the other's machine code).
+(`checker.numba_cache`) from writing one function's cache at the same time.
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import shutil
-import tempfile
 import zipfile
-from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
-from numba.core.caching import CacheImpl, IndexDataCacheFile, _CacheLocator
+from numba.core.caching import CacheImpl, _CacheLocator
 from numba.misc.appdirs import AppDirs
+
+from ..numba_cache import file_lock
 
 KERNEL_DIR = Path(__file__).resolve().parent
 CACHE_DIR = KERNEL_DIR / "__pycache__"
@@ -50,7 +47,7 @@ def prune_stale_caches() -> None:
     process compiles into the cache: then the pruning is left to a later import, since an import
     must not wait minutes for someone else's compile."""
     try:
-        with _lock("kafka-mc-kernel-compile.lock", wait=False) as locked:
+        with file_lock("kafka-mc-kernel-compile.lock", wait=False) as locked:
             if not locked:
                 return
             stale = [path for path in CACHE_DIR.glob("sources-*") if path != SOURCES_CACHE]
@@ -60,37 +57,6 @@ def prune_stale_caches() -> None:
                 cached.unlink(missing_ok=True)
     except OSError:
         pass
-
-
-@contextmanager
-def _lock(name: str, wait: bool = True):
-    """An exclusive file lock shared by every process; with `wait=False` it yields False at once
-    when another process holds it (and True when this one took it)."""
-    with open(Path(tempfile.gettempdir()) / name, "a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def serialize_cache_saves() -> None:
-    """Make every numba cache save in this process take a file lock shared by all processes
-    (another lock than `compile_lock`, which is held while compiling, and so while saving)."""
-    if getattr(IndexDataCacheFile.save, "serialized", False):
-        return
-    save = IndexDataCacheFile.save
-
-    def locked_save(self, key, data):
-        with _lock("kafka-mc-kernel-cache-save.lock"):
-            save(self, key, data)
-
-    locked_save.serialized = True  # type: ignore[attr-defined]  # a marker on the function object
-    IndexDataCacheFile.save = locked_save  # type: ignore[method-assign]  # numba has no hook for this
 
 
 class InstalledKernelLocator(_CacheLocator):
@@ -125,7 +91,7 @@ def compile_lock():
     """Held while a process compiles the kernel or loads it from numba's cache, so processes
     starting together (a matrix's workers, a Spark executor's Python workers) compile it once
     and the others load what it wrote."""
-    return _lock("kafka-mc-kernel-compile.lock")
+    return file_lock("kafka-mc-kernel-compile.lock")
 
 
 # In a shipped zip, beside the kernel's sources: the driver's `SOURCES_CACHE` (`checker.shipping`)
