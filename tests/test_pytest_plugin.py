@@ -9,6 +9,13 @@ import kafka_mc.checker.kernel  # noqa: F401  loaded before pytester's in-proces
 # imported: numba's parallel backend cannot be loaded twice in one process
 from kafka_mc.counterexamples.reports import read_itf_file
 
+# numba imports most of its implementations (numba/core/cpu.py, `load_additional_registries`) when it first
+# compiles or loads a function from its cache. Done first inside a pytester run, those modules were unloaded
+# after it and registered again by the next load in this process: "KeyError: duplicate registration".
+from numba.core.registry import cpu_target
+
+cpu_target.target_context.refresh()
+
 pytest_plugins = ["pytester"]
 
 EXAMPLE = Path(__file__).parent / "examples" / "test_own_property.py"  # the README's example, as written
