@@ -55,6 +55,10 @@ ReplicaMask(set) ==
     LET bits[i \in 0 .. ReplicaCount] ==
             IF i = 0 THEN 0 ELSE bits[i - 1] + (IF ReplicaAt[i] \in set THEN 2^(i - 1) ELSE 0)
     IN  bits[ReplicaCount]
+\* a set of epochs as kafka-mc's bitmask: epoch e is bit e
+RECURSIVE EpochMask(_)
+EpochMask(set) == IF set = {} THEN 0
+                  ELSE LET e == CHOOSE x \in set : \A y \in set : x <= y IN 2^e + EpochMask(set \ {e})
 \* a set of message numbers as kafka-mc's bitmask: message m is bit m
 MessageMask(set) ==
     LET bits[m \in 0 .. MaxMessages] ==
@@ -98,6 +102,7 @@ _GLOBAL = {
     "unseen": "ReplicaMask({controller}.unseen)",  # always a field of the controller: {} without MetadataLag
     "proposal": "ReplicaMask({controller}.proposal)",  # {} without MaxDelays or MetadataLag, as unseen
     "reregistered": "ReplicaMask({controller}.reregistered)",
+    "bumped": "EpochMask(Bumped({controller}))",  # KafkaReplication's Bumped: {} without EpochBump
     "delays": "{delays}",
     "disk_failures": "{diskFailures}",
     "written": "{written}",
@@ -117,6 +122,7 @@ _REPLICA = {
     "stale_isr": "0",
     "delayed_fetch": "{rep}.delayedFetch",
     "delayed_fetch_stale": "Truth({rep}.delayedFetchStale)",
+    "leader_id": "IF {rep}.leaderId = NoLeader THEN -1 ELSE IndexOf({rep}.leaderId)",
     "log_msg": "IF {y} \\in 0 .. Len({rep}.log) - 1 THEN {rep}.log[{y} + 1].msg ELSE 0",
     "log_epoch": "IF {y} \\in 0 .. Len({rep}.log) - 1 THEN {rep}.log[{y} + 1].epoch ELSE 0",
     "cache_count": "Len({rep}.epochs)",

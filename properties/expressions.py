@@ -70,6 +70,8 @@ FIELDS: dict[str, tuple[int, _Getter, _Bound, _Bound]] = {
     "unseen": (0, lambda s: s.controller.unseen, _zero, _masks),
     "proposal": (0, lambda s: s.controller.proposal, _zero, _masks),
     "reregistered": (0, lambda s: s.controller.reregistered, _zero, _masks),
+    # epochs run to the elections bound of the configuration lowered within (with bumps: `bounding_config`)
+    "bumped": (0, lambda s: s.controller.bumped, _zero, lambda c: (1 << (c.elections + 1)) - 1),
     "delays": (0, lambda s: s.delays, _zero, lambda c: c.delays),
     "disk_failures": (0, lambda s: s.disk_failures, _zero, lambda c: c.crashes),
     "written": (0, lambda s: s.written, _zero, _m),
@@ -89,6 +91,7 @@ FIELDS: dict[str, tuple[int, _Getter, _Bound, _Bound]] = {
     "stale_isr": (1, _of_replica(lambda r: r.stale_isr), _zero, _masks),
     "delayed_fetch": (1, _of_replica(lambda r: r.delayed_fetch), _zero, lambda c: c.messages + 1),
     "delayed_fetch_stale": (1, _of_replica(lambda r: int(r.delayed_fetch_stale)), _zero, _one),
+    "leader_id": (1, _of_replica(lambda r: r.leader_id), _minus_one, lambda c: c.replicas - 1),
     "log_msg": (2, _of_replica(lambda r, p: _at(r.log, p, lambda record: record.msg)), _zero, _m),
     "log_epoch": (2, _of_replica(lambda r, p: _at(r.log, p, lambda record: record.epoch)), _zero, _e),
     "cache_count": (1, _of_replica(lambda r: len(r.epochs)), _zero, lambda c: c.elections + 1),

@@ -771,7 +771,7 @@ class _Interpreter:
         if isinstance(value, _ControllerView):
             names = {"leader": "leader", "epoch": "controller_epoch", "isr": "isr", "elr": "elr",
                      "last_known_elr": "last_known_elr", "unseen": "unseen", "proposal": "proposal",
-                     "reregistered": "reregistered"}
+                     "reregistered": "reregistered", "bumped": "bumped"}
             if name not in names:
                 raise self.refuse(node, f"the controller's field {name!r}")
             return _Value(field(value.which, names[name]))
@@ -818,7 +818,7 @@ class _Interpreter:
         which, index = replica.which, replica.index
         status = field(which, "status", index)
         if name in ("hw", "unflushed", "status", "role", "epoch", "stale_isr", "leo", "delayed_fetch",
-                    "delayed_fetch_stale"):
+                    "delayed_fetch_stale", "leader_id"):
             return _Value(field(which, name, index))
         if name == "alive":
             return _Value(op("or", op("eq", status, const(UP)), op("eq", status, const(EXPIRED))))

@@ -24,9 +24,10 @@ import test_own_property as examples  # noqa: E402
 CONFIG = Config("hw", replicas=2, messages=2, crashes=2, elections=2)  # Case L: the data properties fail here
 
 
-def reachable(config: Config):
-    """Every reachable state, and every step out of one."""
-    model = ReplicationModel(config)
+def reachable(config: Config, transitions=ReplicationModel):
+    """Every reachable state, and every step out of one (of `transitions`: the replication model's, or the
+    model with the controller's epoch bumps)."""
+    model = transitions(config)
     seen = set(model.initial_states())
     frontier, steps = list(seen), []
     while frontier:
@@ -446,6 +447,61 @@ def test_the_engines_read_the_delayed_requests_and_lost_disks_alike():
         z3_result = bounded_check(config, 6, properties, keep_going=True)
         lengths = {v.invariant: len(v.trace.actions) for v in python.violations}
         assert set(lengths) == broken
+        assert kernel.stats.distinct_states == python.stats.distinct_states
+        for result in (kernel, z3_result):
+            assert {v.invariant: len(v.trace.actions) for v in result.violations} == lengths, result.engine
+
+
+LEADERS = Config("hw", replicas=2, messages=1, crashes=1, elections=2)
+BUMPS = Config("hw", replicas=2, messages=1, crashes=2, elections=1)
+
+
+def test_the_followed_leader_and_the_bumped_epochs_lower_to_their_own_verdicts_on_every_state():
+    """Each replica's `leader_id` (the leader it follows: -1 where none, and always from 2.1, which never
+    reads it) and the controller's `bumped` (a bitmask of the epochs its epoch bumps made, 0 without them),
+    lowered (expressions and the kernel's cells), give the functions' verdicts on every reachable state."""
+    from kafka_mc.model.epoch_bumps import EpochBumpModel, bounding_config
+
+    import twin_properties
+    followed = (twin_properties.every_replica_follows_the_current_leader, twin_properties.no_replica_remembers_a_leader)
+    later = Config("kip-320", replicas=2, messages=1, crashes=1, elections=2)
+    for config, failing in ((LEADERS, set(followed)), (later, set())):
+        states, _ = reachable(config)
+        for predicate in followed:
+            seen = check_every_state(predicate, config, states)
+            assert (seen.get("fails", 0) > 0) == (predicate in failing), (config.protocol, predicate.__name__)
+    bumped = (twin_properties.no_epoch_bumped, twin_properties.bumped_epochs_are_past_or_current)
+    for transitions, failing in ((EpochBumpModel, {twin_properties.no_epoch_bumped}), (ReplicationModel, set())):
+        states, _ = reachable(BUMPS, transitions)
+        for predicate in bumped:
+            seen = check_every_state(predicate, bounding_config(BUMPS), states)
+            assert (seen.get("fails", 0) > 0) == (predicate in failing), (transitions.__name__, predicate.__name__)
+
+
+def test_the_engines_read_the_followed_leader_and_the_bumped_epochs_alike():
+    """`leader_id` and `bumped` on the Python engine, the kernel and Z3 (bounded): each invariant broken at
+    the same shortest length by all three, the bump's only with the controller's epoch bumps."""
+    from kafka_mc.checker import check
+    from kafka_mc.checker.kernel import kernel_check
+    from kafka_mc.checker.symbolic.bmc import bounded_check
+    from kafka_mc.control.epoch_bumps import EpochBumpSystem
+    from kafka_mc.control.replication import ReplicationSystem
+    from kafka_mc.properties.user import user_property
+
+    import twin_properties
+    followed = [user_property(predicate, predicate.__name__)
+                for predicate in (twin_properties.every_replica_follows_the_current_leader,
+                                  twin_properties.no_replica_remembers_a_leader)]
+    bumped = [user_property(predicate, predicate.__name__)
+              for predicate in (twin_properties.no_epoch_bumped, twin_properties.bumped_epochs_are_past_or_current)]
+    for model, broken in ((ReplicationSystem(LEADERS, followed), {p.name for p in followed}),
+                          (EpochBumpSystem(BUMPS, bumped), {"no_epoch_bumped"}),
+                          (ReplicationSystem(BUMPS, bumped), set())):
+        python = check(model, keep_going=True)
+        kernel = kernel_check(model, keep_going=True)
+        z3_result = bounded_check(model, 7, keep_going=True)
+        lengths = {v.invariant: len(v.trace.actions) for v in python.violations}
+        assert set(lengths) == broken, model.name
         assert kernel.stats.distinct_states == python.stats.distinct_states
         for result in (kernel, z3_result):
             assert {v.invariant: len(v.trace.actions) for v in result.violations} == lengths, result.engine

@@ -74,6 +74,17 @@ DELAY_PROPERTIES = [
     Property("a_stale_fetch_waits_at_the_leader", SOMETIMES, "a witness", examples.a_stale_fetch_waits_at_the_leader,
              predicate=examples.a_stale_fetch_waits_at_the_leader),
 ]
+# the leader each replica follows (leaderId: remembered to 2.0.1, NoLeader from 2.1) and the epochs the
+# controller's epoch bumps made (Bumped: {} without EpochBump)
+LEADER_PROPERTIES = [
+    *(user_property(getattr(examples, name), name)
+      for name in ("every_replica_follows_the_current_leader", "no_replica_remembers_a_leader",
+                   "replicas_follow_replicas")),
+    Property("a_replica_follows_another", SOMETIMES, "a witness", examples.a_replica_follows_another,
+             predicate=examples.a_replica_follows_another),
+]
+BUMP_PROPERTIES = [user_property(getattr(examples, name), name)
+                   for name in ("no_epoch_bumped", "bumped_epochs_are_past_or_current")]
 # each configuration with the properties it checks: Case L and D break the shipped invariants; the
 # examples read every other field the twin maps
 RUNS = [
@@ -94,6 +105,8 @@ RUNS = [
     pytest.param(Config("kip-966", replicas=2, messages=1, crashes=2, elections=2, min_isr=2, disk_failures=1),
                  [user_property(examples.no_disk_lost, "no_disk_lost"),
                   user_property(examples.lost_disks_are_crashes, "lost_disks_are_crashes")], id="kip966-disk-failures"),
+    pytest.param(Config("hw", replicas=2, messages=1, crashes=1, elections=2), LEADER_PROPERTIES,
+                 id="hw-followed-leaders"),
 ]
 
 
@@ -110,6 +123,21 @@ def test_tlc_finds_what_the_functions_find(config, properties):
     assert tlc.distinct_states == expected.stats.distinct_states
     assert tlc.violations == {v.invariant: len(v.trace) + 1 for v in expected.violations}
     assert tlc.reached == {name: len(trace) + 1 for name, trace in expected.witness_traces.items()}
+
+
+@needs_java
+def test_tlc_reads_the_bumped_epochs_as_the_explicit_engine_does():
+    """`controller.bumped` on the twin with `EpochBump` (a mask of Bumped's epochs): TLC finds the
+    explicit engine's violations at its shortest lengths, in the same states; without the bumps it reads 0."""
+    from kafka_mc.control.epoch_bumps import EpochBumpSystem
+
+    config = Config("hw", replicas=2, messages=1, crashes=2, elections=1)
+    for model in (EpochBumpSystem(config, BUMP_PROPERTIES), model_of(config, BUMP_PROPERTIES)):
+        expected = check(model, keep_going=True)
+        tlc = run_tlc(model, timeout=300)
+        assert tlc.distinct_states == expected.stats.distinct_states
+        assert tlc.violations == {v.invariant: len(v.trace) + 1 for v in expected.violations}
+        assert set(tlc.violations) == ({"no_epoch_bumped"} if isinstance(model, EpochBumpSystem) else set())
 
 
 @pytest.mark.parametrize("config", [p.values[0] for p in RUNS])

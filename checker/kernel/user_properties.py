@@ -29,20 +29,21 @@ from kafka_mc.properties.lowering import Lowered, NotLowered, lower
 
 from .explore import BLOCK, expand_block, unpack
 from .layout import (
-    ACKED, C_REPLICAS, CACHE_COUNT, CACHE_EPOCH, CACHE_START, COMMITTED, CONSUMED, CONTROLLER_EPOCH, CRASHES, CUTS,
-    DELAYED_FETCH, DELAYED_FETCH_STALE, DELAYS, DISK_FAILURES, ELR, EPOCH, HAS_REMOTE, HW, ISR, LAST_KNOWN_ELR, LEADER,
+    ACKED, BUMPED, C_REPLICAS, CACHE_COUNT, CACHE_EPOCH, CACHE_START, COMMITTED, CONSUMED, CONTROLLER_EPOCH, CRASHES, CUTS,
+    DELAYED_FETCH, DELAYED_FETCH_STALE, DELAYS, DISK_FAILURES, ELR, EPOCH, FOLLOWS, HAS_REMOTE, HW, ISR, LAST_KNOWN_ELR, LEADER,
     LEO, LOG_EPOCH, LOG_MSG, MAX_MESSAGES, PEER_CUT, PROPOSAL, REMOTE_LEO, REREGISTERED, REPLICA_WIDTH, RESPONSE,
     RESPONSE_COUNT, RESPONSE_EPOCH, RESPONSE_HW, RESPONSE_MSG, RESPONSE_OFFSET,
     RESPONSE_OUT_OF_RANGE, ROLE, STALE_ISR, STATUS, UNFLUSHED, UNSEEN, WIDTH, WRITTEN, ZK_CUT,
 )
 
-# where each field lies in the wide form: (kind, first cell, positions); kinds below
-GLOBAL_CELL, REPLICA_CELL, REPLICA_POSITION, HISTORY_BIT = 0, 1, 2, 3
+# where each field lies in the wide form: (kind, first cell, positions); kinds below (REPLICA_PLUS_ONE: a
+# replica's cell that holds the field's value plus one, `layout.FOLLOWS`)
+GLOBAL_CELL, REPLICA_CELL, REPLICA_POSITION, HISTORY_BIT, REPLICA_PLUS_ONE = 0, 1, 2, 3, 4
 CELLS: dict[str, tuple[int, int, int]] = {
     "leader": (GLOBAL_CELL, LEADER, 0), "controller_epoch": (GLOBAL_CELL, CONTROLLER_EPOCH, 0),
     "isr": (GLOBAL_CELL, ISR, 0), "elr": (GLOBAL_CELL, ELR, 0), "last_known_elr": (GLOBAL_CELL, LAST_KNOWN_ELR, 0),
     "unseen": (GLOBAL_CELL, UNSEEN, 0), "proposal": (GLOBAL_CELL, PROPOSAL, 0),
-    "reregistered": (GLOBAL_CELL, REREGISTERED, 0), "delays": (GLOBAL_CELL, DELAYS, 0),
+    "reregistered": (GLOBAL_CELL, REREGISTERED, 0), "bumped": (GLOBAL_CELL, BUMPED, 0), "delays": (GLOBAL_CELL, DELAYS, 0),
     "disk_failures": (GLOBAL_CELL, DISK_FAILURES, 0),
     "written": (GLOBAL_CELL, WRITTEN, 0),
     "crashes": (GLOBAL_CELL, CRASHES, 0),
@@ -53,6 +54,7 @@ CELLS: dict[str, tuple[int, int, int]] = {
     "status": (REPLICA_CELL, STATUS, 0), "role": (REPLICA_CELL, ROLE, 0), "epoch": (REPLICA_CELL, EPOCH, 0),
     "stale_isr": (REPLICA_CELL, STALE_ISR, 0), "cache_count": (REPLICA_CELL, CACHE_COUNT, 0),
     "delayed_fetch": (REPLICA_CELL, DELAYED_FETCH, 0), "delayed_fetch_stale": (REPLICA_CELL, DELAYED_FETCH_STALE, 0),
+    "leader_id": (REPLICA_PLUS_ONE, FOLLOWS, 0),
     "response": (REPLICA_CELL, RESPONSE, 0), "response_offset": (REPLICA_CELL, RESPONSE_OFFSET, 0),
     "response_hw": (REPLICA_CELL, RESPONSE_HW, 0), "response_out_of_range": (REPLICA_CELL, RESPONSE_OUT_OF_RANGE, 0),
     "response_count": (REPLICA_CELL, RESPONSE_COUNT, 0), "has_remote": (REPLICA_CELL, HAS_REMOTE, 0),
@@ -127,6 +129,8 @@ def _read(wide, replicas, kind, first, positions, a, b):
         return np.int64(0)
     if kind == REPLICA_CELL:
         return np.int64(wide[a * REPLICA_WIDTH + first])
+    if kind == REPLICA_PLUS_ONE:
+        return np.int64(wide[a * REPLICA_WIDTH + first]) - 1
     if 0 <= b < positions:
         return np.int64(wide[a * REPLICA_WIDTH + first + b])
     return np.int64(0)

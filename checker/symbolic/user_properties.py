@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import z3
 
 from kafka_mc.model.replication import ACTION_NAMES
+from kafka_mc.model.state import NO_LEADER
 from kafka_mc.properties.expressions import Expr
 from kafka_mc.properties.lowering import Lowered
 
@@ -87,9 +88,11 @@ class _Terms:
         state: SymState = self.states[which]
         if name in _STATE_LEAVES:
             return self.leaf(getattr(state, _STATE_LEAVES[name]))
-        if name in ("isr", "elr", "last_known_elr", "unseen", "zk_cut", "peer_cut", "proposal", "reregistered"):
+        if name in ("isr", "elr", "last_known_elr", "unseen", "zk_cut", "peer_cut", "proposal", "reregistered",
+                    "bumped"):
             # elr, last_known_elr: no flags (0) without eligible leaders; unseen: none (0) without the metadata lag;
-            # proposal, reregistered: none (0) without delays or the lag (`Shape.pending`)
+            # proposal, reregistered: none (0) without delays or the lag (`Shape.pending`); bumped: one flag per
+            # epoch with the controller's epoch bumps, none (0) without
             return self.mask(getattr(state, name))
         if name in ("delays", "disk_failures"):  # one number where the shape keeps it, else none (0)
             kept = getattr(state, name)
@@ -109,6 +112,8 @@ class _Terms:
             leaves = [self.mask(r.stale_isr) for r in state.replicas]
         elif name in ("delayed_fetch", "delayed_fetch_stale"):  # one where `Shape.delays`, else none (0)
             leaves = [self.leaf(getattr(r, name)[0]) if getattr(r, name) else self.num(0) for r in state.replicas]
+        elif name == "leader_id":  # one where `Shape.leader_ids`, else always NO_LEADER
+            leaves = [self.leaf(r.leader_id[0]) if r.leader_id else self.num(NO_LEADER) for r in state.replicas]
         else:
             position = arguments[1]
             leaves = [self.choose(position, [self.leaf(x) for x in getattr(r, _REPLICA_ARRAYS[name])])

@@ -163,3 +163,34 @@ def proposals_add_replicas_outside_the_isr(state):
 def lost_disks_are_crashes(state):
     """Every lost disk was a crash's."""
     return state.disk_failures <= state.crashes
+
+
+def every_replica_follows_the_current_leader(state):
+    """False in a release that remembers the leader a replica follows (before 2.1): a replica still names a
+    leader the controller has replaced."""
+    return all(replica.leader_id == -1 or replica.leader_id == state.controller.leader for replica in state.replicas)
+
+
+def no_replica_remembers_a_leader(state):
+    """False before 2.1 (to 2.0.1); from 2.1 (KIP-320) no release reads a replica's `leader_id`, which stays -1 (none)."""
+    return all(replica.leader_id == -1 for replica in state.replicas)
+
+
+def no_epoch_bumped(state):
+    """False with the controller's epoch bumps: an epoch the controller bumped without an election."""
+    return state.controller.bumped == 0
+
+
+def bumped_epochs_are_past_or_current(state):
+    """Every epoch the controller bumped is at most its current epoch."""
+    return state.controller.bumped >> (state.controller.epoch + 1) == 0
+
+
+def a_replica_follows_another(state):
+    """A witness, before 2.1: a replica follows a leader other than itself."""
+    return any(replica.leader_id != -1 and replica.leader_id != index for index, replica in enumerate(state.replicas))
+
+
+def replicas_follow_replicas(state):
+    """A replica follows none (-1) or one of the partition's replicas."""
+    return all(-1 <= replica.leader_id < len(state.replicas) for replica in state.replicas)
