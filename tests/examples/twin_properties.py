@@ -172,7 +172,8 @@ def every_replica_follows_the_current_leader(state):
 
 
 def no_replica_remembers_a_leader(state):
-    """False before 2.1 (to 2.0.1); from 2.1 (KIP-320) no release reads a replica's `leader_id`, which stays -1 (none)."""
+    """False before 2.1 (to 2.0.1); from 2.1 (KIP-320) no release reads a replica's `leader_id`, which stays
+    -1 (none)."""
     return all(replica.leader_id == -1 for replica in state.replicas)
 
 
