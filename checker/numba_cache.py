@@ -58,16 +58,21 @@ def serialize_cache_saves() -> None:
     IndexDataCacheFile.save = locked_save  # type: ignore[method-assign]  # numba has no hook for this
 
 
-class ShippedModuleLocator(_CacheLocator):
-    """Where numba caches a function of a kafka-mc module run from a zip (not the kernel's, which
-    `checker.kernel.cache.ShippedKernelLocator` keys on all the kernel's sources): in the user's cache
-    directory, in a folder named by the module's source digest, with that digest as the stamp."""
+class ShippedLocator(_CacheLocator):
+    """Where numba caches a function of a module run from a zip that a Spark job ships, keyed on a digest of
+    source content rather than on the zip: a subclass says which modules it takes (`takes`, of the module's
+    path inside the zip) and sets, from the zip's path and that path, the cache folder (`_cache_path`) and the
+    digest (`_digest`, the source stamp)."""
 
-    def __init__(self, py_func, zip_path: str, internal_path: str):
+    _cache_path: str
+    _digest: str
+
+    def __init__(self, py_func, zip_path: str, internal: PurePosixPath):
         self._lineno = py_func.__code__.co_firstlineno
-        self._digest = module_digest(zip_path, internal_path)
-        self._cache_path = os.path.join(AppDirs(appname="kafka-mc", appauthor=False).user_cache_dir,
-                                        "shipped", self._digest[:32])
+
+    @classmethod
+    def takes(cls, internal: PurePosixPath) -> bool:
+        raise NotImplementedError
 
     def get_cache_path(self) -> str:
         return self._cache_path
@@ -85,14 +90,30 @@ class ShippedModuleLocator(_CacheLocator):
         if zipped is None:
             return None
         internal = PurePosixPath(*parts[zipped + 1:])
-        if internal.parts[:1] != ("kafka_mc",) or internal.parent.as_posix() == "kafka_mc/checker/kernel":
+        if not cls.takes(internal):
             return None
         try:
-            self = cls(py_func, str(Path(*parts[:zipped + 1])), internal.as_posix())
+            self = cls(py_func, str(Path(*parts[:zipped + 1])), internal)
             self.ensure_cache_path()
         except (OSError, KeyError, zipfile.BadZipFile):
             return None
         return self
+
+
+class ShippedModuleLocator(ShippedLocator):
+    """Where numba caches a function of a kafka-mc module run from a zip (not the kernel's, which
+    `checker.kernel.cache.ShippedKernelLocator` keys on all the kernel's sources): in the user's cache
+    directory, in a folder named by the module's source digest, with that digest as the stamp."""
+
+    def __init__(self, py_func, zip_path: str, internal: PurePosixPath):
+        super().__init__(py_func, zip_path, internal)
+        self._digest = module_digest(zip_path, internal.as_posix())
+        self._cache_path = os.path.join(AppDirs(appname="kafka-mc", appauthor=False).user_cache_dir,
+                                        "shipped", self._digest[:32])
+
+    @classmethod
+    def takes(cls, internal: PurePosixPath) -> bool:
+        return internal.parts[:1] == ("kafka_mc",) and internal.parent.as_posix() != "kafka_mc/checker/kernel"
 
 
 _DIGESTS: dict[tuple[str, str], str] = {}

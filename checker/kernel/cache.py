@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from numba.core.caching import CacheImpl, _CacheLocator
 from numba.misc.appdirs import AppDirs
 
-from ..numba_cache import file_lock
+from ..numba_cache import ShippedLocator, file_lock
 
 KERNEL_DIR = Path(__file__).resolve().parent
 CACHE_DIR = KERNEL_DIR / "__pycache__"
@@ -98,7 +98,7 @@ def compile_lock():
 DRIVER_CACHE_ENTRY = "driver-kernel-cache.txt"
 
 
-class ShippedKernelLocator(_CacheLocator):
+class ShippedKernelLocator(ShippedLocator):
     """Where numba caches the kernel when it runs from the zip a Spark job ships
     (`checker.shipping`): numba's own locator for zips keys the cache on the zip's path and
     modification time, which are new for every job, so every job would compile the kernel
@@ -107,39 +107,18 @@ class ShippedKernelLocator(_CacheLocator):
     stamps and file names are the installed locator's, so neither compiles what the other has),
     else in the user's cache directory."""
 
-    def __init__(self, py_func, zip_path: str, internal_dir: str):
-        self._lineno = py_func.__code__.co_firstlineno
-        self._digest, driver = _zipped_kernel(zip_path, internal_dir)
+    def __init__(self, py_func, zip_path: str, internal: PurePosixPath):
+        super().__init__(py_func, zip_path, internal)
+        self._digest, driver = _zipped_kernel(zip_path, internal.parent.as_posix())
         if driver and driver.name == f"sources-{self._digest[:32]}" and driver.is_dir() and os.access(driver, os.W_OK):
             self._cache_path = str(driver)
         else:
             self._cache_path = os.path.join(AppDirs(appname="kafka-mc", appauthor=False).user_cache_dir,
                                             "kernel", self._digest[:32])
 
-    def get_cache_path(self) -> str:
-        return self._cache_path
-
-    def get_source_stamp(self) -> str:
-        return self._digest
-
-    def get_disambiguator(self) -> str:
-        return str(self._lineno)
-
     @classmethod
-    def from_function(cls, py_func, py_file):
-        parts = Path(py_file).parts
-        zipped = next((i for i, part in enumerate(parts) if part.endswith(".zip")), None)
-        if zipped is None:
-            return None
-        internal = PurePosixPath(*parts[zipped + 1:-1]).as_posix()
-        if not internal.endswith("checker/kernel"):
-            return None
-        try:
-            self = cls(py_func, str(Path(*parts[:zipped + 1])), internal)
-            self.ensure_cache_path()
-        except OSError:
-            return None
-        return self
+    def takes(cls, internal: PurePosixPath) -> bool:
+        return internal.parent.as_posix().endswith("checker/kernel")
 
 
 _ZIPPED: dict[tuple[str, str], tuple[str, Path | None]] = {}
