@@ -5,10 +5,11 @@ Each BFS level is one Spark job with one shuffle; the driver only loops over lev
 one small summary per partition (counts, the least key of each property's states, through an
 accumulator), never a frontier or the visited set.
 
-For the replication model (with the controller's epoch bumps or without) with kafka-mc's own
-properties the executors run the compiled kernel
-(`checker.spark_kernel`: Arrow batches of packed states, no Python per state); for any other
-model, or a property the kernel lacks (a user's own predicate), they run the model itself, state
+For the replication model (with the controller's epoch bumps or without) the executors run the
+compiled kernel (`checker.spark_kernel`: Arrow batches of packed states, no Python per state),
+users' own properties lowered to the kernel's programs (`checker.kernel.user_properties`; the
+driver evaluates the user's function where one is found, as `kernel_check` does); for any other
+model, or a user's property that does not lower, they run the model itself, state
 by state, through its `model.interface.Capabilities` (the model's own packing, fingerprint, owner
 hash and action slots where it has them, else pickle, `hash` and a successor's position). Both
 feed the one level step (`checker.spark_level`); they encode states differently, so a checkpoint
@@ -84,7 +85,7 @@ from kafka_mc.control.replication import ReplicationSystem, model_of
 from kafka_mc.model import Config
 from kafka_mc.model.interface import Model, capabilities, next_state
 from kafka_mc.model.symmetry import canonical
-from kafka_mc.properties import ALWAYS, Property
+from kafka_mc.properties import ALWAYS, Property, shipped
 from kafka_mc.properties.user import UserPropertyError
 
 from .bfs import Budget, Progress, path_trace, search_result, stop_reason
@@ -368,6 +369,19 @@ class _Totals:
         return dict(self.__dict__)
 
 
+def kernel_programs(model: Model) -> tuple[dict[str, Any] | None, str]:
+    """The kernel's programs of the replication model's users' properties, by name
+    (`kernel.user_properties.lowered_program`), or None and why, for a property that does not lower."""
+    from .kernel.engine import lowering_config
+    from .kernel.user_properties import NotLowered, lowered_program
+
+    config = lowering_config(model.config, isinstance(model, EpochBumpSystem))
+    try:
+        return {p.name: lowered_program(p, config) for p in model.properties if not shipped(p)}, ""
+    except (NotLowered, ValueError) as error:
+        return None, str(error)
+
+
 def spark_check(model: Model | Config, properties: Iterable[Property] | None = None, *, keep_going: bool = False,
                 symmetry: bool = False, master: str = "local[*]", partitions: int | None = None,
                 checkpoint_dir: str | Path | None = None, resume: str | Path | None = None,
@@ -401,13 +415,13 @@ def run_spark_check(model: Model | Config, properties: Iterable[Property] | None
     replication = isinstance(model, (ReplicationSystem, EpochBumpSystem))
     if symmetry and not replication:
         raise ValueError(f"symmetry is for the replication model; the {model.name} model is explored without it")
-    from .kernel import supports
-
+    programs, why = kernel_programs(model) if replication else (None, f"the {model.name} model")
+    chosen = kernel is not None  # else the kernel where it runs the properties, or as the resumed run chose
     if kernel is None:
-        kernel = replication and supports(model.properties)
-    elif kernel and not (replication and supports(model.properties)):
-        raise ValueError("the kernel runs the replication model (with the epoch bumps or without) with kafka-mc's "
-                         "own properties only; run the executors with kernel=False")
+        kernel = programs is not None
+    elif kernel and programs is None:
+        raise ValueError(f"the kernel runs the replication model (with the epoch bumps or without) and properties that "
+                         f"lower, not {why}; run the executors with kernel=False")
     header = _header(model, symmetry, keep_going, kernel)
 
     own_session = spark is None
@@ -446,7 +460,8 @@ def run_spark_check(model: Model | Config, properties: Iterable[Property] | None
     try:
         files = HadoopDirectory(spark, location)
         header = _open_checkpoint(files, location, header, spark, resume is not None,
-                                  partitions or context.defaultParallelism)
+                                  partitions or context.defaultParallelism, chosen)
+        kernel = header["executors"] == "kernel"
         totals, start_depth = header.pop("totals"), header.pop("last")
         reached = start_depth or 0
         ship(context)
@@ -456,7 +471,8 @@ def run_spark_check(model: Model | Config, properties: Iterable[Property] | None
                        checkpoint_dir=files.uri, resumed_from_depth=start_depth, kernel=kernel)
         with deferred_interrupts(cancel) as interrupt:
             try:
-                engine = _Engine(spark, model, symmetry, keep_going, count, files, kernel, header["uid"])
+                engine = _Engine(spark, model, symmetry, keep_going, count, files, programs if kernel else None,
+                                 header["uid"])
                 result = engine.run(totals, start_depth, budget, progress, run, committed)
             except Exception:
                 if interrupt.arrived:
@@ -476,11 +492,13 @@ def run_spark_check(model: Model | Config, properties: Iterable[Property] | None
 
 
 def _open_checkpoint(files: HadoopDirectory, location: str | Path, header: dict, spark, resumed: bool,
-                     partitions: int) -> dict:
+                     partitions: int, executors_chosen: bool = True) -> dict:
     """Open the checkpoint directory: resumed, where it must be one of this run (then levels past
     its last complete one are removed), or new, where it must be empty (its header written, with
     `partitions` and a new `uid`). The header in force, with `totals` and `last` (the last
-    complete level, None for a new run) added: a resumed run keeps its checkpoint's partitions."""
+    complete level, None for a new run) added: a resumed run keeps its checkpoint's partitions, and
+    (`executors_chosen` false) its executors where they ran the model (a run started before users'
+    properties ran on the kernel)."""
     if resumed:
         saved, last = read_checkpoint(location, spark)
         # a checkpoint written before the header named its model is of the replication model
@@ -493,6 +511,8 @@ def _open_checkpoint(files: HadoopDirectory, location: str | Path, header: dict,
             raise CheckpointError(f"{location} was checked with other properties ({', '.join(saved['properties'])})")
         if saved["keep_going"] != header["keep_going"]:
             raise CheckpointError(f"{location} was started with keep_going={saved['keep_going']}")
+        if saved["executors"] == "python" and not executors_chosen:
+            header = dict(header, executors="python")  # started before its properties ran on the kernel
         if saved["executors"] != header["executors"]:
             raise CheckpointError(f"{location} was started with the {saved['executors']} executors")
         if not isinstance(saved.get("partitions"), int) or saved["partitions"] < 1 or \
@@ -519,8 +539,11 @@ def _open_checkpoint(files: HadoopDirectory, location: str | Path, header: dict,
 
 class _Engine:
     def __init__(self, spark, model: Model, symmetry: bool, keep_going: bool, count: int, files: HadoopDirectory,
-                 kernel: bool, uid: str):
-        self.spark, self.model, self.kernel, self.uid = spark, model, kernel, uid
+                 programs: dict[str, Any] | None, uid: str):
+        """`programs`: the users' properties' kernel programs (`kernel_programs`) when the executors
+        run the kernel; None when they run the model."""
+        self.spark, self.model, self.uid = spark, model, uid
+        self.kernel, self.programs = programs is not None, programs or {}
         self.bumps = isinstance(model, EpochBumpSystem)  # the kernel's model with the controller's epoch bumps
         self.config, self.properties, self.encoded = model.config, model.properties, capabilities(model)
         self.symmetry, self.keep_going, self.count, self.files = symmetry, keep_going, count, files
@@ -548,7 +571,8 @@ class _Engine:
         """The property bits still wanted, and the executors' function of packed states to them."""
         bits = {name: bit for name, bit in self.bits.items() if name not in settled}
         if self.kernel:
-            return bits, kernel_flags(self.config, self.symmetry, self.bumps, bits)
+            return bits, kernel_flags(self.config, self.symmetry, self.bumps, bits,
+                                      {name: self.programs[name] for name in bits if name in self.programs})
         return bits, _python_flags(self.model, self.state_props, bits)
 
     def _write_level(self, candidates, depth: int, settled: set[str], from_disk: bool) -> list[dict] | None:
@@ -613,7 +637,8 @@ class _Engine:
         frontier = self._read_level(depth - 1).select("fp", "state")
         place = (self.uid, depth, self.count)
         if self.kernel:
-            steps = tuple(p.name not in settled for p in self.step_props)
+            steps = tuple((index, self.programs.get(p.name)) for index, p in enumerate(self.step_props)
+                          if p.name not in settled)
             expand = kernel_expander(self.config, self.symmetry, self.bumps, steps, place, self.level_schema)
         else:
             wanted = tuple((index, p) for index, p in enumerate(self.step_props) if p.name not in settled)
@@ -675,7 +700,13 @@ class _Engine:
                 level_hook(level_number)
         run.levels_from_disk = self.levels_from_disk
         engine = "spark" + ("+symmetry" if self.symmetry else "")
-        return search_result(engine, self.config, self.properties, self.traces(totals.found),
+        traces = self.traces(totals.found)
+        for prop in self.properties:
+            if prop.name in self.programs and prop.name in traces:
+                from .kernel.user_properties import confirm
+
+                confirm(prop, traces[prop.name], self.symmetry)
+        return search_result(engine, self.config, self.properties, traces,
                              not totals.frontier and not totals.stopped_because,
                              Stats(totals.new_states, totals.generated, totals.depth, time.perf_counter() - started),
                              totals.stopped_because)

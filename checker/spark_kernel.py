@@ -5,20 +5,25 @@ packed row (`word_count` int64 words as bytes), `fp` the kernel's fingerprint of
 the fingerprint too. Frontiers reach the executors as Arrow batches (`mapInArrow`): the kernel
 expands a whole batch per call and the batch's successors are deduplicated with numpy, so no
 Python runs per state; the level step checks the new states' properties with the kernel too
-(`kernel_flags`). Each Python worker builds its kernel once per configuration, with numba on one
+(`kernel_flags`). Users' own properties run lowered, as the kernel's programs
+(`kernel.user_properties`): state properties in the level step, step properties on the
+expansion's steps. Each Python worker builds its kernel once per configuration, with numba on one
 thread (Spark runs a task per core), after `warm_up` has compiled it or loaded it from numba's
 cache.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
 from kafka_mc.model import Config
 
 from .spark_level import Candidates, arrow_schema, binary_buffers, least_edges, least_pair
+
+if TYPE_CHECKING:
+    from .kernel.user_properties import Program
 
 _MIX1, _MIX2, _GOLDEN = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0x9E3779B97F4A7C15
 _MASK = (1 << 64) - 1
@@ -76,16 +81,20 @@ def packed_rows(column, word_count: int) -> np.ndarray:
     return np.require(data.view(np.int64).reshape(len(column), word_count), requirements=("C", "A", "W"))
 
 
-def kernel_expander(config: Config, symmetry: bool, bumps: bool, steps: tuple[bool, ...], place: tuple[str, int, int],
-                    schema):
+def kernel_expander(config: Config, symmetry: bool, bumps: bool, steps: tuple[tuple[int, Program | None], ...],
+                    place: tuple[str, int, int], schema):
     """mapInArrow over level `depth - 1` (fp, state): the successors of its batches, each once
     per batch with its least edge key (ties: least parent, then slot; `spark_level.least_edges`),
     gathered and deduplicated again across batches by `spark_level.Candidates`, less those this
     machine knows visited, into the level's candidates (owner the fingerprint),
-    then the bookkeeping rows: how many successors were generated, and for each step witness
-    still wanted (`steps`: the kernel's one step witness, FollowerTruncated) the least key and
-    parent of an edge where a log got shorter. `place`: the checkpoint's uid, the level `depth`
-    and the partition count. `bumps`: the model with the controller's epoch bumps."""
+    then the bookkeeping rows: how many successors were generated, and for each step property
+    still wanted (`steps`: its index among the step properties, and its program,
+    `user_properties.lowered_program`, or None for the kernel's own step witness, FollowerTruncated)
+    the least key and parent of an edge where it is found (a witness holds, an invariant is
+    broken). `place`: the checkpoint's uid, the level `depth` and the partition count. `bumps`: the
+    model with the controller's epoch bumps."""
+    programs = [prog for _, prog in steps if prog is not None]
+
     def expand(batches: Iterator[Any]) -> Iterator[Any]:
         kernel = kernel_batch(config, symmetry, bumps)
         candidates = Candidates(place, arrow_schema(schema))
@@ -93,13 +102,20 @@ def kernel_expander(config: Config, symmetry: bool, bumps: bool, steps: tuple[bo
             if not batch.num_rows:
                 continue
             parent_fps = batch.column(0).to_numpy()
-            parents, slots, fps, rows, truncated = kernel.expand(packed_rows(batch.column(1), kernel.word_count))
+            frontier = packed_rows(batch.column(1), kernel.word_count)
+            parents, slots, fps, rows, truncated = kernel.expand(frontier)
             if not len(fps):
                 continue
             parent_fp = parent_fps[parents]
             keys = edge_keys(parent_fp, slots)
-            least = least_pair(keys[truncated], parent_fp[truncated])
-            candidates.note(len(fps), {index: least for index, wanted in enumerate(steps) if wanted and least})
+            flagged = iter(kernel.step_flags(frontier, programs) if programs else ())
+            found = {}
+            for index, prog in steps:
+                where = truncated if prog is None else next(flagged)
+                least = least_pair(keys[where], parent_fp[where])
+                if least:
+                    found[index] = least
+            candidates.note(len(fps), found)
             chosen = least_edges(fps, keys, parent_fp, slots)
             yield from candidates.add(fps[chosen], fps[chosen], keys[chosen], parent_fp[chosen], slots[chosen],
                                       rows, chosen)
@@ -108,20 +124,25 @@ def kernel_expander(config: Config, symmetry: bool, bumps: bool, steps: tuple[bo
     return expand
 
 
-def kernel_flags(config: Config, symmetry: bool, bumps: bool, bits: dict[str, int]):
+def kernel_flags(config: Config, symmetry: bool, bumps: bool, bits: dict[str, int], programs: dict[str, Program]):
     """A function, built on the executor, of a binary column of packed states to their property
     masks: bit `bits[name]` for every property `name` a state violates (an invariant) or
-    reaches (a state witness)."""
+    reaches (a state witness); a user's property by its program (`programs[name]`,
+    `user_properties.lowered_program`), the kernel's own by its flags."""
 
     def build():
         kernel = kernel_batch(config, symmetry, bumps)
-        wanted = [(kernel.property_names.index(name), bit) for name, bit in bits.items()]
+        wanted = [(kernel.property_names.index(name), bit) for name, bit in bits.items() if name not in programs]
+        users = [(programs[name], bit) for name, bit in bits.items() if name in programs]
 
         def flags(states) -> np.ndarray:
-            found = kernel.flags(packed_rows(states, kernel.word_count))
+            rows = packed_rows(states, kernel.word_count)
+            found = kernel.flags(rows)
             mask = np.zeros(len(found), dtype=np.int64)
             for index, bit in wanted:
                 mask |= ((found >> index) & 1) * bit
+            for prog, bit in users:
+                mask |= kernel.state_flags(rows, prog) * bit
             return mask
 
         return flags

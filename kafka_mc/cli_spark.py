@@ -59,8 +59,8 @@ def run_spark(system: ReplicationSystem | EpochBumpSystem, *, keep_going: bool, 
               resume: Optional[str], output_format: OutputFormat,
               out: Optional[Path]) -> None:
     """Check the replication model `system` (with the controller's epoch bumps or without) for its
-    properties on Spark (a user's own run on the executors' Python, kafka-mc's on the compiled
-    kernel), print the result as `check` does (JSON adds master, executors,
+    properties on Spark (on the compiled kernel; a user's own that does not lower on the
+    executors' Python), print the result as `check` does (JSON adds master, executors,
     partitions), and leave with the verdict's exit code. `checkpoint_dir` and `resume` are local
     paths or URIs (`hdfs://`, `s3a://`, `file://`): a local one is checked here, before Spark
     starts; another by the engine, once its session is up."""
@@ -97,9 +97,11 @@ def run_spark(system: ReplicationSystem | EpochBumpSystem, *, keep_going: bool, 
                                       budget=budget, progress=lambda p: reporter.note(reporter.describe(p)))
     except (CheckpointError, StorageError) as error:
         raise Exit(exitcodes.BAD_INPUT, f"--resume/--checkpoint-dir: {error}") from None
+    except UserPropertyError as error:  # a lowered property, evaluated by the driver where the kernel flagged it
+        raise Exit(exitcodes.BAD_SPEC, f"--property: {error}") from None
     finally:
         reporter.close()
-    try:  # a user's property that raised on an executor was counted failing there: it raises here again
+    try:  # a user's property that raised on the model's executors was counted failing there: it raises here again
         for violation in result.violations:
             violation.trace.broken(properties)
     except UserPropertyError as error:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -436,3 +438,53 @@ def test_executors_run_the_drivers_python_without_it_on_path(tmp_path):
     local = check(Config(protocol="hw", messages=1, crashes=1, elections=1))
     assert run.returncode == (12 if local.violations else 0), run.stderr[-3000:]
     assert json.loads(run.stdout)["distinct_states"] == local.stats.distinct_states
+
+
+USERS = ("NoCommittedDataLoss", "leader_keeps_committed", "a_new_leader_holds_a_record",
+         "no_truncation_drops_a_committed_record", "FollowerTruncated")
+
+
+@pytest.mark.parametrize("symmetry", [False, True], ids=["plain", "symmetry"])
+def test_users_properties_run_lowered_on_the_kernels_executors_as_on_the_local_engine(spark, symmetry):
+    """A state invariant, a state witness and a step invariant of a user's (`tests/examples/
+    gpu_user_properties.py`) beside kafka-mc's own: the executors run the kernel, their programs
+    flag the same states and steps as the Python engine's functions, and each trace ends where its
+    function says so."""
+    sys.path.insert(0, str(Path(__file__).parent / "examples"))
+    from gpu_user_properties import chosen
+
+    properties = chosen(USERS)
+    result, run = run_spark_check(TRUNCATING, properties, keep_going=True, symmetry=symmetry, spark=spark)
+    local = check(TRUNCATING, properties, keep_going=True, symmetry=symmetry)
+    assert run.kernel
+    assert (result.stats.distinct_states, result.stats.states_generated, result.stats.depth) == \
+        (local.stats.distinct_states, local.stats.states_generated, local.stats.depth)
+    assert [(v.invariant, len(v.trace)) for v in result.violations] == \
+        [(v.invariant, len(v.trace)) for v in local.violations] == [("no_truncation_drops_a_committed_record", 7)]
+    assert result.witnesses == local.witnesses == {"a_new_leader_holds_a_record": True, "FollowerTruncated": True}
+    assert {n: len(t) for n, t in result.witness_traces.items()} == \
+        {n: len(t) for n, t in local.witness_traces.items()}
+    by_name = {p.name: p for p in properties}
+    for name, trace in [(v.invariant, v.trace) for v in result.violations] + list(result.witness_traces.items()):
+        states, prop = trace.states(), by_name[name]
+        holds = prop.holds(states[-2], trace.actions[-1], states[-1]) if prop.on_step else prop.holds(states[-1])
+        assert holds == (prop.kind != ALWAYS), name
+
+
+def test_a_users_property_that_does_not_lower_runs_on_the_models_executors(spark):
+    """The executors run the model itself for a property the kernel cannot run, and asked for the
+    kernel, the engine refuses it naming the construct."""
+    def waits_for_a_leader(state):  # defined here, so the executors get it by value
+        while state.leader is None:
+            return True
+        return True
+
+    from kafka_mc.properties.user import user_property
+
+    properties = (user_property(waits_for_a_leader, "waits_for_a_leader"),)
+    config = Config(protocol="hw", messages=1, crashes=1, elections=1)
+    result, run = run_spark_check(config, properties, spark=spark)
+    assert not run.kernel and result.complete and not result.violations
+    assert result.stats.distinct_states == check(config, properties).stats.distinct_states
+    with pytest.raises(ValueError, match="waits_for_a_leader.*while"):
+        run_spark_check(config, properties, spark=spark, kernel=True)

@@ -1,6 +1,7 @@
-"""A user's own property (`check --property FILE:NAME`) on Spark: the executors run it in Python, and
-the run finds what the local engine finds; a property that raises on an executor is reported as its
-error (exit 150, one line), as the local engines report it, never as a violation or a traceback."""
+"""A user's own property (`check --property FILE:NAME`) on Spark: the executors run it lowered on the
+kernel, or in Python where it does not lower, and the run finds what the local engine finds; a
+property that raises is reported as its error (exit 150, one line), as the local engines report it,
+never as a violation or a traceback."""
 
 import json
 import subprocess
@@ -22,6 +23,10 @@ def no_divergence(state):
 
 def broken(state):
     return state.nothing
+
+
+def leaders_hw(state):
+    return state.leader.hw >= 0
 '''
 
 
@@ -44,12 +49,15 @@ def test_a_users_property_runs_on_spark_as_on_the_local_engine(tmp_path):
         [(v["invariant"], v["length"]) for v in local_view["violations"]] == [("no_divergence", 11)]
 
 
-def test_a_users_property_that_raises_on_an_executor_is_its_error_in_one_line(tmp_path):
+@pytest.mark.parametrize("name,error", [
+    ("broken", "AttributeError: 'State' object has no attribute 'nothing'"),  # does not lower: the model's executors
+    ("leaders_hw", "AttributeError: 'NoneType' object has no attribute 'hw'"),  # lowers: the kernel's executors
+])
+def test_a_users_property_that_raises_on_an_executor_is_its_error_in_one_line(tmp_path, name, error):
     (tmp_path / "props.py").write_text(PROPERTIES)
-    run = kafka_mc("check", "--protocol", "hw", "--property", f"{tmp_path}/props.py:broken", "--quiet",
+    run = kafka_mc("check", "--protocol", "hw", "--property", f"{tmp_path}/props.py:{name}", "--quiet",
                    "--engine", "spark", "--spark-master", "local[2]")
     assert run.returncode == exitcodes.BAD_SPEC and run.stdout == ""
     said = [line for line in run.stderr.splitlines() if line.startswith("kafka-mc:")]
-    assert said == ["kafka-mc: --property: property broken raised AttributeError: "
-                    "'State' object has no attribute 'nothing'"]
+    assert said == [f"kafka-mc: --property: property {name} raised {error}"]
     assert "Traceback" not in run.stderr

@@ -19,6 +19,6 @@ from numba.np.ufunc.parallel import _launch_threads  # noqa: E402
 
 _launch_threads()
 
-from .engine import KernelStats, kernel_check, supports  # noqa: E402
+from .engine import KernelStats, kernel_check  # noqa: E402
 
-__all__ = ["KernelStats", "kernel_check", "supports"]
+__all__ = ["KernelStats", "kernel_check"]

@@ -26,6 +26,7 @@ from .explore import BLOCK, expand_block, fingerprints, flag_block, pack_represe
 from .invariants import PROPERTY_NAMES
 from .layout import WIDTH, decode, encode, packing, settings
 from .transitions import slot_codes
+from .user_properties import CONST, Program, flagged_states, slot_actions, step_flags
 
 
 @njit(cache=True)
@@ -55,6 +56,7 @@ class KernelBatch:
         self.orders = replica_orders(config.replicas, symmetry)
         self.word_count = self.layout.word_count
         self.property_names = PROPERTY_NAMES  # bit p of a flag is property p
+        self.slot_names, self.slot_replicas = slot_actions(self.model, len(self.slot_codes))
         warm_up()
 
     def pack(self, state: State) -> np.ndarray:
@@ -116,6 +118,19 @@ class KernelBatch:
             flags[first:first + block] = part
         return flags
 
+    def state_flags(self, rows: np.ndarray, prog: Program) -> np.ndarray:
+        """Per row, 1 where a user's state property (its program, `user_properties.lowered_program`)
+        is flagged: an invariant fails or may raise, a witness holds."""
+        frontier = np.ascontiguousarray(rows, dtype=np.int64).reshape(-1)
+        return flagged_states(self.cfg, prog, self.layout, frontier, len(frontier) // self.word_count).astype(np.int64)
+
+    def step_flags(self, rows: np.ndarray, programs: list[Program]) -> np.ndarray:
+        """Per program of a user's step property, whether it flags each step out of the rows, in
+        `expand`'s order; the steps' successors unrepresented, as the Python engine sees them."""
+        frontier = np.ascontiguousarray(rows, dtype=np.int64).reshape(-1)
+        return step_flags(self.cfg, self.slot_codes, self.slot_names, self.slot_replicas, programs, self.layout,
+                          frontier, len(frontier) // self.word_count)
+
 
 _warm = False
 
@@ -135,6 +150,9 @@ def warm_up() -> None:
             rows = batch.pack(batch.model.initial_states()[0])[None, :]
             batch.flags(batch.expand(rows)[3])
             batch.fingerprints(rows)
+            constant = Program("warm-up", False, False, np.array([[CONST, 0, 0, 0, 0]], dtype=np.int64), 0, 0)
+            batch.state_flags(rows, constant)
+            batch.step_flags(rows, [constant])
     except BaseException:
         _warm = False
         raise

@@ -51,12 +51,6 @@ PART = 1 << 16  # frontier states a kernel call expands: about 0.1 s on one core
 # within a second of its time budget or an interrupt
 
 
-def supports(properties: Iterable[Property]) -> bool:
-    """Whether the kernel states every one of these properties itself (the Spark engine's batches
-    evaluate only those; `kernel_check` also runs users' properties, lowered)."""
-    return all(shipped(p) for p in properties)
-
-
 def replica_orders(replicas: int, symmetry: bool) -> np.ndarray:
     """The replica orders a state is represented under: every permutation, identity first, with
     symmetry; the identity alone without."""

@@ -6,16 +6,18 @@ when it would raise) in dependency order; each becomes one instruction that writ
 from earlier registers, a constant or a cell of the state before or after the step. The
 interpreter (`run`, a loop over `instruction_value`, which the GPU engine's kernels call too) is
 compiled once for every property: a new property costs no compilation.
-`state_hits` runs the state properties over a frontier; `step_hits` expands a frontier again
-(the kernel's own `expand_block`) and runs the step properties on each (state, action, successor). Each answers, per property,
-the first state (or step) in node and slot order where it is flagged: where an invariant fails
-or may raise, where a witness holds. The engine then evaluates the user's Python there
-(`kernel.engine`), so a verdict and an error are always the user's function's own.
+`flagged_states` runs a state property over a frontier; `step_blocks` expands a frontier again
+(the kernel's own `expand_block`) and runs the step properties on each (state, action, successor).
+Each says, per property, whether each state (or step) is flagged: where an invariant fails or may
+raise, where a witness holds. `kernel_check` takes the first in node and slot order (`UserChecks`,
+`step_hits`), the Spark engine's executors every one (`step_flags`); then the engine evaluates the
+user's Python there (`confirm`), so a verdict and an error are always the user's function's own.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 from numba import njit
@@ -216,46 +218,53 @@ def flagged(registers, fails, raises, witness):
 
 
 @njit(cache=True)
-def state_hits(cfg, instructions, fails, raises, witness, kinds, firsts, positions, cells, biases, bits, shifts,
-               words, word_count, frontier, count):
-    """The first frontier state where the state property is flagged, or NOT_FOUND."""
+def state_flags(cfg, instructions, fails, raises, witness, kinds, firsts, positions, cells, biases, bits, shifts,
+                words, word_count, frontier, count, out):
+    """out[j]: whether the state property flags frontier state j (`flagged`), for j < count."""
     s = np.empty(WIDTH, dtype=np.int16)
     registers = np.zeros(max(instructions.shape[0], 1), dtype=np.int64)
     for j in range(count):
         unpack(frontier, j * word_count, cells, biases, bits, shifts, words, s)
         run(instructions, cfg[C_REPLICAS], kinds, firsts, positions, s, s, 0, 0, registers)
-        if flagged(registers, fails, raises, witness):
-            return j
-    return NOT_FOUND
+        out[j] = flagged(registers, fails, raises, witness)
+
+
+def flagged_states(cfg, prog: Program, layout, frontier: np.ndarray, count: int) -> np.ndarray:
+    """Per packed state of `frontier` (the first `count`): whether the state property `prog` flags it."""
+    out = np.zeros(count, dtype=np.bool_)
+    state_flags(cfg, prog.instructions, prog.fails, prog.raises, prog.witness, FIELD_KINDS, FIELD_FIRSTS,
+                FIELD_POSITIONS, layout.cells, layout.biases, layout.bits, layout.shifts, layout.words,
+                layout.word_count, frontier, count, out)
+    return out
 
 
 @njit(cache=True)
-def step_block_hits(cfg, slot_names, slot_replicas, instructions, fails, raises, witness, kinds, firsts, positions,
-                    cells, biases, bits, shifts, words, word_count, frontier, first, count, slot_count, out_words,
-                    out_slots, out_counts):
-    """The first step out of frontier states first..first+count-1, their successors expanded by
-    `explore.expand_block` (unrepresented), that the step property flags: (state, slot) or (NOT_FOUND, 0)."""
+def step_block_flags(cfg, slot_names, slot_replicas, instructions, fails, raises, witness, kinds, firsts, positions,
+                     cells, biases, bits, shifts, words, word_count, frontier, first, count, slot_count, out_words,
+                     out_slots, out_counts, out):
+    """out[j * slot_count + c]: whether the step property flags the c-th step out of frontier state
+    first + j (its successors expanded by `explore.expand_block`, unrepresented), for c < out_counts[j]."""
     s = np.empty(WIDTH, dtype=np.int16)
     t = np.empty(WIDTH, dtype=np.int16)
     registers = np.zeros(max(instructions.shape[0], 1), dtype=np.int64)
     for j in range(count):
         unpack(frontier, (first + j) * word_count, cells, biases, bits, shifts, words, s)
         for c in range(out_counts[j]):
-            out = j * slot_count + c
-            unpack(out_words, out * word_count, cells, biases, bits, shifts, words, t)
-            slot = out_slots[out]
+            at = j * slot_count + c
+            unpack(out_words, at * word_count, cells, biases, bits, shifts, words, t)
+            slot = out_slots[at]
             run(instructions, cfg[C_REPLICAS], kinds, firsts, positions, s, t, slot_names[slot], slot_replicas[slot],
                 registers)
-            if flagged(registers, fails, raises, witness):
-                return j, slot
-    return NOT_FOUND, 0
+            out[at] = flagged(registers, fails, raises, witness)
 
 
-def step_hits(cfg, slot_codes, slot_names, slot_replicas, programs: list[Program], layout, frontier,
-              count: int) -> list[tuple[int, int]]:
-    """For each step property, the first (frontier state, action slot) whose step it flags, or
-    (NOT_FOUND, 0): the successors come from the kernel's own `expand_block` (no replica renaming, so
-    each is the action's successor itself), a block of states at a time, expanded once for them all."""
+def step_blocks(cfg, slot_codes, slot_names, slot_replicas, programs: list[Program], layout, frontier,
+                count: int) -> Iterator[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]]:
+    """The frontier's steps a block of states at a time, each block expanded once for every step
+    property (the kernel's own `expand_block`, no replica renaming, so each successor is the
+    action's successor itself): (first state, states, successors per state, their action slots, and
+    per program whether it flags each step, at j * slot_count + c for the c-th step of state
+    first + j)."""
     slot_count, word_count = slot_codes.shape[0], layout.word_count
     identity = np.arange(cfg[C_REPLICAS], dtype=np.int64).reshape(1, -1)
     room = BLOCK * slot_count
@@ -264,24 +273,52 @@ def step_hits(cfg, slot_codes, slot_names, slot_replicas, programs: list[Program
     out_slots = np.empty(room, dtype=np.int64)
     out_truncated = np.empty(room, dtype=np.bool_)
     out_counts = np.empty(BLOCK, dtype=np.int64)
-    hits = [(NOT_FOUND, 0)] * len(programs)
+    out = np.zeros((len(programs), room), dtype=np.bool_)
     for first in range(0, count, BLOCK):
-        if all(hit != NOT_FOUND for hit, _ in hits):
-            break
         block = min(BLOCK, count - first)
         expand_block(cfg, slot_codes, identity, layout.cells, layout.biases, layout.bits, layout.shifts, layout.words,
                      word_count, frontier, first, block, out_words, out_fingerprints, out_slots, out_truncated,
                      out_counts)
         for index, prog in enumerate(programs):
-            if hits[index][0] != NOT_FOUND:
-                continue
-            j, slot = step_block_hits(cfg, slot_names, slot_replicas, prog.instructions, prog.fails, prog.raises,
-                                      prog.witness, FIELD_KINDS, FIELD_FIRSTS, FIELD_POSITIONS, layout.cells,
-                                      layout.biases, layout.bits, layout.shifts, layout.words, word_count, frontier,
-                                      first, block, slot_count, out_words, out_slots, out_counts)
-            if j != NOT_FOUND:
-                hits[index] = (first + int(j), int(slot))
+            step_block_flags(cfg, slot_names, slot_replicas, prog.instructions, prog.fails, prog.raises,
+                             prog.witness, FIELD_KINDS, FIELD_FIRSTS, FIELD_POSITIONS, layout.cells, layout.biases,
+                             layout.bits, layout.shifts, layout.words, word_count, frontier, first, block,
+                             slot_count, out_words, out_slots, out_counts, out[index])
+        yield first, block, out_counts[:block], out_slots, out
+
+
+def made_steps(counts: np.ndarray, slot_count: int) -> np.ndarray:
+    """The positions j * slot_count + c (c < counts[j]) of a block's steps, in order."""
+    return np.flatnonzero(np.arange(slot_count)[None, :] < counts[:, None])
+
+
+def step_hits(cfg, slot_codes, slot_names, slot_replicas, programs: list[Program], layout, frontier,
+              count: int) -> list[tuple[int, int]]:
+    """For each step property, the first (frontier state, action slot) whose step it flags, or
+    (NOT_FOUND, 0), in state and slot order (`step_blocks`)."""
+    slot_count = slot_codes.shape[0]
+    hits = [(NOT_FOUND, 0)] * len(programs)
+    for first, _, counts, slots, out in step_blocks(cfg, slot_codes, slot_names, slot_replicas, programs, layout,
+                                                    frontier, count):
+        made = made_steps(counts, slot_count)
+        for index in range(len(programs)):
+            flagged_at = made[out[index, made]]
+            if hits[index][0] == NOT_FOUND and len(flagged_at):
+                hits[index] = (first + int(flagged_at[0]) // slot_count, int(slots[flagged_at[0]]))
+        if all(hit != NOT_FOUND for hit, _ in hits):
+            break
     return hits
+
+
+def step_flags(cfg, slot_codes, slot_names, slot_replicas, programs: list[Program], layout, frontier,
+               count: int) -> np.ndarray:
+    """Per program, whether it flags each step out of the frontier's first `count` states, the
+    steps in state and slot order (as `batch.KernelBatch.expand` lists the successors)."""
+    slot_count = slot_codes.shape[0]
+    parts = [out[:, made_steps(counts, slot_count)]
+             for _, _, counts, _, out in step_blocks(cfg, slot_codes, slot_names, slot_replicas, programs, layout,
+                                                     frontier, count)]
+    return np.concatenate(parts, axis=1) if parts else np.zeros((len(programs), 0), dtype=np.bool_)
 
 
 def slot_actions(model, slots: int) -> tuple[np.ndarray, np.ndarray]:
@@ -327,14 +364,16 @@ class UserChecks:
         """The programs of the step (or state) properties not found yet."""
         return [prog for prog in self.programs if prog.on_step == on_step and prog.name not in self.found]
 
+    def confirm(self, name: str, trace, symmetry: bool) -> None:
+        """`confirm` the property `name` at the end of `trace`."""
+        confirm(next(p for p in self.properties if p.name == name), trace, symmetry)
+
     def states(self, cfg, layout, frontier: np.ndarray, count: int, first_node: int) -> None:
         """Look for the state properties in `count` packed states numbered from first_node."""
         for prog in self.looked_for(on_step=False) if count else ():
-            hit = state_hits(cfg, prog.instructions, prog.fails, prog.raises, prog.witness, FIELD_KINDS,
-                             FIELD_FIRSTS, FIELD_POSITIONS, layout.cells, layout.biases, layout.bits, layout.shifts,
-                             layout.words, layout.word_count, frontier, count)
-            if hit != NOT_FOUND:
-                self.found[prog.name] = (first_node + int(hit), None)
+            hits = np.flatnonzero(flagged_states(cfg, prog, layout, frontier, count))
+            if len(hits):
+                self.found[prog.name] = (first_node + int(hits[0]), None)
 
     def steps(self, cfg, slot_codes, layout, frontier: np.ndarray, count: int, first_node: int) -> None:
         """Look for the step properties on every step out of `count` packed states numbered from first_node."""
@@ -345,16 +384,17 @@ class UserChecks:
                 if hit != NOT_FOUND:
                     self.found[prog.name] = (first_node + hit, slot)
 
-    def confirm(self, name: str, trace, symmetry: bool) -> None:
-        """Evaluate the user's own function where the kernel flagged it: its error is raised as the
-        Python engine raises it; a verdict the function does not give is a lowering fault, reported."""
-        prop = next(p for p in self.properties if p.name == name)
-        states = trace.states()
-        if prop.on_step:
-            holds = prop.check(states[-2], trace.actions[-1], states[-1])
-        else:
-            holds = prop.check(None, None, states[-1])
-        if holds == (prop.kind == ALWAYS):
-            why = (" (with --symmetry a property must not depend on which replica is which)" if symmetry else "")
-            raise RuntimeError(f"the compiled kernel's lowering of property {name} disagrees with its Python "
-                               f"function at the end of this trace{why}: {', '.join(map(str, trace.actions))}")
+
+def confirm(prop, trace, symmetry: bool) -> None:
+    """Evaluate the user's own function where the kernel flagged `prop`, at the end of `trace`: its error
+    is raised as the Python engine raises it; a verdict the function does not give is a lowering
+    fault, reported."""
+    states = trace.states()
+    if prop.on_step:
+        holds = prop.check(states[-2], trace.actions[-1], states[-1])
+    else:
+        holds = prop.check(None, None, states[-1])
+    if holds == (prop.kind == ALWAYS):
+        why = " (with --symmetry a property must not depend on which replica is which)" if symmetry else ""
+        raise RuntimeError(f"the compiled kernel's lowering of property {prop.name} disagrees with its Python "
+                           f"function at the end of this trace{why}: {', '.join(map(str, trace.actions))}")
