@@ -488,3 +488,26 @@ def test_a_users_property_that_does_not_lower_runs_on_the_models_executors(spark
     assert result.stats.distinct_states == check(config, properties).stats.distinct_states
     with pytest.raises(ValueError, match="waits_for_a_leader.*while"):
         run_spark_check(config, properties, spark=spark, kernel=True)
+
+
+def test_a_run_whose_users_property_ran_on_the_models_executors_resumes_on_them(spark, tmp_path):
+    """A checkpoint written by the model's executors for a property that lowers (as every one was before
+    users' properties ran on the kernel) resumes on them unless the kernel is asked for."""
+    def leader_keeps_committed(state):  # defined here, so the model's executors get it by value
+        leader = state.leader
+        return leader is None or all(offset < leader.leo and leader.log[offset].msg == msg
+                                     for offset, msg in state.committed)
+
+    from kafka_mc.properties.user import user_property
+
+    config = Config(protocol="hw", messages=1, crashes=1, elections=1)
+    properties = (user_property(leader_keeps_committed, "leader_keeps_committed"),)
+    directory = tmp_path / "run"
+    header, _ = interrupted_after(2, config, directory, spark, properties=properties, kernel=False)
+    assert header["executors"] == "python"
+    with pytest.raises(CheckpointError, match="started with the python executors"):
+        run_spark_check(config, properties, spark=spark, resume=directory, kernel=True)
+    result, run = run_spark_check(config, properties, spark=spark, resume=directory)
+    assert not run.kernel and run.resumed_from_depth == 2
+    local = check(config, properties)
+    assert (result.stats.distinct_states, result.violated) == (local.stats.distinct_states, local.violated)
