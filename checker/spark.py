@@ -98,9 +98,11 @@ from .spark_storage import HadoopDirectory, StorageError, directory
 
 CHECKPOINT_FILE = "kafka-mc-checkpoint.json"
 # a level's write: no _SUCCESS file (the level's JSON marks it complete), each task's file moved in
-# place when the task commits (not again by the driver when the job does)
+# place when the task commits (not again by the driver when the job does), and no dictionary encoding
+# (fingerprints, keys and parents are random: Parquet's dictionary of each column filled up, then fell back)
 WRITE_OPTIONS = {"mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
-                 "mapreduce.fileoutputcommitter.algorithm.version": "2"}
+                 "mapreduce.fileoutputcommitter.algorithm.version": "2",
+                 "parquet.enable.dictionary": "false"}
 CHECKPOINT_FORMAT = 3  # 3: the visited set as sorted fingerprints per partition and level (2: rows, anti-joins)
 
 
