@@ -220,6 +220,7 @@ class SparkRun:
     checkpoint_dir: str = ""
     resumed_from_depth: int | None = None
     kernel: bool = True  # the executors ran the compiled kernel (or else the explicit model)
+    model_because: str = ""  # why they ran the model: a property that does not lower, another model, asked
     levels_from_disk: int = 0  # levels run again with the visited sets read from the checkpoint
     level_seconds: list[float] = field(default_factory=list)
 
@@ -470,7 +471,9 @@ def run_spark_check(model: Model | Config, properties: Iterable[Property] | None
         count = header["partitions"]
         spark.conf.set("spark.sql.shuffle.partitions", str(count))
         run = SparkRun(master=context.master, executors=_executors(spark), partitions=count,
-                       checkpoint_dir=files.uri, resumed_from_depth=start_depth, kernel=kernel)
+                       checkpoint_dir=files.uri, resumed_from_depth=start_depth, kernel=kernel,
+                       model_because="" if kernel else why if programs is None else "kernel=False" if chosen
+                       else "the resumed checkpoint was written by the model's executors")
         with deferred_interrupts(cancel) as interrupt:
             try:
                 engine = _Engine(spark, model, symmetry, keep_going, count, files, programs if kernel else None,

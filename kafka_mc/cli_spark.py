@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from functools import partial
 from pathlib import Path
 from typing import Optional
@@ -61,7 +62,7 @@ def run_spark(system: ReplicationSystem | EpochBumpSystem, *, keep_going: bool, 
     """Check the replication model `system` (with the controller's epoch bumps or without) for its
     properties on Spark (on the compiled kernel; a user's own that does not lower on the
     executors' Python), print the result as `check` does (JSON adds master, executors,
-    partitions), and leave with the verdict's exit code. `checkpoint_dir` and `resume` are local
+    partitions, what the executors ran and why), and leave with the verdict's exit code. `checkpoint_dir` and `resume` are local
     paths or URIs (`hdfs://`, `s3a://`, `file://`): a local one is checked here, before Spark
     starts; another by the engine, once its session is up."""
     # deferred: the Spark engine (numpy, ~80 ms; pyspark when the job starts) loads for --engine spark only
@@ -110,9 +111,13 @@ def run_spark(system: ReplicationSystem | EpochBumpSystem, *, keep_going: bool, 
     if output_format.value == "json":
         view = result_view(result, system.name)
         view.update(master=run.master, executors=run.executors, partitions=run.partitions,
+                    executors_ran="kernel" if run.kernel else "model", model_because=run.model_because,
                     checkpoint_dir=checkpoint_dir or resume,
                     resumed_from_depth=run.resumed_from_depth, reports=[str(path) for path in written])
         print(json.dumps(view, indent=2))
     else:
         print_result(result, (), output_format, written, model=system.name)
+        if not run.kernel and not quiet:
+            print(f"kafka-mc: note: the executors ran the model itself, state by state, not the compiled kernel: "
+                  f"{run.model_because}", file=sys.stderr)
     raise typer.Exit(verdict_code(result))

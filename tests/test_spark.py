@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -485,6 +486,8 @@ def test_a_users_property_that_does_not_lower_runs_on_the_models_executors(spark
     config = Config(protocol="hw", messages=1, crashes=1, elections=1)
     result, run = run_spark_check(config, properties, spark=spark)
     assert not run.kernel and result.complete and not result.violations
+    assert re.fullmatch(r"property waits_for_a_leader: the statement while cannot be lowered "
+                        r"\(test_spark.py, line \d+, in waits_for_a_leader\)", run.model_because)
     assert result.stats.distinct_states == check(config, properties).stats.distinct_states
     with pytest.raises(ValueError, match="waits_for_a_leader.*while"):
         run_spark_check(config, properties, spark=spark, kernel=True)
@@ -509,5 +512,6 @@ def test_a_run_whose_users_property_ran_on_the_models_executors_resumes_on_them(
         run_spark_check(config, properties, spark=spark, resume=directory, kernel=True)
     result, run = run_spark_check(config, properties, spark=spark, resume=directory)
     assert not run.kernel and run.resumed_from_depth == 2
+    assert run.model_because == "the resumed checkpoint was written by the model's executors"
     local = check(config, properties)
     assert (result.stats.distinct_states, result.violated) == (local.stats.distinct_states, local.violated)

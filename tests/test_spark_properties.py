@@ -43,6 +43,7 @@ def test_a_users_property_runs_on_spark_as_on_the_local_engine(tmp_path):
     assert local.returncode == spark.returncode == exitcodes.VIOLATION, spark.stderr
     local_view, spark_view = json.loads(local.stdout), json.loads(spark.stdout)
     assert spark_view["engine"].startswith("spark") and spark_view["complete"] == local_view["complete"]
+    assert (spark_view["executors_ran"], spark_view["model_because"]) == ("kernel", "")  # the property lowers
     for key in ("distinct_states", "states_generated", "depth", "stopped_because"):
         assert spark_view[key] == local_view[key], key
     assert [(v["invariant"], v["length"]) for v in spark_view["violations"]] == \
