@@ -2,6 +2,7 @@
 
     python benchmarks/user_properties_bench.py            # leader-epoch, 3 replicas, 2 messages, 2 crashes, 2 elections
     python benchmarks/user_properties_bench.py --versus-shipped 3 2 3 1   # the toolkit issue's aim, below
+    python benchmarks/user_properties_bench.py --spark local[1] 3 2 1 1   # on Spark's executors, both ways
 
 The properties are the shipped invariants written in plain Python (`properties/invariants.py`),
 given to the engines as a user's functions (`properties.user.user_property`), so the kernel runs
@@ -15,6 +16,10 @@ compiled invariant of the same meaning (`properties.INVARIANTS`), every state ea
 violated Z3's bounded check (`--engine z3`) looks for it at the shortest length the kernel found:
 the aim is the user's property at no less than half the shipped one's speed, and Z3 finding it at
 the explicit search's length.
+
+With `--spark MASTER`, the properties run on the Spark engine instead, one run each way: the
+executors running the kernel (the properties lowered, `checker.spark_kernel`) and running the model
+itself (the functions as written, `kernel=False`), beside the kernel with one thread.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ def main() -> None:
     parser.add_argument("--protocol", default="leader-epoch")
     parser.add_argument("--versus-shipped", action="store_true",
                         help="each function alone beside the kernel's own invariant, and Z3 at its length")
+    parser.add_argument("--spark", metavar="MASTER", help="on Spark's executors (e.g. local[1]), both ways")
     arguments = parser.parse_args()
     replicas, messages, crashes, elections = arguments.counts
     config = Config(arguments.protocol, replicas=replicas, messages=messages, crashes=crashes, elections=elections)
@@ -52,8 +58,11 @@ def main() -> None:
     if arguments.versus_shipped:
         versus_shipped(config, properties, compiled)
         return
+    engines = (("kernel (lowered)", kernel_check), ("python (as written)", check))
+    if arguments.spark:
+        engines = spark_engines(arguments.spark)
     rows, outcomes = [], {}
-    for name, engine in (("kernel (lowered)", kernel_check), ("python (as written)", check)):
+    for name, engine in engines:
         started = time.perf_counter()
         result = engine(config, properties, keep_going=True)
         seconds = time.perf_counter() - started
@@ -63,8 +72,27 @@ def main() -> None:
     print(f"{config}: {len(properties)} users' properties, every state (kernel compile {compiled:.1f} s, apart)")
     print(tabulate(rows, headers=["engine", "distinct states", "seconds", "distinct states/s"]))
     agree = len({tuple(sorted(found.items())) for found in outcomes.values()}) == 1
-    print(f"violations (shortest lengths): {outcomes['kernel (lowered)']}; the engines agree: {agree}")
+    print(f"violations (shortest lengths): {outcomes[engines[0][0]]}; the engines agree: {agree}")
     print(f"machine: {machine()}")
+
+
+def spark_engines(master: str) -> tuple:
+    """The kernel with one thread, then the Spark engine on `master` with its executors running the
+    kernel and then the model, in one session started beforehand (its start is not timed)."""
+    from kafka_mc.checker.spark import run_spark_check, session
+
+    spark = session(master)
+
+    def executors(kernel: bool):
+        def run(config, properties, keep_going):
+            result, ran = run_spark_check(config, properties, keep_going=keep_going, spark=spark, kernel=kernel)
+            assert ran.kernel == kernel
+            return result
+        return run
+
+    return (("kernel, 1 thread (lowered)", kernel_check), (f"spark {master}, kernel's executors (lowered)",
+                                                          executors(True)),
+            (f"spark {master}, model's executors (as written)", executors(False)))
 
 
 def versus_shipped(config: Config, properties: list, compiled: float) -> None:
