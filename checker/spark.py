@@ -78,7 +78,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from kafka_mc.control.epoch_bumps import EpochBumpSystem
 from kafka_mc.control.replication import ReplicationSystem, model_of
@@ -95,6 +95,9 @@ from .shipping import ship
 from .spark_kernel import edge_key, kernel_expander, kernel_flags, seed_rows
 from .spark_level import LEVEL_COLUMNS, VISITED, Candidates, SummaryList, arrow_schema, drop_cache, level_step
 from .spark_storage import HadoopDirectory, StorageError, directory
+
+if TYPE_CHECKING:
+    from .kernel.user_properties import Program
 
 CHECKPOINT_FILE = "kafka-mc-checkpoint.json"
 # a level's write: no _SUCCESS file (the level's JSON marks it complete), each task's file moved in
@@ -372,7 +375,7 @@ class _Totals:
         return dict(self.__dict__)
 
 
-def kernel_programs(model: Model) -> tuple[dict[str, Any] | None, str]:
+def kernel_programs(model: Model) -> tuple[dict[str, Program] | None, str]:
     """The kernel's programs of the replication model's users' properties, by name
     (`kernel.user_properties.lowered_program`), or None and why, for a property that does not lower."""
     from .kernel.engine import lowering_config
@@ -470,10 +473,11 @@ def run_spark_check(model: Model | Config, properties: Iterable[Property] | None
         ship(context)
         count = header["partitions"]
         spark.conf.set("spark.sql.shuffle.partitions", str(count))
+        if not kernel and programs is not None:
+            why = "kernel=False" if chosen else "the resumed checkpoint was written by the model's executors"
         run = SparkRun(master=context.master, executors=_executors(spark), partitions=count,
                        checkpoint_dir=files.uri, resumed_from_depth=start_depth, kernel=kernel,
-                       model_because="" if kernel else why if programs is None else "kernel=False" if chosen
-                       else "the resumed checkpoint was written by the model's executors")
+                       model_because="" if kernel else why)
         with deferred_interrupts(cancel) as interrupt:
             try:
                 engine = _Engine(spark, model, symmetry, keep_going, count, files, programs if kernel else None,
@@ -497,7 +501,7 @@ def run_spark_check(model: Model | Config, properties: Iterable[Property] | None
 
 
 def _open_checkpoint(files: HadoopDirectory, location: str | Path, header: dict, spark, resumed: bool,
-                     partitions: int, executors_chosen: bool = True) -> dict:
+                     partitions: int, executors_chosen: bool) -> dict:
     """Open the checkpoint directory: resumed, where it must be one of this run (then levels past
     its last complete one are removed), or new, where it must be empty (its header written, with
     `partitions` and a new `uid`). The header in force, with `totals` and `last` (the last
@@ -544,7 +548,7 @@ def _open_checkpoint(files: HadoopDirectory, location: str | Path, header: dict,
 
 class _Engine:
     def __init__(self, spark, model: Model, symmetry: bool, keep_going: bool, count: int, files: HadoopDirectory,
-                 programs: dict[str, Any] | None, uid: str):
+                 programs: dict[str, Program] | None, uid: str):
         """`programs`: the users' properties' kernel programs (`kernel_programs`) when the executors
         run the kernel; None when they run the model."""
         self.spark, self.model, self.uid = spark, model, uid

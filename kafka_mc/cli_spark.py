@@ -62,9 +62,9 @@ def run_spark(system: ReplicationSystem | EpochBumpSystem, *, keep_going: bool, 
     """Check the replication model `system` (with the controller's epoch bumps or without) for its
     properties on Spark (on the compiled kernel; a user's own that does not lower on the
     executors' Python), print the result as `check` does (JSON adds master, executors,
-    partitions, what the executors ran and why), and leave with the verdict's exit code. `checkpoint_dir` and `resume` are local
-    paths or URIs (`hdfs://`, `s3a://`, `file://`): a local one is checked here, before Spark
-    starts; another by the engine, once its session is up."""
+    partitions, what the executors ran and why), and leave with the verdict's exit code.
+    `checkpoint_dir` and `resume` are local paths or URIs (`hdfs://`, `s3a://`, `file://`): a
+    local one is checked here, before Spark starts; another by the engine, once its session is up."""
     # deferred: the Spark engine (numpy, ~80 ms; pyspark when the job starts) loads for --engine spark only
     from kafka_mc.checker.spark import CheckpointError, checkpoint_config, run_spark_check
     from kafka_mc.checker.spark_storage import StorageError, local_path, uri_of
