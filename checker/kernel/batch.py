@@ -122,7 +122,8 @@ class KernelBatch:
         """Per row, 1 where a user's state property (its program, `user_properties.lowered_program`)
         is flagged: an invariant fails or may raise, a witness holds."""
         frontier = np.ascontiguousarray(rows, dtype=np.int64).reshape(-1)
-        return flagged_states(self.cfg, prog, self.layout, frontier, len(frontier) // self.word_count).astype(np.int64)
+        flags, _ = flagged_states(self.cfg, prog, self.layout, frontier, len(frontier) // self.word_count)
+        return flags.astype(np.int64)
 
     def step_flags(self, rows: np.ndarray, programs: list[Program]) -> np.ndarray:
         """Per program of a user's step property, whether it flags each step out of the rows, in

@@ -7,11 +7,12 @@ from earlier registers, a constant or a cell of the state before or after the st
 interpreter (`run`, a loop over `instruction_value`, which the GPU engine's kernels call too) is
 compiled once for every property: a new property costs no compilation.
 `flagged_states` runs a state property over a frontier; `step_blocks` expands a frontier again
-(the kernel's own `expand_block`) and runs the step properties on each (state, action, successor).
-Each says, per property, whether each state (or step) is flagged: where an invariant fails or may
-raise, where a witness holds. `kernel_check` takes the first in node and slot order (`UserChecks`,
-`step_hits`), the Spark engine's executors every one (`step_flags`); then the engine evaluates the
-user's Python there (`confirm`), so a verdict and an error are always the user's function's own.
+(the kernel's own `expand_block`), and `StepBlock.flags` runs a step property on each (state,
+action, successor). Each says whether each state (or step) is flagged: where an invariant fails or
+may raise, where a witness holds. `kernel_check` wants the first in node and slot order, and stops
+there (`UserChecks`, `step_hits`); the Spark engine's executors want every one (`step_flags`). Then
+the engine evaluates the user's Python there (`confirm`), so a verdict and an error are always the
+user's function's own.
 """
 
 from __future__ import annotations
@@ -219,34 +220,45 @@ def flagged(registers, fails, raises, witness):
 
 @njit(cache=True)
 def state_flags(cfg, instructions, fails, raises, witness, kinds, firsts, positions, cells, biases, bits, shifts,
-                words, word_count, frontier, count, out):
-    """out[j]: whether the state property flags frontier state j (`flagged`), for j < count."""
+                words, word_count, frontier, count, out, first_only):
+    """out[j]: whether the state property flags frontier state j (`flagged`), for j < count, or with
+    `first_only` up to the first it flags; that first state, or NOT_FOUND."""
     s = np.empty(WIDTH, dtype=np.int16)
     registers = np.zeros(max(instructions.shape[0], 1), dtype=np.int64)
+    found = NOT_FOUND
     for j in range(count):
         unpack(frontier, j * word_count, cells, biases, bits, shifts, words, s)
         run(instructions, cfg[C_REPLICAS], kinds, firsts, positions, s, s, 0, 0, registers)
         out[j] = flagged(registers, fails, raises, witness)
+        if out[j] and found == NOT_FOUND:
+            found = j
+            if first_only:
+                break
+    return found
 
 
-def flagged_states(cfg, prog: Program, layout, frontier: np.ndarray, count: int) -> np.ndarray:
-    """Per packed state of `frontier` (the first `count`): whether the state property `prog` flags it."""
+def flagged_states(cfg, prog: Program, layout, frontier: np.ndarray, count: int,
+                   first_only: bool = False) -> tuple[np.ndarray, int]:
+    """Per packed state of `frontier` (the first `count`, or with `first_only` up to the first it
+    flags): whether the state property `prog` flags it; and the first it flags, or NOT_FOUND."""
     out = np.zeros(count, dtype=np.bool_)
-    state_flags(cfg, prog.instructions, prog.fails, prog.raises, prog.witness, FIELD_KINDS, FIELD_FIRSTS,
-                FIELD_POSITIONS, layout.cells, layout.biases, layout.bits, layout.shifts, layout.words,
-                layout.word_count, frontier, count, out)
-    return out
+    found = state_flags(cfg, prog.instructions, prog.fails, prog.raises, prog.witness, FIELD_KINDS, FIELD_FIRSTS,
+                        FIELD_POSITIONS, layout.cells, layout.biases, layout.bits, layout.shifts, layout.words,
+                        layout.word_count, frontier, count, out, first_only)
+    return out, int(found)
 
 
 @njit(cache=True)
 def step_block_flags(cfg, slot_names, slot_replicas, instructions, fails, raises, witness, kinds, firsts, positions,
                      cells, biases, bits, shifts, words, word_count, frontier, first, count, slot_count, out_words,
-                     out_slots, out_counts, out):
+                     out_slots, out_counts, out, first_only):
     """out[j * slot_count + c]: whether the step property flags the c-th step out of frontier state
-    first + j (its successors expanded by `explore.expand_block`, unrepresented), for c < out_counts[j]."""
+    first + j (its successors expanded by `explore.expand_block`, unrepresented), for c < out_counts[j],
+    or with `first_only` up to the first it flags; that first step's place, or NOT_FOUND."""
     s = np.empty(WIDTH, dtype=np.int16)
     t = np.empty(WIDTH, dtype=np.int16)
     registers = np.zeros(max(instructions.shape[0], 1), dtype=np.int64)
+    found = NOT_FOUND
     for j in range(count):
         unpack(frontier, (first + j) * word_count, cells, biases, bits, shifts, words, s)
         for c in range(out_counts[j]):
@@ -256,15 +268,39 @@ def step_block_flags(cfg, slot_names, slot_replicas, instructions, fails, raises
             run(instructions, cfg[C_REPLICAS], kinds, firsts, positions, s, t, slot_names[slot], slot_replicas[slot],
                 registers)
             out[at] = flagged(registers, fails, raises, witness)
+            if out[at] and found == NOT_FOUND:
+                found = at
+                if first_only:
+                    return found
+    return found
 
 
-def step_blocks(cfg, slot_codes, slot_names, slot_replicas, programs: list[Program], layout, frontier,
-                count: int) -> Iterator[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]]:
-    """The frontier's steps a block of states at a time, each block expanded once for every step
-    property (the kernel's own `expand_block`, no replica renaming, so each successor is the
-    action's successor itself): (first state, states, successors per state, their action slots, and
-    per program whether it flags each step, at j * slot_count + c for the c-th step of state
-    first + j)."""
+@dataclass
+class StepBlock:
+    """A block of frontier states expanded for the step properties (`step_blocks`): state first + j's
+    c-th step leads to the successor at j * slot_count + c of `words` (c < counts[j]), by `slots`."""
+
+    first: int
+    counts: np.ndarray
+    slots: np.ndarray
+    words: np.ndarray
+    slot_count: int
+
+    def flags(self, cfg, slot_names, slot_replicas, prog: Program, layout, frontier, out: np.ndarray,
+              first_only: bool) -> int:
+        """`step_block_flags` of one program over this block into `out`: the place of the first step it
+        flags, or NOT_FOUND."""
+        return int(step_block_flags(cfg, slot_names, slot_replicas, prog.instructions, prog.fails, prog.raises,
+                                    prog.witness, FIELD_KINDS, FIELD_FIRSTS, FIELD_POSITIONS, layout.cells,
+                                    layout.biases, layout.bits, layout.shifts, layout.words, layout.word_count,
+                                    frontier, self.first, len(self.counts), self.slot_count, self.words,
+                                    self.slots, self.counts, out, first_only))
+
+
+def step_blocks(cfg, slot_codes, layout, frontier, count: int) -> Iterator[StepBlock]:
+    """The frontier's steps a block of states at a time, each block expanded once for all the step
+    properties (the kernel's own `expand_block`, no replica renaming, so each successor is the
+    action's successor itself). The blocks share their buffers: one at a time."""
     slot_count, word_count = slot_codes.shape[0], layout.word_count
     identity = np.arange(cfg[C_REPLICAS], dtype=np.int64).reshape(1, -1)
     room = BLOCK * slot_count
@@ -273,38 +309,27 @@ def step_blocks(cfg, slot_codes, slot_names, slot_replicas, programs: list[Progr
     out_slots = np.empty(room, dtype=np.int64)
     out_truncated = np.empty(room, dtype=np.bool_)
     out_counts = np.empty(BLOCK, dtype=np.int64)
-    out = np.zeros((len(programs), room), dtype=np.bool_)
     for first in range(0, count, BLOCK):
         block = min(BLOCK, count - first)
         expand_block(cfg, slot_codes, identity, layout.cells, layout.biases, layout.bits, layout.shifts, layout.words,
                      word_count, frontier, first, block, out_words, out_fingerprints, out_slots, out_truncated,
                      out_counts)
-        for index, prog in enumerate(programs):
-            step_block_flags(cfg, slot_names, slot_replicas, prog.instructions, prog.fails, prog.raises,
-                             prog.witness, FIELD_KINDS, FIELD_FIRSTS, FIELD_POSITIONS, layout.cells, layout.biases,
-                             layout.bits, layout.shifts, layout.words, word_count, frontier, first, block,
-                             slot_count, out_words, out_slots, out_counts, out[index])
-        yield first, block, out_counts[:block], out_slots, out
-
-
-def made_steps(counts: np.ndarray, slot_count: int) -> np.ndarray:
-    """The positions j * slot_count + c (c < counts[j]) of a block's steps, in order."""
-    return np.flatnonzero(np.arange(slot_count)[None, :] < counts[:, None])
+        yield StepBlock(first, out_counts[:block], out_slots, out_words, slot_count)
 
 
 def step_hits(cfg, slot_codes, slot_names, slot_replicas, programs: list[Program], layout, frontier,
               count: int) -> list[tuple[int, int]]:
     """For each step property, the first (frontier state, action slot) whose step it flags, or
-    (NOT_FOUND, 0), in state and slot order (`step_blocks`)."""
+    (NOT_FOUND, 0), in state and slot order; each program stops at its first."""
     slot_count = slot_codes.shape[0]
     hits = [(NOT_FOUND, 0)] * len(programs)
-    for first, _, counts, slots, out in step_blocks(cfg, slot_codes, slot_names, slot_replicas, programs, layout,
-                                                    frontier, count):
-        made = made_steps(counts, slot_count)
-        for index in range(len(programs)):
-            flagged_at = made[out[index, made]]
-            if hits[index][0] == NOT_FOUND and len(flagged_at):
-                hits[index] = (first + int(flagged_at[0]) // slot_count, int(slots[flagged_at[0]]))
+    out = np.empty(BLOCK * slot_count, dtype=np.bool_)
+    for block in step_blocks(cfg, slot_codes, layout, frontier, count):
+        for index, prog in enumerate(programs):
+            if hits[index][0] == NOT_FOUND:
+                at = block.flags(cfg, slot_names, slot_replicas, prog, layout, frontier, out, first_only=True)
+                if at != NOT_FOUND:
+                    hits[index] = (block.first + at // slot_count, int(block.slots[at]))
         if all(hit != NOT_FOUND for hit, _ in hits):
             break
     return hits
@@ -315,9 +340,15 @@ def step_flags(cfg, slot_codes, slot_names, slot_replicas, programs: list[Progra
     """Per program, whether it flags each step out of the frontier's first `count` states, the
     steps in state and slot order (as `batch.KernelBatch.expand` lists the successors)."""
     slot_count = slot_codes.shape[0]
-    parts = [out[:, made_steps(counts, slot_count)]
-             for _, _, counts, _, out in step_blocks(cfg, slot_codes, slot_names, slot_replicas, programs, layout,
-                                                     frontier, count)]
+    out = np.empty(BLOCK * slot_count, dtype=np.bool_)
+    parts = []
+    for block in step_blocks(cfg, slot_codes, layout, frontier, count):
+        made = np.flatnonzero(np.arange(slot_count)[None, :] < block.counts[:, None])  # the block's steps, in order
+        part = np.empty((len(programs), len(made)), dtype=np.bool_)
+        for index, prog in enumerate(programs):
+            block.flags(cfg, slot_names, slot_replicas, prog, layout, frontier, out, first_only=False)
+            part[index] = out[made]
+        parts.append(part)
     return np.concatenate(parts, axis=1) if parts else np.zeros((len(programs), 0), dtype=np.bool_)
 
 
@@ -371,9 +402,9 @@ class UserChecks:
     def states(self, cfg, layout, frontier: np.ndarray, count: int, first_node: int) -> None:
         """Look for the state properties in `count` packed states numbered from first_node."""
         for prog in self.looked_for(on_step=False) if count else ():
-            hits = np.flatnonzero(flagged_states(cfg, prog, layout, frontier, count))
-            if len(hits):
-                self.found[prog.name] = (first_node + int(hits[0]), None)
+            _, hit = flagged_states(cfg, prog, layout, frontier, count, first_only=True)
+            if hit != NOT_FOUND:
+                self.found[prog.name] = (first_node + hit, None)
 
     def steps(self, cfg, slot_codes, layout, frontier: np.ndarray, count: int, first_node: int) -> None:
         """Look for the step properties on every step out of `count` packed states numbered from first_node."""
