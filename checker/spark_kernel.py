@@ -103,12 +103,12 @@ def kernel_expander(config: Config, symmetry: bool, bumps: bool, steps: tuple[tu
                 continue
             parent_fps = batch.column(0).to_numpy()
             frontier = packed_rows(batch.column(1), kernel.word_count)
-            parents, slots, fps, rows, truncated = kernel.expand(frontier)
+            (parents, slots, fps, rows, truncated), flags = kernel.expand_flagging(frontier, programs)
             if not len(fps):
                 continue
             parent_fp = parent_fps[parents]
             keys = edge_keys(parent_fp, slots)
-            flagged = iter(kernel.step_flags(frontier, programs) if programs else ())
+            flagged = iter(flags)
             found = {}
             for index, prog in steps:
                 where = truncated if prog is None else next(flagged)

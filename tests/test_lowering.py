@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from kafka_mc.checker.kernel.layout import encode
@@ -103,6 +104,30 @@ def test_the_documented_examples_lower_to_their_own_verdicts():
         assert by_expression == by_kernel == expected, (before, action)
         failing += expected == "fails"
     assert failing > 0
+
+
+
+@pytest.mark.parametrize("symmetry", [False, True])
+def test_the_kernel_batch_flags_every_step_as_the_function_does(symmetry):
+    """A user's step property over every reachable state (two of the kernel's blocks), flagged by
+    `KernelBatch.expand_flagging` (on the expansion's own blocks where, without symmetry, its successors
+    are the steps' own) and by `step_flags` (the rows expanded again): the function's verdict on every
+    step, in the expansion's order."""
+    from kafka_mc.checker.kernel.batch import KernelBatch
+
+    step = examples.test_no_step_drops_a_committed_record.kafka_mc_property
+    batch, model = KernelBatch(CONFIG, symmetry), ReplicationModel(CONFIG)
+    rows = np.stack([batch.pack(state) for state in STATES])
+    represented = [batch.state(row) for row in rows]  # with symmetry, a state's representative
+    expected = [outcome(step, before, model.action_at(slot), after) != "holds"
+                for before in represented for slot, after in model.indexed_successors(before)]
+    compiled = program(lower(step, CONFIG))
+    (parents, slots, _, successors, _), with_expansion = batch.expand_flagging(rows, [compiled])
+    assert [(before, slot) for before in range(len(rows)) for slot, _ in
+            model.indexed_successors(represented[before])] == list(zip(parents.tolist(), slots.tolist()))
+    again = batch.step_flags(rows, [compiled])
+    assert again[0].tolist() == with_expansion[0].tolist() == expected
+    assert sum(expected) > 0
 
 
 def leader_a_holds_a_record(state):

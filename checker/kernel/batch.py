@@ -26,7 +26,7 @@ from .explore import BLOCK, expand_block, fingerprints, flag_block, pack_represe
 from .invariants import PROPERTY_NAMES
 from .layout import WIDTH, decode, encode, packing, settings
 from .transitions import slot_codes
-from .user_properties import CONST, Program, flagged_states, slot_actions, step_flags
+from .user_properties import CONST, Program, StepBlock, flagged_states, slot_actions, step_flags
 
 
 @njit(cache=True)
@@ -84,6 +84,12 @@ class KernelBatch:
     def expand(self, rows: np.ndarray):
         """The successors of the rows of a (count, word_count) array, in row order and slot
         order: (parent row index, action slot, fingerprint, successor rows, a log got shorter)."""
+        return self.expand_flagging(rows, [])[0]
+
+    def expand_flagging(self, rows: np.ndarray, programs: list[Program]):
+        """`expand`'s successors, and per program of a user's step property whether it flags each step
+        (`step_flags`): read from the expansion's own blocks where its successors are the steps'
+        own (without symmetry), else from the rows expanded again."""
         layout, words, slot_count = self.layout, self.word_count, len(self.slot_codes)
         frontier = np.ascontiguousarray(rows, dtype=np.int64).reshape(-1)
         count = len(frontier) // words
@@ -94,15 +100,27 @@ class KernelBatch:
         parents, slots = np.empty(count * slot_count, dtype=np.int64), np.empty(count * slot_count, dtype=np.int64)
         fps, truncated = np.empty(count * slot_count, dtype=np.uint64), np.empty(count * slot_count, dtype=np.bool_)
         successors, made = np.empty(count * slot_count * words, dtype=np.int64), 0
+        inline = bool(programs) and len(self.orders) == 1  # one order, the identity: successors unrepresented
+        flagged = []
         for first in range(0, count, BLOCK):
             block = min(BLOCK, count - first)
             expand_block(self.cfg, self.slot_codes, self.orders, layout.cells, layout.biases, layout.bits, layout.shifts,
                          layout.words, words, frontier, first, block, out_words, out_fingerprints, out_slots,
                          out_truncated, out_counts)
+            if inline:
+                flagged.append(StepBlock(first, out_counts[:block], out_slots, out_words, slot_count).every_flag(
+                    self.cfg, self.slot_names, self.slot_replicas, programs, layout, frontier))
             made = gather_successors(out_counts, block, slot_count, first, words, out_words, out_fingerprints,
                                      out_slots, out_truncated, parents, slots, fps, successors, truncated, made)
-        return (parents[:made], slots[:made], as_signed(fps[:made]), successors[:made * words].reshape(made, words),
-                truncated[:made])
+        expansion = (parents[:made], slots[:made], as_signed(fps[:made]),
+                     successors[:made * words].reshape(made, words), truncated[:made])
+        if not programs:
+            flags = np.zeros((0, made), dtype=np.bool_)
+        elif inline:
+            flags = np.concatenate(flagged, axis=1) if flagged else np.zeros((len(programs), 0), dtype=np.bool_)
+        else:
+            flags = self.step_flags(rows, programs)
+        return expansion, flags
 
     def flags(self, rows: np.ndarray) -> np.ndarray:
         """Per row, bit p set when invariant p of `property_names` is violated or state witness p holds."""
@@ -154,6 +172,7 @@ def warm_up() -> None:
             constant = Program("warm-up", False, False, np.array([[CONST, 0, 0, 0, 0]], dtype=np.int64), 0, 0)
             batch.state_flags(rows, constant)
             batch.step_flags(rows, [constant])
+            batch.expand_flagging(rows, [constant])
     except BaseException:
         _warm = False
         raise

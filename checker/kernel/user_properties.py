@@ -10,7 +10,8 @@ compiled once for every property: a new property costs no compilation.
 (the kernel's own `expand_block`), and `StepBlock.flags` runs a step property on each (state,
 action, successor). Each says whether each state (or step) is flagged: where an invariant fails or
 may raise, where a witness holds. `kernel_check` wants the first in node and slot order, and stops
-there (`UserChecks`, `step_hits`); the Spark engine's executors want every one (`step_flags`). Then
+there (`UserChecks`, `step_hits`); the Spark engine's executors want every one (`step_flags`, or
+`StepBlock.every_flag` on the expansion's own blocks, `batch.KernelBatch.expand_flagging`). Then
 the engine evaluates the user's Python there (`confirm`), so a verdict and an error are always the
 user's function's own.
 """
@@ -297,6 +298,17 @@ class StepBlock:
                                     self.slots, self.counts, out, first_only))
 
 
+    def every_flag(self, cfg, slot_names, slot_replicas, programs: list[Program], layout, frontier) -> np.ndarray:
+        """Per program, whether it flags each of this block's steps, in state and slot order."""
+        made = np.flatnonzero(np.arange(self.slot_count)[None, :] < self.counts[:, None])  # the steps, in order
+        out = np.empty(len(self.counts) * self.slot_count, dtype=np.bool_)
+        flags = np.empty((len(programs), len(made)), dtype=np.bool_)
+        for index, prog in enumerate(programs):
+            self.flags(cfg, slot_names, slot_replicas, prog, layout, frontier, out, first_only=False)
+            flags[index] = out[made]
+        return flags
+
+
 def step_blocks(cfg, slot_codes, layout, frontier, count: int) -> Iterator[StepBlock]:
     """The frontier's steps a block of states at a time, each block expanded once for all the step
     properties (the kernel's own `expand_block`, no replica renaming, so each successor is the
@@ -339,16 +351,8 @@ def step_flags(cfg, slot_codes, slot_names, slot_replicas, programs: list[Progra
                count: int) -> np.ndarray:
     """Per program, whether it flags each step out of the frontier's first `count` states, the
     steps in state and slot order (as `batch.KernelBatch.expand` lists the successors)."""
-    slot_count = slot_codes.shape[0]
-    out = np.empty(BLOCK * slot_count, dtype=np.bool_)
-    parts = []
-    for block in step_blocks(cfg, slot_codes, layout, frontier, count):
-        made = np.flatnonzero(np.arange(slot_count)[None, :] < block.counts[:, None])  # the block's steps, in order
-        part = np.empty((len(programs), len(made)), dtype=np.bool_)
-        for index, prog in enumerate(programs):
-            block.flags(cfg, slot_names, slot_replicas, prog, layout, frontier, out, first_only=False)
-            part[index] = out[made]
-        parts.append(part)
+    parts = [block.every_flag(cfg, slot_names, slot_replicas, programs, layout, frontier)
+             for block in step_blocks(cfg, slot_codes, layout, frontier, count)]
     return np.concatenate(parts, axis=1) if parts else np.zeros((len(programs), 0), dtype=np.bool_)
 
 
