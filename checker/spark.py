@@ -109,6 +109,15 @@ WRITE_OPTIONS = {"mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
 CHECKPOINT_FORMAT = 3  # 3: the visited set as sorted fingerprints per partition and level (2: rows, anti-joins)
 
 
+def level_schema():
+    """The Spark schema of a level's rows (`spark_level.LEVEL_COLUMNS`); `parent` and `visited` nullable."""
+    from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
+
+    types = {"owner": LongType(), "fp": LongType(), "key": LongType(), "parent": LongType(),
+             "slot": IntegerType(), "state": BinaryType(), "props": LongType(), "visited": BinaryType()}
+    return StructType([StructField(name, types[name], name in ("parent", "visited")) for name in LEVEL_COLUMNS])
+
+
 class CheckpointError(ValueError):
     """A checkpoint directory that cannot be resumed (or reused)."""
 
@@ -562,12 +571,7 @@ class _Engine:
         self.bits = {p.name: 1 << index for index, p in enumerate(self.state_props)}
         self.levels_from_disk = 0  # levels run again with the visited sets read from the checkpoint
         self.resumable = False  # the run stopped with its budget spent
-        from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
-
-        types = {"owner": LongType(), "fp": LongType(), "key": LongType(), "parent": LongType(),
-                 "slot": IntegerType(), "state": BinaryType(), "props": LongType(), "visited": BinaryType()}
-        self.level_schema = StructType([StructField(name, types[name], name in ("parent", "visited"))
-                                        for name in LEVEL_COLUMNS])
+        self.level_schema = level_schema()
 
     # ------------------------------------------------------------------ levels
 

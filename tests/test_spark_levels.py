@@ -63,3 +63,28 @@ def test_the_floor_benchmark_runs_each_shape_and_writes_its_figures(tmp_path):
     shapes = json.loads(figures.read_text())["shapes"]
     assert list(shapes) == ["level", "one stage", "rdd"]
     assert all(0 < shape["min_s"] <= shape["median_s"] <= shape["max_s"] for shape in shapes.values())
+
+
+WRITE = Path(__file__).resolve().parent.parent / "benchmarks" / "spark_level_write.py"
+
+
+def test_the_level_write_benchmark_refuses_a_count_below_one():
+    import subprocess
+
+    refused = subprocess.run([sys.executable, str(WRITE), "--rows", "0"], capture_output=True, text=True)
+    assert refused.returncode == 2 and "--rows must be at least 1, not 0" in refused.stderr
+
+
+@pytest.mark.slow  # starts Spark: half a minute for a smoke run
+def test_the_level_write_benchmark_writes_each_shape_and_its_figures(tmp_path):
+    """`benchmarks/spark_level_write.py` on a small level, one timed run of each shape."""
+    import json
+    import subprocess
+
+    figures = tmp_path / "write.json"
+    done = subprocess.run([sys.executable, str(WRITE), "--rows", "70000", "--runs", "1", "--json", str(figures)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    shapes = json.loads(figures.read_text())["shapes"]
+    assert list(shapes) == ["rows only", "the level", "without owner", "fp, key, parent, slot, state", "state", "fp"]
+    assert all(0 < shape["min_s"] <= shape["median_s"] <= shape["max_s"] for shape in shapes.values())
