@@ -3,6 +3,7 @@
     python benchmarks/user_properties_bench.py            # leader-epoch, 3 replicas, 2 messages, 2 crashes, 2 elections
     python benchmarks/user_properties_bench.py --versus-shipped 3 2 3 1   # the toolkit issue's aim, below
     python benchmarks/user_properties_bench.py --spark local[1] 3 2 1 1   # on Spark's executors, both ways
+    python benchmarks/user_properties_bench.py --step 3 2 2 1             # what a user's step property costs
 
 The properties are the shipped invariants written in plain Python (`properties/invariants.py`),
 given to the engines as a user's functions (`properties.user.user_property`), so the kernel runs
@@ -20,6 +21,11 @@ the explicit search's length.
 With `--spark MASTER`, the properties run on the Spark engine instead, one run each way: the
 executors running the kernel (the properties lowered, `checker.spark_kernel`) and running the model
 itself (the functions as written, `kernel=False`), beside the kernel with one thread.
+
+With `--step`, the kernel (one thread) explores every state with kafka-mc's own properties (its
+compiled ones), then again with the step property of the documentation (`no_step_drops`,
+docs/properties.md) beside them: the seconds each, the steps, and what the step property costs a step
+(its program's instructions run once per step, `checker.kernel.user_properties.step_block_flags`).
 """
 
 from __future__ import annotations
@@ -38,6 +44,14 @@ from kafka_mc.checker.symbolic.bmc import bounded_check
 from kafka_mc.properties import INVARIANTS, invariants
 from kafka_mc.properties.user import user_property
 
+def no_step_drops(state, action, next_state):
+    """A step property: no replica loses a committed record it held (docs/properties.md's example)."""
+    for before, after in zip(state.replicas, next_state.replicas):
+        for offset, msg in next_state.committed:
+            if offset < before.leo and before.log[offset].msg == msg:
+                assert offset < after.leo and after.log[offset].msg == msg, f"{action} dropped m{msg}"
+
+
 FUNCTIONS = (invariants.no_committed_data_loss, invariants.no_consumed_record_lost, invariants.no_log_divergence,
              invariants.hw_below_leo, invariants.leader_epoch_monotonic, invariants.leader_in_isr)
 
@@ -50,6 +64,7 @@ def main() -> None:
     parser.add_argument("--versus-shipped", action="store_true",
                         help="each function alone beside the kernel's own invariant, and Z3 at its length")
     parser.add_argument("--spark", metavar="MASTER", help="on Spark's executors (e.g. local[1]), both ways")
+    parser.add_argument("--step", action="store_true", help="the kernel without and with a user's step property")
     arguments = parser.parse_args()
     replicas, messages, crashes, elections = arguments.counts
     config = Config(arguments.protocol, replicas=replicas, messages=messages, crashes=crashes, elections=elections)
@@ -57,6 +72,9 @@ def main() -> None:
     compiled = compile_kernel()
     if arguments.versus_shipped:
         versus_shipped(config, properties, compiled)
+        return
+    if arguments.step:
+        step_cost(config, compiled)
         return
     engines = (("kernel (lowered)", kernel_check), ("python (as written)", check))
     if arguments.spark:
@@ -93,6 +111,29 @@ def spark_engines(master: str) -> tuple:
     return (("kernel, 1 thread (lowered)", kernel_check), (f"spark {master}, kernel's executors (lowered)",
                                                           executors(True)),
             (f"spark {master}, model's executors (as written)", executors(False)))
+
+
+def step_cost(config: Config, compiled: float) -> None:
+    """The kernel with one thread over every state, with kafka-mc's own properties, then with the
+    documentation's step property beside them."""
+    from kafka_mc.checker.kernel.user_properties import lowered_program
+    from kafka_mc.properties import PROPERTIES
+
+    step = user_property(no_step_drops, "no_step_drops")
+    rows, seconds = [], []
+    for name, chosen in (("kafka-mc's own", list(PROPERTIES)), ("kafka-mc's own and no_step_drops",
+                                                                list(PROPERTIES) + [step])):
+        started = time.perf_counter()
+        result = kernel_check(config, chosen, keep_going=True)
+        seconds.append(time.perf_counter() - started)
+        rows.append([name, f"{result.stats.distinct_states:,}", f"{result.stats.states_generated:,}",
+                     f"{seconds[-1]:.2f}", sorted(v.invariant for v in result.violations)])
+    steps = result.stats.states_generated
+    print(f"{config}: every state, one thread (kernel compile {compiled:.1f} s, apart)")
+    print(tabulate(rows, headers=["properties", "distinct states", "steps", "seconds", "violated"]))
+    print(f"no_step_drops: {len(lowered_program(step, config).instructions):,} instructions, "
+          f"{(seconds[1] - seconds[0]) / steps * 1e6:.2f} us a step ({seconds[1] / seconds[0]:.1f} times the run)")
+    print(f"machine: {machine()}")
 
 
 def versus_shipped(config: Config, properties: list, compiled: float) -> None:
