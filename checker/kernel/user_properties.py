@@ -297,7 +297,6 @@ class StepBlock:
                                     frontier, self.first, len(self.counts), self.slot_count, self.words,
                                     self.slots, self.counts, out, first_only))
 
-
     def every_flag(self, cfg, slot_names, slot_replicas, programs: list[Program], layout, frontier) -> np.ndarray:
         """Per program, whether it flags each of this block's steps, in state and slot order."""
         made = np.flatnonzero(np.arange(self.slot_count)[None, :] < self.counts[:, None])  # the steps, in order
