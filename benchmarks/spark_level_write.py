@@ -1,19 +1,23 @@
-"""What the JVM costs a level's rows: the level step's output taken from Python and written by Spark.
+"""What the JVM costs a level's states: the level task's output taken from Python and written by Spark,
+as a row per state (checkpoint format 3) and in batches (format 4, the engine's `STATES` rows).
 
-    python benchmarks/spark_level_write.py                    # 1,330,000 rows, local[1]
+    python benchmarks/spark_level_write.py                    # 1,330,000 states, local[1]
     python benchmarks/spark_level_write.py --rows 500000 --runs 7 --json write.json
 
 One session (`checker.spark.session`, the engine's settings). A `mapInArrow` whose Python hands over
 the same Arrow batches in every job (built once per worker: random fingerprints, keys and parents,
-action slots, states of `--state-bytes` random bytes, zero property bits, null `visited`; the level's
-schema, `checker.spark.level_schema`, in batches of `spark_level.BATCH` rows), then one of:
+action slots, states of `--state-bytes` random bytes, zero property bits), in one of two layouts:
 
-- `rows only`: Spark's `noop` writer: the batches made rows, nothing written;
-- `the level`: the Parquet write with the engine's options (`checker.spark.WRITE_OPTIONS`), every column;
-- the same write of fewer columns (a projection before it): what each costs.
+- a row per state (owner, fp, key, parent, slot, state, props, visited: format 3's rows), in batches of
+  `spark_level.BATCH` rows;
+- the level's schema (`checker.spark.level_schema`), the states packed `spark_level.BATCH` to a row
+  by `spark_level.state_rows`, as the engine writes them;
+
+each written by Spark's `noop` writer (the batches made rows, nothing written) and as Parquet with
+the engine's options (`checker.spark.WRITE_OPTIONS`).
 
 The default is the peak level of leader-epoch r=3 m=4 c=2 e=1 (1,327,155 new states; 40 bytes a packed
-state). Each shape runs `--runs` times after one warm-up; the median is reported, and per row.
+state). Each shape runs `--runs` times after one warm-up; the median is reported, and per state.
 """
 
 from __future__ import annotations
@@ -28,20 +32,27 @@ import tempfile
 import time
 
 from kafka_mc.checker.spark import WRITE_OPTIONS, level_schema, session
-from kafka_mc.checker.spark_level import BATCH, arrow_schema
+from kafka_mc.checker.spark_level import BATCH, arrow_schema, state_rows
 
-SHAPES = {
-    "rows only": None,
-    "the level": (),
-    "without owner": ("fp", "key", "parent", "slot", "state", "props", "visited"),
-    "fp, key, parent, slot, state": ("fp", "key", "parent", "slot", "state"),
-    "state": ("state",),
-    "fp": ("fp",),
+SHAPES = {  # name: (batched, written as Parquet)
+    "a row per state, rows only": (False, False),
+    "a row per state": (False, True),
+    "in batches, rows only": (True, False),
+    "in batches": (True, True),
 }
 
 
-def level_rows(rows: int, state_bytes: int, schema):
-    """A mapInArrow function handing over the same level's rows in every task of its worker."""
+def row_schema():
+    """Format 3's row per state."""
+    from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
+
+    types = {"owner": LongType(), "fp": LongType(), "key": LongType(), "parent": LongType(), "slot": IntegerType(),
+             "state": BinaryType(), "props": LongType(), "visited": BinaryType()}
+    return StructType([StructField(name, kind, name in ("parent", "visited")) for name, kind in types.items()])
+
+
+def level_rows(rows: int, state_bytes: int, schema, batched: bool):
+    """A mapInArrow function handing over the same level's states in every task of its worker."""
 
     def hand_over(batches):
         import sys as worker_sys
@@ -52,20 +63,25 @@ def level_rows(rows: int, state_bytes: int, schema):
         for _ in batches:
             pass
         built = worker_sys.__dict__.setdefault("_kafka_mc_level_rows", {})
-        key = (rows, state_bytes)
+        key = (rows, state_bytes, batched)
         if key not in built:
             rng, arrow, made = np.random.default_rng(0), arrow_schema(schema), []
             for start in range(0, rows, BATCH):
                 count = min(BATCH, rows - start)
-                fps = rng.integers(-2 ** 63, 2 ** 63 - 1, count)
-                ends = np.arange(0, state_bytes * (count + 1), state_bytes, dtype=np.int32)
-                states = pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(ends), pa.py_buffer(
-                    rng.integers(0, 256, state_bytes * count, dtype=np.uint8))])
+                fps = np.sort(rng.integers(-2 ** 63, 2 ** 63 - 1, count))
+                keys, parents = rng.integers(-2 ** 63, 2 ** 63 - 1, count), rng.integers(-2 ** 63, 2 ** 63 - 1, count)
+                slots, props = rng.integers(0, 30, count).astype(np.int32), np.zeros(count, dtype=np.int64)
+                ends = np.arange(0, state_bytes * (count + 1), state_bytes, dtype=np.int64)
+                data = rng.integers(0, 256, state_bytes * count, dtype=np.uint8)
+                if batched:
+                    made.append(state_rows(0, 20, (props, fps, keys, parents, slots), ends, data,
+                                           np.arange(count), arrow))
+                    continue
+                states = pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(ends.astype(np.int32)),
+                                                                    pa.py_buffer(data)])
                 made.append(pa.RecordBatch.from_arrays(
-                    [pa.array(fps), pa.array(fps), pa.array(rng.integers(-2 ** 63, 2 ** 63 - 1, count)),
-                     pa.array(rng.integers(-2 ** 63, 2 ** 63 - 1, count)),
-                     pa.array(rng.integers(0, 30, count).astype(np.int32)), states,
-                     pa.array(np.zeros(count, dtype=np.int64)), pa.nulls(count, pa.binary())], schema=arrow))
+                    [pa.array(fps), pa.array(fps), pa.array(keys), pa.array(parents), pa.array(slots), states,
+                     pa.array(props), pa.nulls(count, pa.binary())], schema=arrow))
             built[key] = made
         yield from built[key]
 
@@ -75,7 +91,7 @@ def level_rows(rows: int, state_bytes: int, schema):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--master", default="local[1]")
-    parser.add_argument("--rows", type=int, default=1_330_000, help="the level's rows (default 1,330,000)")
+    parser.add_argument("--rows", type=int, default=1_330_000, help="the level's states (default 1,330,000)")
     parser.add_argument("--state-bytes", type=int, default=40, help="bytes of a packed state (default 40)")
     parser.add_argument("--runs", type=int, default=5, help="timed runs of each shape (default 5)")
     parser.add_argument("--json", help="write the figures to this file")
@@ -84,21 +100,19 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(options, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, not {getattr(options, name)}")
     spark = session(options.master, 1)
-    schema = level_schema()
     folder = tempfile.mkdtemp(prefix="kafka-mc-level-write-")
     figures = {"master": options.master, "rows": options.rows, "state_bytes": options.state_bytes,
                "runs": options.runs, "machine": f"{os.uname().machine}, {os.cpu_count()} cores, load average "
                                                 f"{os.getloadavg()[0]:.1f} at the start", "shapes": {}}
     try:
-        hand_over = level_rows(options.rows, options.state_bytes, schema)
-        for name, columns in SHAPES.items():
+        for name, (batched, parquet) in SHAPES.items():
+            schema = level_schema() if batched else row_schema()
+            hand_over = level_rows(options.rows, options.state_bytes, schema, batched)
             seconds = []
             for run in range(options.runs + 1):  # the first is a warm-up
                 frame = spark.range(1, numPartitions=1).mapInArrow(hand_over, schema)
-                if columns:
-                    frame = frame.select(*columns)
                 started = time.perf_counter()
-                if columns is None:
+                if not parquet:
                     frame.write.format("noop").mode("overwrite").save()
                 else:
                     frame.write.mode("overwrite").options(**WRITE_OPTIONS).parquet(f"{folder}/level")
@@ -106,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
                     seconds.append(time.perf_counter() - started)
             median = statistics.median(seconds)
             figures["shapes"][name] = {"median_s": median, "min_s": min(seconds), "max_s": max(seconds),
-                                       "us_per_row": median / options.rows * 1e6}
-            print(f"{name:30} median {median:.3f} s ({median / options.rows * 1e6:.2f} us a row), "
+                                       "us_per_state": median / options.rows * 1e6}
+            print(f"{name:30} median {median:.3f} s ({median / options.rows * 1e6:.2f} us a state), "
                   f"least {min(seconds):.3f} s, most {max(seconds):.3f} s")
         figures["load_at_end"] = os.getloadavg()[0]
         if options.json:

@@ -1,4 +1,4 @@
-"""Where a Spark level's time goes: the driver, the expansion stage and the level step, each split
+"""Where a Spark level's time goes: the driver, the shuffle's stage and the level task, the latter split
 into the Python the executors ran and the JVM around it, from Spark's own event log.
 
     python benchmarks/spark_levels.py                                  # leader-epoch 3,2,3,1 on local[1]
@@ -6,16 +6,17 @@ into the Python the executors ran and the JVM around it, from Spark's own event 
     python benchmarks/spark_levels.py --conf spark.shuffle.compress=false     # what a setting changes
 
 One run of the Spark engine (`checker.spark`, the kernel on the executors) with Spark's event log
-on (uncompressed, in a temporary directory). Each level is one Spark job of two stages: the
-expansion (`mapInArrow` over the level before, then the shuffle's write) and the level step (the
-shuffle's read, `mapInArrow`, the Parquet write). Per level it reports:
+on (uncompressed, in a temporary directory). Each level is one Spark job of two stages: the shuffle
+(the level before's candidates read from Parquet and written to the shuffle, no Python) and the
+level task (the shuffle's read, `mapInArrow`: the level step and the expansion of its new states,
+the Parquet write of both). Per level it reports:
 
 - driver: the level's wall time outside its job (planning the query, committing the Parquet
   output, the level's JSON, the accumulator), from the driver's clock and the job's start and end;
-- per stage: its wall time, the Python code the executors ran (Spark's SQL metric "time to
-  execute Python code", summed over the stage's tasks) and the rest (reading Parquet, Arrow to and
-  from the JVM, the shuffle, writing Parquet, task scheduling);
-- the shuffle's bytes.
+- the shuffle stage's wall time and its bytes;
+- the level task's wall time, the Python code the executors ran in it (Spark's SQL metric "time
+  to execute Python code", summed over the stage's tasks) and the rest (Arrow to and from the
+  JVM, the shuffle's read, writing Parquet, task scheduling).
 
 The totals line sums the levels; the kernel's own exploration of the same configuration (one thread)
 is timed beside it.
@@ -84,16 +85,16 @@ def level_rows(log: list[dict], boundaries: list[float], sizes: list[int]) -> li
     rows = []
     for level, (begin, end) in enumerate(zip(boundaries, boundaries[1:])):
         mine = [job for job in jobs.values() if begin <= job.get("end", 0) <= end]
-        # a job's first stage is the expansion, its second the level step (a level run again with its
+        # a job's first stage is the shuffle, its second the level task (a level run again with its
         # visited sets read from the checkpoint has two jobs: both count)
-        expand = [stages[job["stages"][0]] for job in mine]
-        step = [stages[job["stages"][1]] for job in mine if len(job["stages"]) > 1]
+        shuffle = [stages[job["stages"][0]] for job in mine]
+        task = [stages[job["stages"][1]] for job in mine if len(job["stages"]) > 1]
         rows.append({
             "level": level, "new_states": sizes[level], "wall_ms": round(end - begin),
             "driver_ms": round(end - begin - sum(job["end"] - job["start"] for job in mine)),
-            "expand_ms": sum(s["wall_ms"] for s in expand), "expand_python_ms": sum(s["python_ms"] for s in expand),
-            "step_ms": sum(s["wall_ms"] for s in step), "step_python_ms": sum(s["python_ms"] for s in step),
-            "shuffle_mb": round(sum(s["shuffle_written"] for s in expand) / 2 ** 20, 1),
+            "shuffle_ms": sum(s["wall_ms"] for s in shuffle),
+            "shuffle_mb": round(sum(s["shuffle_written"] for s in shuffle) / 2 ** 20, 1),
+            "task_ms": sum(s["wall_ms"] for s in task), "task_python_ms": sum(s["python_ms"] for s in task),
         })
     return rows
 
@@ -147,12 +148,12 @@ def main(argv: list[str] | None = None) -> None:
             (local.stats.distinct_states, local.stats.states_generated):
         raise SystemExit("the Spark engine and the kernel disagree: not a run to measure")
     total = {key: sum(row[key] for row in rows) for key in rows[0] if key != "level"}
-    table = [[row["level"], f"{row['new_states']:,}", row["wall_ms"], row["driver_ms"], row["expand_ms"],
-              row["expand_python_ms"], row["step_ms"], row["step_python_ms"], row["shuffle_mb"]] for row in rows]
-    table.append(["all", f"{total['new_states']:,}", total["wall_ms"], total["driver_ms"], total["expand_ms"],
-                  total["expand_python_ms"], total["step_ms"], total["step_python_ms"], round(total["shuffle_mb"], 1)])
-    print(tabulate(table, ["level", "new states", "wall ms", "driver ms", "expansion ms", "of it Python",
-                           "level step ms", "of it Python", "shuffle MB"], tablefmt="github"))
+    table = [[row["level"], f"{row['new_states']:,}", row["wall_ms"], row["driver_ms"], row["shuffle_ms"],
+              row["shuffle_mb"], row["task_ms"], row["task_python_ms"]] for row in rows]
+    table.append(["all", f"{total['new_states']:,}", total["wall_ms"], total["driver_ms"], total["shuffle_ms"],
+                  round(total["shuffle_mb"], 1), total["task_ms"], total["task_python_ms"]])
+    print(tabulate(table, ["level", "new states", "wall ms", "driver ms", "shuffle ms", "shuffle MB",
+                           "level task ms", "of it Python"], tablefmt="github"))
     print(f"\n{config.protocol} {args.config} on {args.master}: {result.stats.distinct_states:,} states in "
           f"{spark_seconds:.1f} s on Spark ({result.stats.distinct_states / spark_seconds:,.0f} states/s), "
           f"{kernel_seconds:.1f} s on the kernel with one thread "

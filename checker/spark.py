@@ -6,41 +6,40 @@ one small summary per partition (counts, the least key of each property's states
 accumulator), never a frontier or the visited set.
 
 For the replication model (with the controller's epoch bumps or without) the executors run the
-compiled kernel (`checker.spark_kernel`: Arrow batches of packed states, no Python per state),
+compiled kernel (`checker.spark_kernel`: batches of packed states, no Python per state),
 users' own properties lowered to the kernel's programs (`checker.kernel.user_properties`; the
 driver evaluates the user's function where one is found, as `kernel_check` does); for any other
 model, or a user's property that does not lower, they run the model itself, state
 by state, through its `model.interface.Capabilities` (the model's own packing, fingerprint, owner
 hash and action slots where it has them, else pickle, `hash` and a successor's position). Both
-feed the one level step (`checker.spark_level`); they encode states differently, so a checkpoint
+run in the one level task (`checker.spark_level`); they encode states differently, so a checkpoint
 names the one it was written with.
 
 A level on disk (`DIR/level-NNNNN/`, Parquet, one file per partition; `spark_level.LEVEL_COLUMNS`)
-holds the new states of that depth, each partition's sorted by fingerprint: `owner` (a hash to
-partition by: the model's `owner_hash`; with the kernel, the fingerprint), `fp` (the 64-bit
-fingerprint, signed), `key` (the edge key, below), `parent` (the parent's fingerprint), `slot`
-(the action slot; for depth 0 the initial-state index), `state` (the state, packed: the kernel's
-packed row, or the model's `pack_state`) and `props` (a bit per property the state violates, for
-invariants, or reaches, for state witnesses); and the same fingerprints again, sorted, a few
-`VISITED` rows per partition (`visited`: int64 bytes): the partition's part of the visited set
-that the level added.
+is a few large rows per partition: its new states of that depth in batches (`STATES`: each batch's
+property bits, fingerprints, edge keys, parents' fingerprints, action slots and packed states, packed
+into one binary value, ascending by fingerprint, with the batch's least and greatest fingerprint as
+columns), the same fingerprints again, sorted (`VISITED`: the partition's part of the visited set
+that the level added), and the next level's candidates (`CANDIDATES`), packed the same way. A state
+is the kernel's packed row, or the model's `pack_state`; its owner (a hash to partition by) the
+model's `owner_hash`, with the kernel the fingerprint; an edge's key is below.
 
 One level (the job of `_Engine.level`):
-1. level `depth - 1` is read back from Parquet (lineage is cut there);
-2. executors expand it in Arrow batches (`mapInArrow`: the kernel, or the model shipped with the
-   job), as class representatives under symmetry (the replication model's), keep each successor
-   once per batch, and again across a task's batches (`spark_level.Candidates`), with the edge
-   of least key (an edge's key is a 64-bit mix of its parent's fingerprint and its action slot,
-   `edge_key`, ties broken by parent and slot, so which shortest path a state keeps does not
-   depend on the partitioning or on the order of rows), and drop those their machine knows
-   visited (`spark_level.unvisited`), sending the rest as a few large rows, each a batch of one
-   partition's candidates (`CANDIDATES`);
-3. the one shuffle: `repartition(P, "owner")`, so partition p holds every candidate it owns;
-4. partition p's task (`spark_level.level_step`) keeps, for each fingerprint, its edge of least
-   key (numpy: one sort), drops those in p's visited set (a sorted int64 array, a galloping search
-   in numba: `spark_level.positions`),
-   checks the properties on the new states, and returns them with their VISITED rows, which
-   Spark writes as the level; it adds its summary to the level's accumulator.
+1. the CANDIDATES rows of level `depth - 1` are read back from Parquet (lineage is cut there);
+2. the one shuffle: `repartition(P, "owner")`, so partition p holds every candidate it owns;
+3. partition p's task (`spark_level.level_step`) keeps, for each fingerprint, its edge of least
+   key (an edge's key is a 64-bit mix of its parent's fingerprint and its action slot, `edge_key`,
+   ties broken by parent and slot, so which shortest path a state keeps does not depend on the
+   partitioning or on the order of rows; numpy: one sort), drops those in p's visited set (a
+   sorted int64 array, a galloping search in numba: `spark_level.positions`), checks the
+   properties on the new states, and returns them as STATES rows with their VISITED rows;
+4. the same task expands its new states (the kernel, or the model shipped with the job), as class
+   representatives under symmetry, keeps each successor once per batch, and again across the
+   task's batches (`spark_level.Candidates`), with the edge of least key, drops those its machine
+   knows visited (`spark_level.unvisited`), and returns the rest as the next level's CANDIDATES
+   rows, each a batch of one partition's candidates; Spark writes all of it as level `depth`, and
+   the task adds its summary to the level's accumulator. The expansion's counts and step
+   properties are counted with the next level (`_Totals.ahead`), as the local engine counts them.
 
 p's visited set through the last level is also kept beside the executors, as a file in the
 temporary directory of the machine that ran p's task (memory-mapped, shared by that machine's
@@ -53,10 +52,10 @@ Every count, verdict and shortest length equals the local engine's; the traces a
 ones too, but the local engine keeps the least path in its own order, so the two may show
 different (equally short) traces.
 
-Counterexamples: the driver looks the violating state up by key in its level, then its
-parent by fingerprint in the level before, down to depth 0 (one small filtered read per
-level), and replays the path's slots through the model, each turned into its action out of the
-state it leaves (`Capabilities.action_at`; `bfs.path_trace`).
+Counterexamples: the driver looks the violating state up by fingerprint in its level, then its
+parent in the level before, down to depth 0 (one filtered read per level, of the STATES rows
+whose range holds a wanted fingerprint), and replays the path's slots through the model, each
+turned into its action out of the state it leaves (`Capabilities.action_at`; `bfs.path_trace`).
 
 A run can be resumed from its checkpoint directory: `DIR/kafka-mc-checkpoint.json` names the
 model, its configuration, the partition count P (a resumed run keeps it) and a uid naming the
@@ -93,7 +92,8 @@ from .interrupts import Interrupted, deferred_interrupts
 from .result import CheckResult, Stats, Trace
 from .shipping import ship
 from .spark_kernel import edge_key, kernel_expander, kernel_flags, seed_rows
-from .spark_level import LEVEL_COLUMNS, VISITED, Candidates, SummaryList, arrow_schema, drop_cache, level_step
+from .spark_level import (CANDIDATES, LEVEL_COLUMNS, STATES, VISITED, Candidates, SummaryList, drop_cache, level_step,
+                          read_states, seed_payloads)
 from .spark_storage import HadoopDirectory, StorageError, directory
 
 if TYPE_CHECKING:
@@ -101,21 +101,28 @@ if TYPE_CHECKING:
 
 CHECKPOINT_FILE = "kafka-mc-checkpoint.json"
 # a level's write: no _SUCCESS file (the level's JSON marks it complete), each task's file moved in
-# place when the task commits (not again by the driver when the job does), and no dictionary encoding
-# (fingerprints, keys and parents are random: Parquet's dictionary of each column filled up, then fell back)
+# place when the task commits (not again by the driver when the job does), no dictionary encoding
+# (fingerprints, keys and parents are random: Parquet's dictionary of each column filled up, then fell
+# back), a row group per row (each a batch of states or candidates), so that a read of one kind of row
+# (the next level's candidates, a lookup's batch of states) skips the others by the row groups' statistics,
+# and no compression (random fingerprints and packed states gain little from it, and the level task's
+# Python waited on the JVM compressing them)
 WRITE_OPTIONS = {"mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
                  "mapreduce.fileoutputcommitter.algorithm.version": "2",
-                 "parquet.enable.dictionary": "false"}
-CHECKPOINT_FORMAT = 3  # 3: the visited set as sorted fingerprints per partition and level (2: rows, anti-joins)
+                 "parquet.enable.dictionary": "false",
+                 "parquet.block.row.count.limit": "1",
+                 "compression": "uncompressed"}
+CHECKPOINT_FORMAT = 4  # 4: a level holds its states and the next level's candidates as batches (3: a row per
+# state, the level expanded by a job of its own; 2: the visited set as rows, anti-joins)
 
 
 def level_schema():
-    """The Spark schema of a level's rows (`spark_level.LEVEL_COLUMNS`); `parent` and `visited` nullable."""
+    """The Spark schema of a level's rows (`spark_level.LEVEL_COLUMNS`); `parent` nullable."""
     from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
 
     types = {"owner": LongType(), "fp": LongType(), "key": LongType(), "parent": LongType(),
-             "slot": IntegerType(), "state": BinaryType(), "props": LongType(), "visited": BinaryType()}
-    return StructType([StructField(name, types[name], name in ("parent", "visited")) for name in LEVEL_COLUMNS])
+             "slot": IntegerType(), "props": LongType(), "payload": BinaryType()}
+    return StructType([StructField(name, types[name], name == "parent") for name in LEVEL_COLUMNS])
 
 
 class CheckpointError(ValueError):
@@ -139,18 +146,16 @@ def _holds(prop: Property, *arguments) -> bool:
         return False
 
 
-def _expander(model: Model, symmetry: bool, step_props: tuple[tuple[int, Property], ...],
-              place: tuple[str, int, int], schema):
-    """mapInArrow over level `depth - 1` (fp, state), for any model: the successors of its
-    batches, each once per batch with its least edge key, gathered and deduplicated again across
-    batches by `spark_level.Candidates`, less those this machine knows visited, into the level's
-    candidates, then the bookkeeping rows: how many successors were
-    generated, and for each step property still wanted (`step_props`: its index among the step
-    properties, and it) the least key and parent of an edge where it is found (a witness holds,
-    an invariant is broken). `place`: the checkpoint's uid, the level `depth` and the partition
-    count."""
+def _expander(model: Model, symmetry: bool, step_props: tuple[tuple[int, Property], ...]):
+    """The expansion of any model for a level task (`spark_level.level_step`): `expand(frontier,
+    candidates)` gives `candidates` (`spark_level.Candidates`) the successors of each batch of
+    `frontier` (fingerprints, packed states as an Arrow binary column), each once per batch with
+    its least edge key, and yields the CANDIDATES rows they flush; it notes how many successors
+    each batch generated, and for each step property still wanted (`step_props`: its index among
+    the step properties, and it) the least key and parent of an edge where it is found (a witness
+    holds, an invariant is broken)."""
 
-    def expand(batches: Iterator[Any]) -> Iterator[Any]:
+    def expand(frontier: Iterator[tuple[Any, Any]], candidates: Candidates) -> Iterator[Any]:
         import numpy as np
         import pyarrow as pa
 
@@ -159,12 +164,11 @@ def _expander(model: Model, symmetry: bool, step_props: tuple[tuple[int, Propert
                                                              encoded.pack_state, encoded.fingerprint,
                                                              encoded.owner_hash)
         represent = canonical if symmetry else _identity
-        candidates = Candidates(place, arrow_schema(schema))
-        for batch in batches:
+        for parent_fps, blobs in frontier:
             best: dict[int, list] = {}
             generated = 0
             found: dict[int, tuple[int, int]] = {}
-            for parent_fp, blob in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+            for parent_fp, blob in zip(parent_fps.tolist(), blobs.to_pylist()):
                 state = unpack(blob)
                 for slot, action, following in successors(state):
                     generated += 1
@@ -189,7 +193,6 @@ def _expander(model: Model, symmetry: bool, step_props: tuple[tuple[int, Propert
                                         for column in (1, 2, 3))
                 states = pa.array([pack(entry[4]) for entry in entries], pa.binary())
                 yield from candidates.add(owners, fps, keys, parents, slots, states)
-        yield from candidates.flush()
 
     return expand
 
@@ -379,6 +382,9 @@ class _Totals:
     seconds: float = 0.0
     stopped_because: str = ""
     done: bool = False
+    # the last level's expansion, counted with the next level (as the local engine counts it):
+    # the successors it generated, and the step properties it found
+    ahead: dict = field(default_factory=lambda: {"generated": 0, "found": {}})
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -575,10 +581,10 @@ class _Engine:
 
     # ------------------------------------------------------------------ levels
 
-    def _read_level(self, *depths: int, states: bool = True):
-        """Levels' Parquet: their states or (`states` false) their VISITED rows."""
-        frame = self.spark.read.schema(self.level_schema).parquet(*(self.files.uri_at(_level_dir(d)) for d in depths))
-        return frame.where("slot >= 0") if states else frame.where(f"slot = {VISITED}")
+    def _read_level(self, *depths: int, slot: int):
+        """The rows of one kind (`slot`: STATES, VISITED or CANDIDATES) of levels' Parquet."""
+        uris = (self.files.uri_at(_level_dir(depth)) for depth in depths)
+        return self.spark.read.schema(self.level_schema).parquet(*uris).where(f"slot = {slot}")
 
     def _flags(self, settled: set[str]) -> tuple[dict[str, int], Callable[[], Callable]]:
         """The property bits still wanted, and the executors' function of packed states to them."""
@@ -588,14 +594,24 @@ class _Engine:
                                       {name: self.programs[name] for name in bits if name in self.programs})
         return bits, _python_flags(self.model, self.state_props, bits)
 
+    def _expander(self, settled: set[str]) -> Callable:
+        """The executors' expansion of a level's new states, for the step properties still wanted."""
+        if self.kernel:
+            steps = tuple((index, self.programs.get(p.name)) for index, p in enumerate(self.step_props)
+                          if p.name not in settled)
+            return kernel_expander(self.config, self.symmetry, self.bumps, steps)
+        wanted = tuple((index, p) for index, p in enumerate(self.step_props) if p.name not in settled)
+        return _expander(self.model, self.symmetry, wanted)
+
     def _write_level(self, candidates, depth: int, settled: set[str], from_disk: bool) -> list[dict] | None:
-        """One Spark job: `candidates` (level rows) shuffled by owner into the partitions, each
-        deduplicated against its visited set by `spark_level.level_step`, written as level
-        `depth`. The partitions' summaries, or None when a partition's visited set was not on the
-        machine that ran it."""
+        """One Spark job: `candidates` (CANDIDATES rows) shuffled by owner into the partitions, each
+        deduplicated against its visited set and expanded by `spark_level.level_step`, written as
+        level `depth` with the next level's candidates. The partitions' summaries, or None when a
+        partition's visited set was not on the machine that ran it."""
         bits, flags = self._flags(settled)
         summaries = self.spark.sparkContext.accumulator([], SummaryList())
-        step = level_step(depth, self.uid, self.count, from_disk, flags, bits, summaries, self.level_schema)
+        step = level_step(depth, self.uid, self.count, from_disk, flags, bits, self._expander(settled), summaries,
+                          self.level_schema)
         (candidates.repartition(self.count, "owner").mapInArrow(step, self.level_schema)
          .write.mode("overwrite").options(**WRITE_OPTIONS).parquet(self.files.uri_at(_level_dir(depth))))
         reports = {report["partition"]: report for report in summaries.value}
@@ -605,67 +621,65 @@ class _Engine:
             return None
         return list(reports.values())
 
-    def _summary(self, depth: int, reports: list[dict]) -> tuple[int, int, dict[str, dict]]:
-        """(generated, new states, found) of a level from its partitions' summaries: per property,
-        the least key of its states, or of an edge into them for a step witness (ties: the least
-        parent), whatever the partitioning."""
+    def _summary(self, depth: int, reports: list[dict]) -> tuple[int, dict[str, dict], dict]:
+        """(new states, found, ahead) of a level from its partitions' summaries: per state property,
+        the least key of its states (ties: the least fingerprint), whatever the partitioning; and its
+        expansion's, for the next level: the successors generated and, per step property, the least
+        key of an edge where it is found (ties: the least parent)."""
         found: dict[str, dict] = {}
         for name in self.bits:
-            keys = [report["found"][name] for report in reports if name in report["found"]]
-            if keys:
-                found[name] = {"level": depth, "key": min(keys)}
+            pairs = [tuple(report["found"][name]) for report in reports if name in report["found"]]
+            if pairs:
+                key, fp = min(pairs)
+                found[name] = {"level": depth, "key": key, "fp": fp}
+        steps: dict[str, dict] = {}
         for index, prop in enumerate(self.step_props):
             pairs = [tuple(report["steps"][index]) for report in reports if index in report["steps"]]
             if pairs:
                 key, parent = min(pairs)
-                found[prop.name] = {"level": depth - 1, "key": key, "parent": parent}
-        return (sum(report["generated"] for report in reports), sum(report["new"] for report in reports), found)
+                steps[prop.name] = {"level": depth, "key": key, "parent": parent}
+        ahead = {"generated": sum(report["generated"] for report in reports), "found": steps}
+        return sum(report["new"] for report in reports), found, ahead
 
     def seed(self, totals: _Totals) -> None:
         initial_states = self.model.initial_states()
-        rows = seed_rows(self.config, self.symmetry, self.bumps) if self.kernel else self._seed_rows(initial_states)
+        if self.kernel:
+            rows = seed_rows(self.config, self.symmetry, self.bumps, self.count, self.level_schema)
+        else:
+            rows = self._seed_rows(initial_states)
         reports = self._write_level(self.spark.createDataFrame(rows, self.level_schema), 0, set(), False)
         if reports is None:  # pragma: no cover - level 0 reads no visited set
             raise RuntimeError("level 0: a partition missed its visited set")
-        _, new_states, found = self._summary(0, reports)
+        new_states, found, totals.ahead = self._summary(0, reports)
         totals.generated, totals.new_states, totals.frontier = len(initial_states), new_states, new_states
         for name, entry in found.items():
             totals.found.setdefault(name, entry)
 
     def _seed_rows(self, initial_states: list) -> list[tuple]:
-        """The level-0 candidate rows of the distinct initial states, packed by the model."""
+        """Level 0's CANDIDATES rows of the distinct initial states, packed by the model."""
         represent, encoded = canonical if self.symmetry else _identity, self.encoded
-        seen, rows = set(), []
+        owners, fps, indices, states, seen = [], [], [], [], set()
         for index, state in enumerate(initial_states):
             state = represent(state)
             fp = encoded.fingerprint(state)
             if fp not in seen:
                 seen.add(fp)
-                rows.append((encoded.owner_hash(state), fp, index, None, index, encoded.pack_state(state), 0, None))
-        return rows
+                owners.append(encoded.owner_hash(state))
+                fps.append(fp)
+                indices.append(index)
+                states.append(encoded.pack_state(state))
+        return seed_payloads(self.level_schema, self.count, owners, fps, indices, states)
 
-    def _successors(self, depth: int, settled: set[str]):
-        """The candidates of level `depth`: the successors of level `depth - 1`, each once per
-        executor batch with its least edge key, and the batches' bookkeeping rows."""
-        frontier = self._read_level(depth - 1).select("fp", "state")
-        place = (self.uid, depth, self.count)
-        if self.kernel:
-            steps = tuple((index, self.programs.get(p.name)) for index, p in enumerate(self.step_props)
-                          if p.name not in settled)
-            expand = kernel_expander(self.config, self.symmetry, self.bumps, steps, place, self.level_schema)
-        else:
-            wanted = tuple((index, p) for index, p in enumerate(self.step_props) if p.name not in settled)
-            expand = _expander(self.model, self.symmetry, wanted, place, self.level_schema)
-        return frontier.mapInArrow(expand, self.level_schema)
-
-    def level(self, depth: int, settled: set[str]) -> tuple[int, int, dict]:
-        """Expand level `depth - 1` into level `depth`, in one Spark job writing it (two when a
-        partition's visited set is not on the machine that ran it: the level runs again with the
-        visited sets read from the checkpoint): (generated, new states, found)."""
-        reports = self._write_level(self._successors(depth, settled), depth, settled, False)
+    def level(self, depth: int, settled: set[str]) -> tuple[int, dict, dict]:
+        """Level `depth` from the candidates level `depth - 1` holds, in one Spark job writing it with
+        its own expansion (two jobs when a partition's visited set is not on the machine that ran it:
+        the level runs again with the visited sets read from the checkpoint): (new states, found,
+        ahead), as `_summary` gives them."""
+        candidates = self._read_level(depth - 1, slot=CANDIDATES)
+        reports = self._write_level(candidates, depth, settled, False)
         if reports is None:
             self.levels_from_disk += 1
-            candidates = self._successors(depth, settled).unionByName(self._read_level(*range(depth), states=False))
+            candidates = candidates.unionByName(self._read_level(*range(depth), slot=VISITED))
             reports = self._write_level(candidates, depth, settled, True)
             if reports is None:  # pragma: no cover - the visited sets were in the job's input
                 raise RuntimeError(f"level {depth}: a partition missed its visited set")
@@ -696,12 +710,13 @@ class _Engine:
                 break
             level_started = time.perf_counter()
             level_number += 1
-            generated, new_states, level_found = self.level(level_number, set(found))
-            totals.generated += generated
+            ahead = totals.ahead  # the level before's expansion: this level's successors and step witnesses
+            new_states, level_found, totals.ahead = self.level(level_number, set(found) | set(ahead["found"]))
+            totals.generated += ahead["generated"]
             totals.new_states += new_states
             totals.frontier = new_states
             totals.depth += 1 if new_states else 0
-            for name, entry in sorted(level_found.items()):
+            for name, entry in sorted({**level_found, **ahead["found"]}.items()):
                 found.setdefault(name, entry)
             totals.seconds = time.perf_counter() - started
             self.files.write_text(_level_meta(level_number), json.dumps(totals.to_json()))
@@ -725,37 +740,33 @@ class _Engine:
                              totals.stopped_because)
 
     def traces(self, found: dict[str, dict]) -> dict[str, Trace]:
-        """Shortest traces by lookups: the state by its key in its level, then each parent by its
-        fingerprint in the level before, one filtered read per level for every trace at once."""
+        """Shortest traces by lookups: the state by its fingerprint in its level, then each parent by
+        its fingerprint in the level before, one read per level for every trace at once (the STATES
+        rows whose range of fingerprints holds one wanted)."""
         from pyspark.sql import functions as F
 
         if not found:
             return {}
         paths: dict[str, list[int]] = {name: [] for name in found}  # name -> slots, last first (then the initial index)
-        want_key: dict[int, dict[int, list[str]]] = {}  # level -> key -> names
-        want_fp: dict[int, dict[int, list[str]]] = {}  # level -> fp -> names
+        want: dict[int, dict[int, list[str]]] = {}  # level -> fp -> names
         for name, entry in found.items():
-            if "parent" in entry:  # a step witness: the path to the edge's parent, then the edge
-                want_fp.setdefault(entry["level"], {}).setdefault(entry["parent"], []).append(name)
-            else:
-                want_key.setdefault(entry["level"], {}).setdefault(entry["key"], []).append(name)
-        top = max(set(want_key) | set(want_fp))
-        for level in range(top, -1, -1):
-            keys, fps = want_key.get(level, {}), want_fp.get(level, {})
-            if not keys and not fps:
+            start = entry["parent"] if "parent" in entry else entry["fp"]  # a step witness: to the edge's parent
+            want.setdefault(entry["level"], {}).setdefault(start, []).append(name)
+        for level in range(max(want), -1, -1):
+            fps = want.get(level, {})
+            if not fps:
                 continue
             condition = F.lit(False)
-            if keys:
-                condition = condition | F.col("key").isin(list(keys))
-            if fps:
-                condition = condition | F.col("fp").isin(list(fps))
-            rows = self._read_level(level).where(condition).select("fp", "key", "parent", "slot").collect()
-            for row in rows:
-                names = keys.get(row["key"], []) + fps.get(row["fp"], [])
+            for fp in fps:
+                condition = condition | ((F.col("fp") <= fp) & (F.col("key") >= fp))
+            states = read_states([row["payload"] for row in
+                                  self._read_level(level, slot=STATES).where(condition).select("payload").collect()])
+            for fp, names in fps.items():
+                _, parent, slot, _ = states[fp]
                 for name in set(names):
-                    paths[name].append(row["slot"])
+                    paths[name].append(slot)
                     if level > 0:
-                        want_fp.setdefault(level - 1, {}).setdefault(row["parent"], []).append(name)
+                        want.setdefault(level - 1, {}).setdefault(parent, []).append(name)
         represent: Callable[[Any], Any] = canonical if self.symmetry else _identity
         if self.kernel and self.symmetry:
             from .kernel.batch import KernelBatch

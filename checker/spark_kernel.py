@@ -1,10 +1,10 @@
 """The Spark engine's executors run by the compiled kernel (`checker.kernel.batch`).
 
-A level's rows are those of `checker.spark_level` with the kernel's encoding: `state` is the
-packed row (`word_count` int64 words as bytes), `fp` the kernel's fingerprint of it, and `owner`
-the fingerprint too. Frontiers reach the executors as Arrow batches (`mapInArrow`): the kernel
-expands a whole batch per call and the batch's successors are deduplicated with numpy, so no
-Python runs per state; the level step checks the new states' properties with the kernel too
+A level's payloads are those of `checker.spark_level` with the kernel's encoding: a state is its
+packed row (`word_count` int64 words as bytes), its fingerprint the kernel's, and its owner hash
+the fingerprint too. A level task expands its new states in batches: the kernel expands a whole
+batch per call and the batch's successors are deduplicated with numpy, so no Python runs per
+state; the level step checks the new states' properties with the kernel too
 (`kernel_flags`). Users' own properties run lowered, as the kernel's programs
 (`kernel.user_properties`): state properties in the level step, step properties on the
 expansion's steps. Each Python worker builds its kernel once per configuration, with numba on one
@@ -20,7 +20,7 @@ import numpy as np
 
 from kafka_mc.model import Config
 
-from .spark_level import Candidates, arrow_schema, binary_buffers, least_edges, least_pair
+from .spark_level import Candidates, binary_buffers, least_edges, least_pair, seed_payloads
 
 if TYPE_CHECKING:
     from .kernel.user_properties import Program
@@ -81,29 +81,24 @@ def packed_rows(column, word_count: int) -> np.ndarray:
     return np.require(data.view(np.int64).reshape(len(column), word_count), requirements=("C", "A", "W"))
 
 
-def kernel_expander(config: Config, symmetry: bool, bumps: bool, steps: tuple[tuple[int, Program | None], ...],
-                    place: tuple[str, int, int], schema):
-    """mapInArrow over level `depth - 1` (fp, state): the successors of its batches, each once
-    per batch with its least edge key (ties: least parent, then slot; `spark_level.least_edges`),
-    gathered and deduplicated again across batches by `spark_level.Candidates`, less those this
-    machine knows visited, into the level's candidates (owner the fingerprint),
-    then the bookkeeping rows: how many successors were generated, and for each step property
-    still wanted (`steps`: its index among the step properties, and its program,
+def kernel_expander(config: Config, symmetry: bool, bumps: bool, steps: tuple[tuple[int, Program | None], ...]):
+    """The kernel's expansion for a level task (`spark_level.level_step`): `expand(frontier,
+    candidates)` gives `candidates` (`spark_level.Candidates`) the successors of each batch of
+    `frontier` (fingerprints, packed states as an Arrow binary column), each once per batch with its
+    least edge key (ties: least parent, then slot; `spark_level.least_edges`; owner the
+    fingerprint), as class representatives under symmetry, and yields the CANDIDATES rows they
+    flush; it notes how many successors each batch generated, and for each step property still
+    wanted (`steps`: its index among the step properties, and its program,
     `user_properties.lowered_program`, or None for the kernel's own step witness, FollowerTruncated)
     the least key and parent of an edge where it is found (a witness holds, an invariant is
-    broken). `place`: the checkpoint's uid, the level `depth` and the partition count. `bumps`: the
-    model with the controller's epoch bumps."""
+    broken). `bumps`: the model with the controller's epoch bumps."""
     programs = [prog for _, prog in steps if prog is not None]
 
-    def expand(batches: Iterator[Any]) -> Iterator[Any]:
+    def expand(frontier: Iterator[tuple[np.ndarray, Any]], candidates: Candidates) -> Iterator[Any]:
         kernel = kernel_batch(config, symmetry, bumps)
-        candidates = Candidates(place, arrow_schema(schema))
-        for batch in batches:
-            if not batch.num_rows:
-                continue
-            parent_fps = batch.column(0).to_numpy()
-            frontier = packed_rows(batch.column(1), kernel.word_count)
-            (parents, slots, fps, rows, truncated), flags = kernel.expand_flagging(frontier, programs)
+        for parent_fps, states in frontier:
+            (parents, slots, fps, rows, truncated), flags = kernel.expand_flagging(
+                packed_rows(states, kernel.word_count), programs)
             if not len(fps):
                 continue
             parent_fp = parent_fps[parents]
@@ -119,7 +114,6 @@ def kernel_expander(config: Config, symmetry: bool, bumps: bool, steps: tuple[tu
             chosen = least_edges(fps, keys, parent_fp, slots)
             yield from candidates.add(fps[chosen], fps[chosen], keys[chosen], parent_fp[chosen], slots[chosen],
                                       rows, chosen)
-        yield from candidates.flush()
 
     return expand
 
@@ -150,16 +144,18 @@ def kernel_flags(config: Config, symmetry: bool, bumps: bool, bits: dict[str, in
     return build
 
 
-def seed_rows(config: Config, symmetry: bool, bumps: bool) -> list[tuple]:
-    """The level-0 candidate rows (`spark_level.LEVEL_COLUMNS`) of the distinct initial states."""
+def seed_rows(config: Config, symmetry: bool, bumps: bool, partitions: int, schema) -> list[tuple]:
+    """Level 0's CANDIDATES rows (`spark_level.seed_payloads`) of the distinct initial states."""
     from .kernel.batch import KernelBatch
 
     kernel = KernelBatch(config, symmetry, bumps)
-    rows, seen = [], set()
+    fps, indices, states, seen = [], [], [], set()
     for index, state in enumerate(kernel.model.initial_states()):
         row = kernel.pack(state)
         fp = int(kernel.fingerprints(row[None, :])[0])
         if fp not in seen:
             seen.add(fp)
-            rows.append((fp, fp, index, None, index, row.tobytes(), 0, None))
-    return rows
+            fps.append(fp)
+            indices.append(index)
+            states.append(row.tobytes())
+    return seed_payloads(schema, partitions, fps, fps, indices, states)

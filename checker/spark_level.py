@@ -1,35 +1,39 @@
-"""The Spark engine's level step on the executors (`checker.spark`): one BFS level as Arrow
-batches and numpy arrays, never a Spark SQL join or aggregation per state.
+"""The Spark engine's level task on the executors (`checker.spark`): one BFS level, and the
+expansion of its new states, as Arrow batches and numpy arrays, never a Spark SQL join or
+aggregation per state.
 
-A level's rows (`LEVEL_COLUMNS`, one schema from the expansion to the Parquet files) are either
-states (`slot` >= 0: owner hash, fingerprint, edge key, parent's fingerprint, action slot, packed
-state, property bits) or bookkeeping, told apart by a negative slot:
+A level's rows (`LEVEL_COLUMNS`, one schema from the shuffle to the Parquet files) are each a
+batch, told apart by their (negative) slot; `owner` routes the row to its partition (`routes`):
 
-- `VISITED`: a chunk of a partition's new fingerprints, sorted (`visited`: little-endian int64
+- `STATES`: a batch of a partition's new states of the level, ascending by fingerprint (`payload`:
+  their columns packed, `pack_payloads`: property masks, fingerprints, edge keys, parents' fingerprints,
+  action slots and packed states; `fp` and `key`: the batch's least and greatest fingerprint, for
+  lookups; `parent`: the level).
+- `VISITED`: a chunk of a partition's new fingerprints, sorted (`payload`: little-endian int64
   bytes; `key`: the partition; `parent`: the level; `fp`: the chunk's index; `props`: the
-  level's chunk count for that partition). Written with the level: the visited set on disk.
-- `CANDIDATES`: a batch of candidates that one partition owns (`visited`: their columns packed,
-  `pack_candidates`; `owner`: the partition's route, `routes`; `key`: how many). The expansion sends
-  its candidates so, some thousands a row, so that Spark's shuffle moves a level's candidates as a
-  few large rows, not one row each: its cost per row is the JVM's, its cost per byte a copy.
-- `GENERATED` (`key`: successors a batch generated) and `step_slot(i)` (`key` and `parent`: the
-  least edge of a batch where step witness i holds): from the expansion to the level step only.
+  level's chunk count for that partition): the visited set on disk.
+- `CANDIDATES`: a batch of the next level's candidates that one partition owns (`payload`: owner
+  hashes, fingerprints, edge keys, parents, slots and packed states, `pack_payloads`; `key`: how
+  many), some thousands a row, so that Spark moves a level's candidates as a few large rows, not
+  one row each: its cost per row is the JVM's, its cost per byte a copy. Level 0's are built by the
+  driver (`seed_payloads`).
 
-After the level's one shuffle (`repartition(P, "owner")`, Spark's hash partitioning:
-`spark_partition`), the task of partition p holds every candidate that p owns (level 0's as rows,
-every other level's in `CANDIDATES` rows), and `level_step`
-keeps, for each fingerprint, the edge of least (key, parent, slot) (`least_edges`), drops those
-in p's visited set (a sorted int64 array, `positions`), checks the properties on the new
-states, and returns them sorted by fingerprint, with their fingerprints as `VISITED` rows and
-one summary through an accumulator (counts, the least key of each property's states).
+The level's one shuffle (`repartition(P, "owner")` of the level before's CANDIDATES rows, Spark's
+hash partitioning: `spark_partition`) gives the task of partition p every candidate that p owns,
+and `level_step` keeps, for each fingerprint, the edge of least (key, parent, slot)
+(`least_edges`), drops those in p's visited set (a sorted int64 array, `positions`), checks the
+properties on the new states, and returns them as STATES rows with their VISITED rows; then it
+expands them in the same task (the kernel's or the model's expansion into `Candidates`) and
+returns the next level's CANDIDATES rows, which Spark writes with the level. One summary goes
+through an accumulator (counts, the least key of each property's states, what the expansion
+generated and the least edge of each step witness it found).
 
 p's visited set through level d is also kept beside the executors, as `cache_path(uid, p, d)`
 (a `.npy` file in the machine's temporary directory, shared by its executors' Python workers,
-read memory-mapped). The next level's expansion drops the candidates it finds there
-(`unvisited`, once per flush of `Candidates`), so the shuffle carries few visited states; a
-level-step task that does not find its partition's file reports a miss, and the driver runs the
-level again with every partition's `VISITED` rows read from the checkpoint into the shuffle
-(`from_disk`).
+read memory-mapped). The expansion drops the candidates it finds there (`unvisited`, once per
+flush of `Candidates`), so the shuffle carries few visited states; a level task that does not
+find its partition's file reports a miss, and the driver runs the level again with every
+partition's `VISITED` rows read from the checkpoint into the shuffle (`from_disk`).
 """
 
 from __future__ import annotations
@@ -37,27 +41,18 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-LEVEL_COLUMNS = ("owner", "fp", "key", "parent", "slot", "state", "props", "visited")
-OWNER, FP, KEY, PARENT, SLOT, STATE, PROPS, VISITED_BYTES = range(len(LEVEL_COLUMNS))
-VISITED, GENERATED, CANDIDATES = -1, -2, -3  # the slots of bookkeeping rows; step witness i: step_slot(i)
+LEVEL_COLUMNS = ("owner", "fp", "key", "parent", "slot", "props", "payload")
+OWNER, FP, KEY, PARENT, SLOT, PROPS, PAYLOAD = range(len(LEVEL_COLUMNS))
+VISITED, STATES, CANDIDATES = -1, -2, -3  # the slots of a level's rows
 CHUNK = 1 << 17  # fingerprints in one VISITED row (1 MiB)
-BATCH = 1 << 16  # rows in one Arrow batch handed back to Spark; candidates in one CANDIDATES row
-
-
-def step_slot(index: int) -> int:
-    """The slot of a row carrying a batch's least edge where step witness `index` holds."""
-    return -4 - index
-
-
-def step_index(slot: int) -> int:
-    """The step witness whose least edge a row of slot `slot` carries (`step_slot`'s inverse)."""
-    return -4 - slot
+BATCH = 1 << 16  # states in one STATES row, candidates in one CANDIDATES row, frontier states in one expansion call
 
 
 # ------------------------------------------------------------------ Spark's partitioning
@@ -93,8 +88,8 @@ def spark_partition(values, partitions: int) -> np.ndarray:
 
 
 def routes(partitions: int) -> list[int]:
-    """For each partition, the least non-negative owner value Spark sends there (how a
-    bookkeeping row reaches the partition it is for)."""
+    """For each partition, the least non-negative owner value Spark sends there (how a level's row
+    reaches the partition it is for)."""
     found = np.full(partitions, -1, dtype=np.int64)
     start, width = 0, max(1024, 4 * partitions)
     while (found < 0).any():
@@ -286,19 +281,19 @@ def take_bytes(offsets: np.ndarray, data: np.ndarray, width: int, rows: np.ndarr
 
 
 class Candidates:
-    """An expansion task's candidates (`add`: a batch's, ascending by fingerprint, each once with
+    """An expansion's candidates (`add`: a frontier batch's, ascending by fingerprint, each once with
     its least edge), deduplicated again across the batches (`least_edges`) when `limit` of them
-    wait or the task's input ends (`flush`), so the shuffle carries a state reached from several
+    wait or the expansion ends (`flush`), so the shuffle carries a state reached from several
     batches once, less those this machine knows visited through level `depth - 1` (`unvisited`:
-    one sweep of the visited sets for all the waiting candidates, ascending); then the bookkeeping
-    gathered so far (`note`), routed to `route`. `place`: the checkpoint's uid, the level `depth` and
-    the partition count. The expansions of the kernel (`spark_kernel.kernel_expander`) and of any
-    model (`spark._expander`) hand their batches to one."""
+    one sweep of the visited sets for all the waiting candidates, ascending); and what the
+    expansion generated and found (`note`), which the level task reports. `place`: the
+    checkpoint's uid, the candidates' level `depth` and the partition count. The expansions of
+    the kernel (`spark_kernel.kernel_expander`) and of any model (`spark._expander`) hand their
+    batches to one."""
 
     def __init__(self, place: tuple[str, int, int], schema, limit: int = 1 << 20, limit_bytes: int = 1 << 29):
         self.uid, self.depth, self.partitions = place
-        self.route, self.schema = routes_of(self.partitions)[0], schema
-        self.limit, self.limit_bytes = limit, limit_bytes
+        self.schema, self.limit, self.limit_bytes = schema, limit, limit_bytes
         self.parts: list[tuple] = []
         self.waiting, self.generated = 0, 0
         self.steps: dict[int, tuple[int, int]] = {}
@@ -313,7 +308,7 @@ class Candidates:
 
     def add(self, owners: np.ndarray, fps: np.ndarray, keys: np.ndarray, parents: np.ndarray, slots: np.ndarray,
             states, chosen: np.ndarray | None = None) -> Iterator[Any]:
-        """Keep a batch's candidates; the level rows due, if any. `states`: their packed states, an
+        """Keep a batch's candidates; the CANDIDATES rows due, if any. `states`: their packed states, an
         Arrow binary array; or, with `chosen`, a (count, words) int64 array of packed rows of which
         rows `chosen` are the candidates' (the kernel's successors, taken straight into the store)."""
         if len(fps):
@@ -331,7 +326,7 @@ class Candidates:
                 np.take(states, chosen, axis=0, out=into, mode="clip")  # "clip": unbuffered (`chosen` are rows)
                 self.ends.append(start + width * np.arange(1, len(chosen) + 1, dtype=np.int64))
         due = self.waiting >= self.limit or self.used >= self.limit_bytes
-        return self.flush(final=False) if due else iter(())
+        return self.flush() if due else iter(())
 
     def _room(self, size: int) -> int:
         """Where `size` more bytes of states go in the store (grown by half as needed)."""
@@ -342,9 +337,9 @@ class Candidates:
             self.data = grown
         return start
 
-    def flush(self, final: bool = True) -> Iterator[Any]:
+    def flush(self) -> Iterator[Any]:
         """The waiting candidates, once per fingerprint, as CANDIDATES rows, each of one partition's
-        (ascending by fingerprint); with `final`, the bookkeeping rows too."""
+        (ascending by fingerprint)."""
         if self.parts:
             columns = tuple(np.concatenate(column) for column in zip(*self.parts))
             offsets, data = np.concatenate(self.ends), self.data[:self.used]
@@ -355,26 +350,47 @@ class Candidates:
             order, bounds = by_partition(targets, self.partitions)
             order = order[unvisited(self.uid, self.depth - 1, fps[chosen], order, bounds)[order]]
             chosen, bounds = chosen[order], np.searchsorted(targets[order], np.arange(self.partitions + 1))
-            routes, routed, parts = routes_of(self.partitions), [], []
-            for partition in np.flatnonzero(np.diff(bounds)).tolist():
-                for start in range(bounds[partition], bounds[partition + 1], BATCH):
-                    routed.append(routes[partition])
-                    parts.append(chosen[start:min(start + BATCH, bounds[partition + 1])])
-            yield _rows(self.schema, CANDIDATES, routed, keys=[len(part) for part in parts],
-                        payloads=pack_candidates(columns, offsets, data, parts))
-        if final:
-            notes: list[tuple[int, int, int | None]] = [(GENERATED, self.generated, None)]
-            notes += [(step_slot(index), key, parent) for index, (key, parent) in sorted(self.steps.items())]
-            yield bookkeeping(self.route, notes, self.schema)
+            yield candidate_rows(self.schema, columns, offsets, data, chosen, bounds)
 
 
-def pack_candidates(columns: tuple[np.ndarray, ...], offsets: np.ndarray, data: np.ndarray,
-                    parts: Sequence[np.ndarray]):
-    """An Arrow binary array of CANDIDATES payloads, one per part (row indices into `columns`:
-    owners, fps, keys, parents, slots; and into the packed states' byte strings, (offsets, data) as
-    `flat_bytes` gives them), built in one buffer. A payload, little-endian: the count n, the part's
-    owners, fingerprints, keys, parents (int64 each), slots (int32), the n + 1 offsets of their packed
-    states in the bytes that follow (int32), then those bytes."""
+def candidate_rows(schema, columns: tuple[np.ndarray, ...], offsets: np.ndarray, data: np.ndarray,
+                   chosen: np.ndarray, bounds: np.ndarray):
+    """CANDIDATES rows of the candidates `chosen` (row indices into `columns`, owners, fps, keys,
+    parents, slots, and into the packed states (offsets, data); grouped by partition, partition p's
+    from `bounds[p]` to `bounds[p + 1]`), a row per partition and BATCH of them."""
+    route_of, routed, parts = routes_of(len(bounds) - 1), [], []
+    for partition in np.flatnonzero(np.diff(bounds)).tolist():
+        for start in range(bounds[partition], bounds[partition + 1], BATCH):
+            routed.append(route_of[partition])
+            parts.append(chosen[start:min(start + BATCH, bounds[partition + 1])])
+    return _rows(schema, CANDIDATES, routed, keys=[len(part) for part in parts],
+                 payloads=pack_payloads(columns, offsets, data, parts))
+
+
+def seed_payloads(schema, partitions: int, owners: Sequence[int], fps: Sequence[int], indices: Sequence[int],
+                  states: Sequence[bytes]):
+    """Level 0's CANDIDATES rows (`schema`: the level's Spark schema), as a list of row tuples: the
+    distinct initial states (their owner hashes, fingerprints, indices among the model's initial
+    states and packed states), each one's edge key and slot its index, its parent 0."""
+    import pyarrow as pa
+
+    hashes, prints, places = (np.asarray(column, dtype=np.int64) for column in (owners, fps, indices))
+    offsets, data = flat_bytes([pa.array(list(states), pa.binary())])
+    targets = spark_partition(hashes, partitions)
+    order, bounds = by_partition(targets, partitions)
+    columns = (hashes, prints, places, np.zeros(len(prints), dtype=np.int64), places)
+    rows = candidate_rows(arrow_schema(schema), columns, offsets, data, order, bounds)
+    return [tuple(row.values()) for row in rows.to_pylist()]
+
+
+def pack_payloads(columns: tuple[np.ndarray, ...], offsets: np.ndarray, data: np.ndarray,
+                  parts: Sequence[np.ndarray]):
+    """An Arrow binary array of payloads (CANDIDATES and STATES rows), one per part (row indices into
+    `columns`: four int64 arrays and the slots; and into the packed states' byte strings, (offsets,
+    data) as `flat_bytes` gives them), built in one buffer. A payload, little-endian: the count n,
+    the part's four int64 columns (CANDIDATES: owners, fps, keys, parents; STATES: property masks,
+    fps, keys, parents), its slots (int32), the n + 1 offsets of their packed states in the bytes
+    that follow (int32), then those bytes."""
     import pyarrow as pa
 
     lengths = offsets[1:] - offsets[:-1]
@@ -399,9 +415,9 @@ def pack_candidates(columns: tuple[np.ndarray, ...], offsets: np.ndarray, data: 
                                                             pa.py_buffer(out)])
 
 
-def unpack_candidates(payload) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, Any]:
-    """(owners, fps, keys, parents, slots, states) of a CANDIDATES payload (`pack_candidates`; an Arrow
-    buffer), the arrays read in place."""
+def unpack_payload(payload) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, Any]:
+    """The four int64 columns, the slots and the states (an Arrow binary array) of a payload
+    (`pack_payloads`; an Arrow buffer), the arrays read in place."""
     import pyarrow as pa
 
     count = int(np.frombuffer(payload, dtype="<i8", count=1)[0])
@@ -465,25 +481,35 @@ def by_partition(targets: np.ndarray, partitions: int) -> tuple[np.ndarray, np.n
 
 def unvisited(uid: str, depth: int, fps: np.ndarray, order: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     """Which candidates (their fingerprints, ascending; grouped by partition, `by_partition`) are not
-    visited through level `depth`, as far as this machine knows: a candidate whose partition's
-    visited set is not here is kept (the level step decides it). Dropping the visited ones before
-    the shuffle spares it most of a level's candidates."""
+    visited through level `depth`, as far as this machine knows: a partition whose visited set
+    through `depth` is not here yet (its level task has not run) is swept with its set through
+    `depth - 1`, and one with neither keeps its candidates (the level step decides them). Dropping
+    the visited ones before the shuffle spares it most of a level's candidates."""
     keep = np.ones(len(fps), dtype=bool)
     if depth < 0 or not len(fps):
         return keep
-    for key in [key for key in _MAPPED if key[0] != uid or key[2] != depth]:
+    for key in [key for key in _MAPPED if key[0] != uid or key[2] < depth - 1]:
         del _MAPPED[key]
     for partition in np.flatnonzero(np.diff(bounds)).tolist():
-        visited = _MAPPED.get((uid, partition, depth))
+        visited = _mapped(uid, partition, depth)
         if visited is None:
-            visited = load_visited(uid, partition, depth)
+            visited = _mapped(uid, partition, depth - 1)
             if visited is None:
                 continue
-            _MAPPED[(uid, partition, depth)] = visited
         rows = order[bounds[partition]:bounds[partition + 1]]
         if len(visited):
             keep[rows[positions(visited, fps[rows])[1]]] = False
     return keep
+
+
+def _mapped(uid: str, partition: int, depth: int) -> np.ndarray | None:
+    """`load_visited`, kept mapped in this process."""
+    visited = _MAPPED.get((uid, partition, depth))
+    if visited is None:
+        visited = load_visited(uid, partition, depth)
+        if visited is not None:
+            _MAPPED[(uid, partition, depth)] = visited
+    return visited
 
 
 def save_visited(uid: str, partition: int, depth: int, visited: np.ndarray) -> None:
@@ -530,30 +556,20 @@ def arrow_schema(schema):
 
 
 def _rows(schema, slots, owners: Sequence[int], fps: Sequence[int] | None = None, keys: Sequence[int] | None = None,
-          parents: Sequence[int | None] | None = None, props: Sequence[int] | None = None,
-          payloads: Sequence[bytes] | None = None):
-    """A batch of rows without a state (bookkeeping, VISITED and CANDIDATES rows), one per owner: `slots` one
-    slot or one per row; a column not given is 0 (`parent` and `visited`: null); `payloads` a sequence
-    of bytes or an Arrow binary array."""
+          parents: Sequence[int | None] | None = None, props: Sequence[int] | None = None, payloads=None):
+    """A batch of a level's rows, one per owner: `slots` one slot or one per row; a column not given
+    is 0 (`parent`: null); `payloads` a sequence of bytes or an Arrow binary array."""
     import pyarrow as pa
 
     count = len(owners)
-    zeros, nulls = [0] * count, [None] * count
+    zeros = [0] * count
     return pa.RecordBatch.from_arrays(
         [pa.array(owners, pa.int64()), pa.array(zeros if fps is None else fps, pa.int64()),
-         pa.array(zeros if keys is None else keys, pa.int64()), pa.array(nulls if parents is None else parents,
-                                                                          pa.int64()),
+         pa.array(zeros if keys is None else keys, pa.int64()),
+         pa.array([None] * count if parents is None else parents, pa.int64()),
          pa.array([slots] * count if isinstance(slots, int) else slots, pa.int32()),
-         pa.array([b""] * count, pa.binary()),
          pa.array(zeros if props is None else props, pa.int64()),
-         payloads if isinstance(payloads, pa.Array) else pa.array(nulls if payloads is None else payloads,
-                                                                  pa.binary())], schema=schema)
-
-
-def bookkeeping(owner: int, entries: Sequence[tuple[int, int, int | None]], schema):
-    """A batch of bookkeeping rows (slot, key, parent), routed to `owner`."""
-    slots, keys, parents = zip(*entries) if entries else ((), (), ())
-    return _rows(schema, list(slots), [owner] * len(entries), keys=keys, parents=parents)
+         payloads if isinstance(payloads, pa.Array) else pa.array(payloads, pa.binary())], schema=schema)
 
 
 def _visited_rows(route: int, partition: int, depth: int, fps: np.ndarray, schema):
@@ -563,6 +579,33 @@ def _visited_rows(route: int, partition: int, depth: int, fps: np.ndarray, schem
     chunks = [data[i * CHUNK:(i + 1) * CHUNK].tobytes() for i in range(count)]
     return _rows(schema, VISITED, [route] * count, fps=range(count), keys=[partition] * count,
                  parents=[depth] * count, props=[count] * count, payloads=chunks)
+
+
+def state_rows(route: int, depth: int, columns: tuple[np.ndarray, ...], offsets: np.ndarray, data: np.ndarray,
+               rows: np.ndarray, schema):
+    """The STATES rows of a partition's new states, `rows` (indices into `columns`: property masks,
+    fps, keys, parents, slots; and into the packed states (offsets, data)), ascending by
+    fingerprint: a row per BATCH of them, with its least and greatest fingerprint."""
+    parts = [rows[start:start + BATCH] for start in range(0, len(rows), BATCH)]
+    fps = columns[1]
+    return _rows(schema, STATES, [route] * len(parts), fps=[int(fps[part[0]]) for part in parts],
+                 keys=[int(fps[part[-1]]) for part in parts], parents=[depth] * len(parts),
+                 payloads=pack_payloads(columns, offsets, data, parts))
+
+
+def read_states(payloads: Sequence[Any]) -> dict[int, tuple[int, int, int, int]]:
+    """The states of STATES rows' payloads (Arrow buffers or bytes), by fingerprint: (key, parent,
+    slot, property mask)."""
+    import pyarrow as pa
+
+    found = {}
+    for payload in payloads:
+        props, fps, keys, parents, slots, _ = unpack_payload(payload if isinstance(payload, pa.Buffer)
+                                                             else pa.py_buffer(payload))
+        for fp, key, parent, slot, mask in zip(fps.tolist(), keys.tolist(), parents.tolist(), slots.tolist(),
+                                               props.tolist()):
+            found[fp] = (key, parent, slot, mask)
+    return found
 
 
 def _from_disk(partition: int, depth: int, chunks: dict[int, dict[int, tuple[int, bytes]]]) -> np.ndarray:
@@ -582,20 +625,22 @@ def _from_disk(partition: int, depth: int, chunks: dict[int, dict[int, tuple[int
 
 
 def level_step(depth: int, uid: str, partitions: int, from_disk: bool, flags: Callable[[], Callable],
-               names: dict[str, int], summaries, schema):
+               names: dict[str, int], expand: Callable, summaries, schema):
     """mapInArrow over one partition of a level's candidates (after its shuffle): the new states
-    of level `depth` that the partition owns, sorted by fingerprint, with their property bits
-    (`flags()` gives, on the executor, a function of a binary column of packed states to an
-    int64 mask; `names`: the property bit of each name still wanted), then the partition's
-    VISITED rows; adds one summary to `summaries` (an accumulator of lists): the partition, a
-    miss (its visited set is not on this machine), the new states, the successors generated,
-    per property name the least key of a new state with its bit, and per step witness the least
-    (key, parent) of an edge where it holds. `from_disk`: the visited set comes from the VISITED
-    rows in the input (levels 0 to depth - 1), not from this machine's files."""
+    of level `depth` that the partition owns as STATES rows, with their property bits (`flags()`
+    gives, on the executor, a function of a binary column of packed states to an int64 mask;
+    `names`: the property bit of each name still wanted), then the partition's VISITED rows, then
+    the next level's candidates (CANDIDATES rows) from `expand(frontier, candidates)`, the
+    kernel's or the model's expansion: it yields the rows of `Candidates` it fills with the
+    successors of `frontier`'s batches, (fingerprints, packed states as an Arrow binary array).
+    Adds one summary to `summaries` (an accumulator of lists): the partition, a miss (its visited
+    set is not on this machine), the new states, per property name the least key of a new state
+    with its bit and that state's fingerprint, the successors the expansion generated, and per
+    step witness the least (key, parent) of an edge out of the new states where it holds.
+    `from_disk`: the visited set comes from the VISITED rows in the input (levels 0 to
+    depth - 1), not from this machine's files."""
 
     def step(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-        import pyarrow.compute as pc
         from pyspark import TaskContext
 
         context = TaskContext.get()
@@ -603,9 +648,7 @@ def level_step(depth: int, uid: str, partitions: int, from_disk: bool, flags: Ca
         partition = context.partitionId()
         arrow = arrow_schema(schema)
         kept: list[tuple] = []  # (owners, fps, keys, parents, slots, states) of the candidates, part by part
-        generated = 0
         chunks: dict[int, dict[int, tuple[int, bytes]]] = {}
-        steps: dict[int, tuple[int, int]] = {}
 
         def keep(part: tuple) -> None:
             if not len(part[1]):
@@ -616,34 +659,24 @@ def level_step(depth: int, uid: str, partitions: int, from_disk: bool, flags: Ca
             kept.append(part)
 
         for batch in batches:
-            slots = batch.column(SLOT).to_numpy()
-            special = slots < 0
-            if special.any():
-                for row in np.flatnonzero(special).tolist():
-                    slot, key = int(slots[row]), batch.column(KEY)[row].as_py()
-                    if slot == CANDIDATES:
-                        keep(unpack_candidates(batch.column(VISITED_BYTES)[row].as_buffer()))
-                    elif slot == VISITED:
-                        if key != partition:
-                            raise RuntimeError(f"visited rows of partition {key} reached partition {partition}: "
-                                               "this Spark partitions rows otherwise than the engine computes")
-                        level, index = batch.column(PARENT)[row].as_py(), batch.column(FP)[row].as_py()
-                        chunks.setdefault(level, {})[index] = (batch.column(PROPS)[row].as_py(),
-                                                               batch.column(VISITED_BYTES)[row].as_py())
-                    elif slot == GENERATED:
-                        generated += key
-                    else:
-                        pair = (key, batch.column(PARENT)[row].as_py())
-                        index = step_index(slot)
-                        steps[index] = min(steps.get(index, pair), pair)
-                batch = batch.filter(pa.array(~special))
-            if batch.num_rows:  # level 0's candidates, one row each
-                keep((batch.column(OWNER).to_numpy(), batch.column(FP).to_numpy(), batch.column(KEY).to_numpy(),
-                      pc.fill_null(batch.column(PARENT), 0).to_numpy(), batch.column(SLOT).to_numpy(),
-                      batch.column(STATE)))
-        found: dict[str, int] = {}
-        summary: dict[str, Any] = {"partition": partition, "miss": False, "new": 0, "generated": generated,
-                                   "found": found, "steps": {index: list(pair) for index, pair in steps.items()}}
+            slots, payloads = batch.column(SLOT).to_numpy(), batch.column(PAYLOAD)
+            for row in range(batch.num_rows):  # a few rows: each a batch of candidates or a chunk of a visited set
+                slot = int(slots[row])
+                if slot == CANDIDATES:
+                    keep(unpack_payload(payloads[row].as_buffer()))
+                elif slot == VISITED:
+                    key = batch.column(KEY)[row].as_py()
+                    if key != partition:
+                        raise RuntimeError(f"visited rows of partition {key} reached partition {partition}: "
+                                           "this Spark partitions rows otherwise than the engine computes")
+                    level, index = batch.column(PARENT)[row].as_py(), batch.column(FP)[row].as_py()
+                    chunks.setdefault(level, {})[index] = (batch.column(PROPS)[row].as_py(),
+                                                           payloads[row].as_py())
+                else:
+                    raise RuntimeError(f"a level's input holds a row of slot {slot}, not candidates or visited")
+        found: dict[str, list[int]] = {}
+        summary: dict[str, Any] = {"partition": partition, "miss": False, "new": 0, "generated": 0,
+                                   "found": found, "steps": {}}
         visited = _from_disk(partition, depth, chunks) if from_disk else load_visited(uid, partition, depth - 1)
         if visited is None:
             summary["miss"] = True
@@ -663,31 +696,45 @@ def level_step(depth: int, uid: str, partitions: int, from_disk: bool, flags: Ca
             new_rows, new_fps = np.empty(0, dtype=np.intp), np.empty(0, dtype=np.int64)
             where = np.empty(0, dtype=np.int64)
         count = len(new_rows)
+        route = routes_of(partitions)[partition]
         if count:
-            of = flags() if names else None
-            new_keys, masks = keys[new_rows], []
-            for start in range(0, count, BATCH):  # batches of BATCH rows: no one array past 2 GiB of states
-                rows, size = new_rows[start:start + BATCH], min(BATCH, count - start)
-                states = take_bytes(offsets, data, width, rows)
-                props = of(states) if of else np.zeros(size, dtype=np.int64)
-                masks.append(props)
-                parent_column = pa.nulls(size, pa.int64()) if depth == 0 else pa.array(parents[rows], pa.int64())
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array(owners[rows], pa.int64()), pa.array(new_fps[start:start + BATCH], pa.int64()),
-                     pa.array(new_keys[start:start + BATCH], pa.int64()), parent_column,
-                     pa.array(slots[rows], pa.int32()), states, pa.array(props, pa.int64()),
-                     pa.nulls(size, pa.binary())], schema=arrow)
-            del offsets, data
-            props = np.concatenate(masks)
+            props = np.zeros(len(fps), dtype=np.int64)
+            if names:
+                of = flags()
+                for start in range(0, count, BATCH):
+                    rows = new_rows[start:start + BATCH]
+                    props[rows] = of(take_bytes(offsets, data, width, rows))
+            yield state_rows(route, depth, (props, fps, keys, parents, slots), offsets, data, new_rows, arrow)
+            new_props, new_keys = props[new_rows], keys[new_rows]
             for name, bit in names.items():
-                having = (props & bit) != 0
-                if having.any():
-                    found[name] = int(new_keys[having].min())
-        yield _visited_rows(routes_of(partitions)[partition], partition, depth, new_fps, arrow)
-        # the visited set kept last, while Spark writes the level's last rows
-        save_visited(uid, partition, depth, np.insert(visited, where, new_fps) if count else visited)
-        del visited
+                having = np.flatnonzero((new_props & bit) != 0)
+                if len(having):
+                    least = having[np.lexsort((new_fps[having], new_keys[having]))[0]]
+                    found[name] = [int(new_keys[least]), int(new_fps[least])]
+        yield _visited_rows(route, partition, depth, new_fps, arrow)
+        visited = np.insert(visited, where, new_fps) if count else visited
         summary["new"] = count
+        if count:  # the next level's candidates: the new states expanded
+            # the visited set's file written beside the expansion, whose sweep reads this partition's in memory
+            saving = threading.Thread(target=save_visited, args=(uid, partition, depth, visited))
+            saving.start()
+            mine = (uid, partition, depth)
+            _MAPPED[mine] = visited
+            try:
+                candidates = Candidates((uid, depth + 1, partitions), arrow)
+                frontier = ((new_fps[start:start + BATCH],
+                             take_bytes(offsets, data, width, new_rows[start:start + BATCH]))
+                            for start in range(0, count, BATCH))
+                yield from expand(frontier, candidates)
+                yield from candidates.flush()
+            finally:
+                saving.join()
+                _MAPPED.pop(mine, None)
+            summary["generated"] = candidates.generated
+            summary["steps"] = {index: list(pair) for index, pair in candidates.steps.items()}
+        else:
+            save_visited(uid, partition, depth, visited)
+        del visited
         summaries.add([summary])
 
     return step

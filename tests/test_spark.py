@@ -226,13 +226,14 @@ def test_the_radix_sort_orders_as_numpys_stable_sort():
 
 
 @pytest.mark.parametrize("widths", ["fixed", "varying"])
-def test_candidates_packed_in_one_buffer_unpack_to_the_rows_chosen(widths):
+def test_payloads_packed_in_one_buffer_unpack_to_the_rows_chosen(widths):
     """The expansion packs its candidates' columns and states (the kernel's of one width, a model's
-    pickles of any) straight into the CANDIDATES payloads; each unpacks to the rows it was given."""
+    pickles of any) straight into the CANDIDATES payloads, the level task its new states into the STATES
+    payloads; each unpacks to the rows it was given."""
     import numpy as np
     import pyarrow as pa
 
-    from kafka_mc.checker.spark_level import fixed_width, flat_bytes, pack_candidates, take_bytes, unpack_candidates
+    from kafka_mc.checker.spark_level import fixed_width, flat_bytes, pack_payloads, take_bytes, unpack_payload
 
     rng = np.random.default_rng(7)
     blobs = [bytes(rng.integers(0, 256, size=16 if widths == "fixed" else int(rng.integers(0, 40)),
@@ -244,10 +245,10 @@ def test_candidates_packed_in_one_buffer_unpack_to_the_rows_chosen(widths):
     columns = tuple(rng.integers(-2 ** 63, 2 ** 63 - 1, size=300, dtype=np.int64) for _ in range(4)) + (
         rng.integers(0, 2 ** 31 - 1, size=300, dtype=np.int64),)
     parts = [np.array([5, 0, 299, 17]), np.array([], dtype=np.int64), np.arange(100, 260)]
-    payloads = pack_candidates(columns, offsets, data, parts)
+    payloads = pack_payloads(columns, offsets, data, parts)
     assert len(payloads) == len(parts)
     for part, payload in zip(parts, payloads):
-        *numbers, states = unpack_candidates(payload.as_buffer())
+        *numbers, states = unpack_payload(payload.as_buffer())
         assert [column.tolist() for column in numbers] == [column[part].tolist() for column in columns]
         assert states.to_pylist() == [blobs[i] for i in part]
     rows = np.array([3, 3, 250, 0])
@@ -262,10 +263,10 @@ def test_an_expansions_candidates_leave_once_each_with_their_least_edge_and_stat
     import numpy as np
     import pyarrow as pa
 
-    from kafka_mc.checker.spark_level import (CANDIDATES, LEVEL_COLUMNS, SLOT, VISITED_BYTES, Candidates,
-                                              spark_partition, unpack_candidates)
+    from kafka_mc.checker.spark_level import (CANDIDATES, LEVEL_COLUMNS, PAYLOAD, SLOT, Candidates, spark_partition,
+                                              unpack_payload)
 
-    types = {"slot": pa.int32(), "state": pa.binary(), "visited": pa.binary()}
+    types = {"slot": pa.int32(), "payload": pa.binary()}
     schema = pa.schema([(name, types.get(name, pa.int64())) for name in LEVEL_COLUMNS])
     rng = np.random.default_rng(11)
     candidates = Candidates(("test", 0, 3), schema, limit=50)
@@ -287,7 +288,7 @@ def test_an_expansions_candidates_leave_once_each_with_their_least_edge_and_stat
     got: dict[int, list] = {}
     for batch in batches:
         for row in np.flatnonzero(batch.column(SLOT).to_numpy() == CANDIDATES):
-            owners, fps, keys, parents, slots, states = unpack_candidates(batch.column(VISITED_BYTES)[row].as_buffer())
+            owners, fps, keys, parents, slots, states = unpack_payload(batch.column(PAYLOAD)[row].as_buffer())
             assert len(set(spark_partition(owners, 3).tolist())) == 1  # one partition's
             for fp, key, parent, slot, state in zip(fps, keys, parents, slots, states.to_pylist()):
                 got.setdefault(int(fp), []).append(((int(key), int(parent), int(slot)), state))
@@ -296,8 +297,62 @@ def test_an_expansions_candidates_leave_once_each_with_their_least_edge_and_stat
     assert {fp: min(entries) for fp, entries in got.items()} == sent
 
 
+def test_a_levels_states_leave_in_batches_that_lookups_read_back():
+    """The level task packs its new states, ascending by fingerprint, BATCH to a STATES row with the
+    row's least and greatest fingerprint (what a trace's lookup filters on); `read_states` gives
+    each state's key, parent, slot and property bits back by fingerprint."""
+    import numpy as np
+    import pyarrow as pa
+
+    from kafka_mc.checker.spark_level import (BATCH, FP, KEY, LEVEL_COLUMNS, PAYLOAD, SLOT, STATES, read_states,
+                                              state_rows)
+
+    types = {"slot": pa.int32(), "payload": pa.binary()}
+    schema = pa.schema([(name, types.get(name, pa.int64())) for name in LEVEL_COLUMNS])
+    rng = np.random.default_rng(3)
+    count = BATCH + 100
+    fps = rng.choice(np.arange(-10 ** 9, 10 ** 9, dtype=np.int64), size=count + 50, replace=False)
+    columns = (rng.integers(0, 8, size=count + 50), fps, rng.integers(-2 ** 63, 2 ** 63 - 1, size=count + 50),
+               rng.integers(-2 ** 63, 2 ** 63 - 1, size=count + 50), rng.integers(0, 60, size=count + 50))
+    offsets = np.arange(0, 8 * (count + 51), 8, dtype=np.int64)
+    data = rng.integers(0, 256, size=8 * (count + 50), dtype=np.uint8)
+    rows = np.argsort(fps)[:count]  # the new states among the candidates, ascending by fingerprint
+    batch = state_rows(7, 4, columns, offsets, data, rows, schema)
+    assert batch.num_rows == 2 and set(batch.column(SLOT).to_pylist()) == {STATES}
+    assert batch.column(FP).to_pylist() == [int(fps[rows[0]]), int(fps[rows[BATCH]])]
+    assert batch.column(KEY).to_pylist() == [int(fps[rows[BATCH - 1]]), int(fps[rows[-1]])]
+    states = read_states([payload.as_buffer() for payload in batch.column(PAYLOAD)])
+    assert states == {int(fps[row]): (int(columns[2][row]), int(columns[3][row]), int(columns[4][row]),
+                                      int(columns[0][row])) for row in rows}
+
+
+def test_an_expansion_sweeps_a_partitions_visited_set_of_the_level_before_while_its_own_is_not_there(tmp_path,
+                                                                                                  monkeypatch):
+    """An expansion drops the candidates its machine knows visited: through the level just made where
+    that partition's task has run, through the level before where it has not yet, and none where
+    the machine has neither."""
+    import tempfile
+
+    import numpy as np
+
+    from kafka_mc.checker import spark_level
+    from kafka_mc.checker.spark_level import by_partition, save_visited, spark_partition, unvisited
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    fps = np.arange(0, 300, dtype=np.int64)
+    targets = spark_partition(fps, 3)
+    mine = [fps[targets == partition] for partition in range(3)]
+    save_visited("sweep", 0, 5, mine[0][::2])  # partition 0's task has run: its set through level 5
+    save_visited("sweep", 1, 4, mine[1][::3])  # partition 1's has not: its set through level 4
+    order, bounds = by_partition(targets, 3)
+    keep = unvisited("sweep", 5, fps, order, bounds)
+    dropped = set(fps[~keep].tolist())
+    assert dropped == set(mine[0][::2].tolist()) | set(mine[1][::3].tolist())  # partition 2: none here
+    spark_level._MAPPED.clear()
+
+
 def test_the_engine_computes_sparks_partition_of_every_owner(spark):
-    """Bookkeeping rows reach their partition, and executors keep visited sets per partition,
+    """A level's rows reach their partition, and executors keep visited sets per partition,
     by Spark's own hash partitioning, which `spark_partition` computes."""
     import numpy as np
     from pyspark.sql import functions as F
@@ -350,15 +405,21 @@ def test_resume_refuses_what_is_not_a_checkpoint(spark, tmp_path):
     with pytest.raises(CheckpointError, match="not a kafka-mc checkpoint"):
         spark_check(Config(), spark=spark, resume=tmp_path)
     (tmp_path / CHECKPOINT_FILE).write_text(json.dumps({"format": 1, "config": Config().to_dict()}))
-    with pytest.raises(CheckpointError, match="not a kafka-mc checkpoint of format 3"):
+    with pytest.raises(CheckpointError, match="not a kafka-mc checkpoint of format 4"):
         spark_check(Config(), spark=spark, resume=tmp_path)
     # a checkpoint of the format before the visited set was kept as sorted fingerprints
     (tmp_path / CHECKPOINT_FILE).write_text(json.dumps({"format": 2, "engine": "kafka-mc spark",
                                                         "config": Config().to_dict()}))
     with pytest.raises(CheckpointError, match="is a kafka-mc checkpoint of format 2, written by an earlier kafka-mc; "
-                                              "this one resumes format 3 only"):
+                                              "this one resumes format 4 only"):
         spark_check(Config(), spark=spark, resume=tmp_path)
-    (tmp_path / CHECKPOINT_FILE).write_text(json.dumps({"format": 3, "config": Config().to_dict()}))
+    # and of the format before a level held the next level's candidates
+    (tmp_path / CHECKPOINT_FILE).write_text(json.dumps({"format": 3, "engine": "kafka-mc spark",
+                                                        "config": Config().to_dict()}))
+    with pytest.raises(CheckpointError, match="is a kafka-mc checkpoint of format 3, written by an earlier kafka-mc; "
+                                              "this one resumes format 4 only"):
+        spark_check(Config(), spark=spark, resume=tmp_path)
+    (tmp_path / CHECKPOINT_FILE).write_text(json.dumps({"format": 4, "config": Config().to_dict()}))
     with pytest.raises(CheckpointError, match="no complete level"):
         spark_check(Config(), spark=spark, resume=tmp_path)
 

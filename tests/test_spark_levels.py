@@ -36,8 +36,8 @@ def test_each_level_gets_its_jobs_stages_python_and_the_drivers_rest():
     rows = level_rows(log, [1_000, 1_400, 1_850], [3, 24])
     assert [(r["level"], r["new_states"], r["wall_ms"], r["driver_ms"]) for r in rows] == [(0, 3, 400, 110),
                                                                                             (1, 24, 450, 70)]
-    assert [(r["expand_ms"], r["expand_python_ms"], r["step_ms"], r["step_python_ms"], r["shuffle_mb"])
-            for r in rows] == [(100, 40, 150, 35, 1.0), (200, 120, 160, 70, 3.0)]
+    assert [(r["shuffle_ms"], r["shuffle_mb"], r["task_ms"], r["task_python_ms"])
+            for r in rows] == [(100, 1.0, 150, 35), (200, 3.0, 160, 70)]
 
 
 FLOOR = Path(__file__).resolve().parent.parent / "benchmarks" / "spark_floor.py"
@@ -86,5 +86,5 @@ def test_the_level_write_benchmark_writes_each_shape_and_its_figures(tmp_path):
                           capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     shapes = json.loads(figures.read_text())["shapes"]
-    assert list(shapes) == ["rows only", "the level", "without owner", "fp, key, parent, slot, state", "state", "fp"]
+    assert list(shapes) == ["a row per state, rows only", "a row per state", "in batches, rows only", "in batches"]
     assert all(0 < shape["min_s"] <= shape["median_s"] <= shape["max_s"] for shape in shapes.values())
