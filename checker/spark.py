@@ -656,19 +656,13 @@ class _Engine:
             totals.found.setdefault(name, entry)
 
     def _seed_rows(self, initial_states: list) -> list[tuple]:
-        """Level 0's CANDIDATES rows of the distinct initial states, packed by the model."""
+        """Level 0's CANDIDATES rows of the initial states, packed by the model (the level step keeps
+        one of each fingerprint, the first: its edge key is its index)."""
         represent, encoded = canonical if self.symmetry else _identity, self.encoded
-        owners, fps, indices, states, seen = [], [], [], [], set()
-        for index, state in enumerate(initial_states):
-            state = represent(state)
-            fp = encoded.fingerprint(state)
-            if fp not in seen:
-                seen.add(fp)
-                owners.append(encoded.owner_hash(state))
-                fps.append(fp)
-                indices.append(index)
-                states.append(encoded.pack_state(state))
-        return seed_payloads(self.level_schema, self.count, owners, fps, indices, states)
+        states = [represent(state) for state in initial_states]
+        return seed_payloads(self.level_schema, self.count, [encoded.owner_hash(state) for state in states],
+                             [encoded.fingerprint(state) for state in states], range(len(states)),
+                             [encoded.pack_state(state) for state in states])
 
     def level(self, depth: int, settled: set[str]) -> tuple[int, dict, dict]:
         """Level `depth` from the candidates level `depth - 1` holds, in one Spark job writing it with

@@ -145,17 +145,11 @@ def kernel_flags(config: Config, symmetry: bool, bumps: bool, bits: dict[str, in
 
 
 def seed_rows(config: Config, symmetry: bool, bumps: bool, partitions: int, schema) -> list[tuple]:
-    """Level 0's CANDIDATES rows (`spark_level.seed_payloads`) of the distinct initial states."""
+    """Level 0's CANDIDATES rows (`spark_level.seed_payloads`) of the initial states (the level step
+    keeps one of each fingerprint, the first: its edge key is its index)."""
     from .kernel.batch import KernelBatch
 
     kernel = KernelBatch(config, symmetry, bumps)
-    fps, indices, states, seen = [], [], [], set()
-    for index, state in enumerate(kernel.model.initial_states()):
-        row = kernel.pack(state)
-        fp = int(kernel.fingerprints(row[None, :])[0])
-        if fp not in seen:
-            seen.add(fp)
-            fps.append(fp)
-            indices.append(index)
-            states.append(row.tobytes())
-    return seed_payloads(schema, partitions, fps, fps, indices, states)
+    rows = [kernel.pack(state) for state in kernel.model.initial_states()]
+    fps = [int(kernel.fingerprints(row[None, :])[0]) for row in rows]
+    return seed_payloads(schema, partitions, fps, fps, range(len(rows)), [row.tobytes() for row in rows])

@@ -370,8 +370,9 @@ def candidate_rows(schema, columns: tuple[np.ndarray, ...], offsets: np.ndarray,
 def seed_payloads(schema, partitions: int, owners: Sequence[int], fps: Sequence[int], indices: Sequence[int],
                   states: Sequence[bytes]):
     """Level 0's CANDIDATES rows (`schema`: the level's Spark schema), as a list of row tuples: the
-    distinct initial states (their owner hashes, fingerprints, indices among the model's initial
-    states and packed states), each one's edge key and slot its index, its parent 0."""
+    initial states (their owner hashes, fingerprints, indices among the model's initial states and
+    packed states), each one's edge key and slot its index, its parent 0; of those of one
+    fingerprint, the level step keeps the first (the least key)."""
     import pyarrow as pa
 
     hashes, prints, places = (np.asarray(column, dtype=np.int64) for column in (owners, fps, indices))
@@ -555,10 +556,11 @@ def arrow_schema(schema):
     return to_arrow_schema(schema)
 
 
-def _rows(schema, slots, owners: Sequence[int], fps: Sequence[int] | None = None, keys: Sequence[int] | None = None,
-          parents: Sequence[int | None] | None = None, props: Sequence[int] | None = None, payloads=None):
-    """A batch of a level's rows, one per owner: `slots` one slot or one per row; a column not given
-    is 0 (`parent`: null); `payloads` a sequence of bytes or an Arrow binary array."""
+def _rows(schema, slots, owners: Sequence[int], payloads, fps: Sequence[int] | None = None,
+          keys: Sequence[int] | None = None, parents: Sequence[int | None] | None = None,
+          props: Sequence[int] | None = None):
+    """A batch of a level's rows, one per owner: `slots` one slot or one per row; `payloads` a
+    sequence of bytes or an Arrow binary array; a column not given is 0 (`parent`: null)."""
     import pyarrow as pa
 
     count = len(owners)
