@@ -20,6 +20,7 @@ import os
 import platform
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -100,6 +101,19 @@ def machine() -> str:
     java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0] \
         if shutil.which("java") else "no java"
     return f"{cpu}, {os.cpu_count()} cores, {memory:.0f} GiB, Python {platform.python_version()}, {java}"
+
+
+def spread(seconds: list[float]) -> dict:
+    """A shape's timed runs, for a benchmark's JSON: their median, least and most, in seconds."""
+    return {"median_s": statistics.median(seconds), "min_s": min(seconds), "max_s": max(seconds)}
+
+
+def save_figures(figures: dict, path: str | None) -> None:
+    """A benchmark's figures with the load average at its end, written as JSON to `path` when given."""
+    figures["load_at_end"] = os.getloadavg()[0]
+    if path:
+        with open(path, "w", encoding="utf-8") as out:
+            json.dump(figures, out, indent=2)
 
 
 def main() -> None:

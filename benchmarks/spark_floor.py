@@ -20,13 +20,13 @@ The engine's fixed cost a level (`benchmarks/spark_bench.py`, "s/level") can com
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
+
+from bench import machine, save_figures, spread
 
 from kafka_mc.checker.spark import WRITE_OPTIONS, session
 
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
              .mapPartitions(lambda rows: [sum(1 for _ in rows)]).collect())
 
         figures = {"master": options.master, "jobs": options.jobs, "warm_up": options.warm_up,
-                   "machine": f"{os.uname().machine}, {os.cpu_count()} cores, load average "
+                   "machine": f"{machine()}, load average "
                               f"{os.getloadavg()[0]:.1f} at the start", "shapes": {}}
         for name, job in (("level", level), ("one stage", one_stage), ("rdd", rdd)):
             seconds = []
@@ -75,13 +75,10 @@ def main(argv: list[str] | None = None) -> int:
                 job(index)
                 seconds.append(time.perf_counter() - started)
             kept = seconds[options.warm_up:]
-            figures["shapes"][name] = {"median_s": statistics.median(kept), "min_s": min(kept), "max_s": max(kept)}
-            print(f"{name:10} median {statistics.median(kept):.3f} s, least {min(kept):.3f} s, "
-                  f"most {max(kept):.3f} s ({len(kept)} jobs)")
-        figures["load_at_end"] = os.getloadavg()[0]
-        if options.json:
-            with open(options.json, "w", encoding="utf-8") as out:
-                json.dump(figures, out, indent=2)
+            shape = figures["shapes"][name] = spread(kept)
+            print(f"{name:10} median {shape['median_s']:.3f} s, least {shape['min_s']:.3f} s, "
+                  f"most {shape['max_s']:.3f} s ({len(kept)} jobs)")
+        save_figures(figures, options.json)
     finally:
         spark.stop()
         shutil.rmtree(folder, ignore_errors=True)

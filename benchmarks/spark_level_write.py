@@ -24,13 +24,13 @@ state). Each shape runs `--runs` times after one warm-up; the median is reported
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
+
+from bench import machine, save_figures, spread
 
 from kafka_mc.checker.spark import WRITE_OPTIONS, level_schema, session
 from kafka_mc.checker.spark_level import BATCH, arrow_schema, state_rows
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     spark = session(options.master, 1)
     folder = tempfile.mkdtemp(prefix="kafka-mc-level-write-")
     figures = {"master": options.master, "rows": options.rows, "state_bytes": options.state_bytes,
-               "runs": options.runs, "machine": f"{os.uname().machine}, {os.cpu_count()} cores, load average "
+               "runs": options.runs, "machine": f"{machine()}, load average "
                                                 f"{os.getloadavg()[0]:.1f} at the start", "shapes": {}}
     try:
         for name, (batched, parquet) in SHAPES.items():
@@ -123,15 +123,11 @@ def main(argv: list[str] | None = None) -> int:
                     frame.write.mode("overwrite").options(**writing).parquet(f"{folder}/level")
                 if run:
                     seconds.append(time.perf_counter() - started)
-            median = statistics.median(seconds)
-            figures["shapes"][name] = {"median_s": median, "min_s": min(seconds), "max_s": max(seconds),
-                                       "us_per_state": median / options.rows * 1e6}
-            print(f"{name:30} median {median:.3f} s ({median / options.rows * 1e6:.2f} us a state), "
-                  f"least {min(seconds):.3f} s, most {max(seconds):.3f} s")
-        figures["load_at_end"] = os.getloadavg()[0]
-        if options.json:
-            with open(options.json, "w", encoding="utf-8") as out:
-                json.dump(figures, out, indent=2)
+            shape = figures["shapes"][name] = dict(spread(seconds))
+            shape["us_per_state"] = shape["median_s"] / options.rows * 1e6
+            print(f"{name:30} median {shape['median_s']:.3f} s ({shape['us_per_state']:.2f} us a state), "
+                  f"least {shape['min_s']:.3f} s, most {shape['max_s']:.3f} s")
+        save_figures(figures, options.json)
     finally:
         spark.stop()
         shutil.rmtree(folder, ignore_errors=True)
