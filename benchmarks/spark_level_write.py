@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                     frame.write.mode("overwrite").options(**writing).parquet(f"{folder}/level")
                 if run:
                     seconds.append(time.perf_counter() - started)
-            shape = figures["shapes"][name] = dict(spread(seconds))
+            shape = figures["shapes"][name] = spread(seconds)
             shape["us_per_state"] = shape["median_s"] / options.rows * 1e6
             print(f"{name:30} median {shape['median_s']:.3f} s ({shape['us_per_state']:.2f} us a state), "
                   f"least {shape['min_s']:.3f} s, most {shape['max_s']:.3f} s")
