@@ -14,6 +14,10 @@ simulator instead (slowly: small rungs only).
     python benchmarks/gpu_bench.py --out gpu_results.json                  # rungs up to 1.5e7 states
     python benchmarks/gpu_bench.py --out gpu_results.md --up-to 2e5        # a Markdown table
     python benchmarks/gpu_bench.py --out r.json --config "leader-epoch 3 2 2 1" --cpu-threads 16
+    python benchmarks/gpu_bench.py --out big.json --config "leader-epoch 3 5 5 2" --max-seconds 120 --cpu-up-to 2e7 --levels
+
+With --max-seconds a run that reaches the limit stops there and its row says `complete: false`: its
+states per second are over the states it reached, and it has no verdict.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from tabulate import tabulate  # noqa: E402
 from bench import LADDER, machine  # noqa: E402
 from kernel_bench import LARGER  # noqa: E402
 
-COLUMNS = ("config", "engine", "distinct", "generated", "depth", "wall_s", "compile_s", "explore_s", "distinct_per_s",
+COLUMNS = ("config", "engine", "complete", "distinct", "generated", "depth", "wall_s", "compile_s", "explore_s", "distinct_per_s",
            "gpu_peak_mb", "visited_bytes_per_state", "violated", "agrees")
 
 
@@ -65,6 +69,7 @@ def row(config, engine: str, result, wall: float, peak_bytes: int | None) -> dic
     return {
         "config": f"{config.protocol} r={config.replicas} m={config.messages} c={config.crashes} e={config.elections}",
         "engine": engine,
+        "complete": result.complete,
         "distinct": stats.distinct_states,
         "generated": stats.states_generated,
         "depth": stats.depth,
@@ -78,30 +83,33 @@ def row(config, engine: str, result, wall: float, peak_bytes: int | None) -> dic
     }
 
 
-def run_gpu(config, chunk: int | None) -> dict:
+def run_gpu(config, chunk: int | None, budget, levels: bool) -> dict:
     from kafka_mc.checker.gpu import gpu_check
 
     started = time.perf_counter()
     before = memory_in_use()
     peak = before
 
-    def sample(_progress) -> None:
+    def sample(progress) -> None:
         nonlocal peak
         used = memory_in_use()
         if used is not None and peak is not None:
             peak = max(peak, used)
+        if levels and progress is not None:
+            print(f"  level {progress.depth}: {progress.distinct_states:,} distinct, {progress.queue:,} in the "
+                  f"frontier, {progress.seconds:.1f} s, {progress.states_per_second:,.0f} states/s", file=sys.stderr)
 
-    result = gpu_check(config, keep_going=True, progress=sample, chunk=chunk)
+    result = gpu_check(config, keep_going=True, progress=sample, chunk=chunk, budget=budget)
     sample(None)
     wall = time.perf_counter() - started
     return row(config, result.engine, result, wall, None if peak is None or before is None else peak - before)
 
 
-def run_cpu(config, threads: int) -> dict:
+def run_cpu(config, threads: int, budget) -> dict:
     from kafka_mc.checker.kernel import kernel_check
 
     started = time.perf_counter()
-    result = kernel_check(config, keep_going=True, workers=threads)
+    result = kernel_check(config, keep_going=True, workers=threads, budget=budget)
     return row(config, f"kernel {threads}", result, time.perf_counter() - started, None)
 
 
@@ -126,9 +134,16 @@ def main() -> None:
     parser.add_argument("--cpu-threads", type=int, default=os.cpu_count() or 1,
                         help="threads of the CPU kernel (default: every core)")
     parser.add_argument("--no-cpu", action="store_true", help="the GPU engine only")
+    parser.add_argument("--cpu-up-to", type=float, default=float("inf"),
+                        help="run the CPU kernel beside the GPU engine only where the GPU found at most this many "
+                             "distinct states")
+    parser.add_argument("--max-seconds", type=float,
+                        help="stop each run after this many seconds of exploration (its row says complete: false)")
+    parser.add_argument("--levels", action="store_true", help="print each GPU level's progress on stderr")
     parser.add_argument("--chunk", type=int, help="frontier states per GPU kernel launch (default: the engine's)")
     args = parser.parse_args()
 
+    from kafka_mc.checker.bfs import Budget
     from kafka_mc.checker.gpu import GpuUnavailable, require_gpu
     from kafka_mc.model import Config
 
@@ -140,19 +155,24 @@ def main() -> None:
         configs = [(protocol, *map(int, numbers)) for protocol, *numbers in (text.split() for text in args.config)]
     else:
         configs = [tuple(rung[:5]) for rung in LADDER + LARGER if args.at_least <= rung[5] <= args.up_to]
+    if args.max_seconds is not None and not args.max_seconds > 0:
+        sys.exit(f"gpu_bench: --max-seconds must be positive, not {args.max_seconds}")
+    budget = Budget(max_seconds=args.max_seconds)
     header = f"{machine()}; GPU: {gpu_name()}"
     rows: list[dict] = []
     for protocol, replicas, messages, crashes, elections in configs:
         config = Config(protocol, replicas, messages, crashes, elections)
-        gpu = run_gpu(config, args.chunk)
+        gpu = run_gpu(config, args.chunk, budget, args.levels)
         rows.append(gpu)
-        print(f"done: {gpu['config']} {gpu['engine']}", file=sys.stderr)
-        if not args.no_cpu:
-            cpu = run_cpu(config, args.cpu_threads)
-            same = all(gpu[key] == cpu[key] for key in ("distinct", "generated", "depth", "violated"))
+        print(f"done: {gpu['config']} {gpu['engine']}: {gpu['distinct']:,} states, {gpu['distinct_per_s']:,} states/s",
+              file=sys.stderr)
+        if not args.no_cpu and gpu["complete"] and gpu["distinct"] <= args.cpu_up_to:
+            cpu = run_cpu(config, args.cpu_threads, budget)
+            same = all(gpu[key] == cpu[key] for key in ("complete", "distinct", "generated", "depth", "violated"))
             gpu["agrees"] = cpu["agrees"] = same
             rows.append(cpu)
-            print(f"done: {cpu['config']} {cpu['engine']}{'' if same else ' (DISAGREES with the GPU engine)'}",
+            print(f"done: {cpu['config']} {cpu['engine']}: {cpu['distinct_per_s']:,} states/s"
+                  f"{'' if same else ' (DISAGREES with the GPU engine)'}",
                   file=sys.stderr)
         write(args.out, rows, header)
     print(tabulate([[r.get(column, "-") for column in COLUMNS] for r in rows], headers=COLUMNS, tablefmt="github"))

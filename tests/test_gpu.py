@@ -38,16 +38,17 @@ CHILD_SECONDS = 900  # a few seconds with numba's cache warm; compiling the kern
 # users' own properties: a state invariant that fails, a witness and a step invariant that fails
 USERS = ("leader_keeps_committed", "a_new_leader_holds_a_record", "no_truncation_drops_a_committed_record")
 # name -> (configuration, options of both engines (`properties` by name: `users.with_properties`),
-# options of the GPU engine only; `initial_table_slots` and `host_slice` set the engine's INITIAL_TABLE_SLOTS and
-# HOST_SLICE for that run)
+# options of the GPU engine only; `initial_table_slots`, `host_slice` and `segment` set the engine's
+# INITIAL_TABLE_SLOTS, HOST_SLICE and SEGMENT for that run: a chunk's new candidates are then gathered in segments
+# of a few cells)
 RUNS = {
     "hw, a level a few states at a time": (Config("hw", replicas=2, messages=1, crashes=1, elections=1),
-                                           {"keep_going": True}, {"chunk": 20}),
+                                           {"keep_going": True}, {"chunk": 20, "segment": 7}),
     "hw, to the first violation": (Config("hw", replicas=2, messages=1, crashes=2, elections=1), {}, {}),
     "leader-epoch": (Config("leader-epoch", replicas=2, messages=2, crashes=1, elections=1), {"keep_going": True}, {}),
     "leader-epoch, the visited table grown from one slot": (
         Config("leader-epoch", replicas=2, messages=2, crashes=1, elections=1), {"keep_going": True},
-        {"chunk": 200, "initial_table_slots": 1}),
+        {"chunk": 200, "initial_table_slots": 1, "segment": 7}),
     "hw, the visited table grown from one slot through the host": (
         Config("hw", replicas=2, messages=1, crashes=1, elections=1), {"keep_going": True},
         {"initial_table_slots": 1, "host_slice": 16, "host_growth": True}),
@@ -59,7 +60,7 @@ RUNS = {
                                                 {"properties": (*(p.name for p in PROPERTIES), *USERS),
                                                  "keep_going": True}, {}),
     "users' properties, a level a few states at a time": (Config("hw", replicas=2, messages=1, crashes=1, elections=1),
-                                                          {"properties": USERS}, {"chunk": 20}),
+                                                          {"properties": USERS}, {"chunk": 20, "segment": 1}),
     "hw with the controller's epoch bumps": (EpochBumpSystem(Config("hw", replicas=2, messages=1, crashes=2,
                                                                     elections=1)), {"keep_going": True}, {}),
     "kip-966, the leader reading the metadata late": (Config("kip-966", replicas=2, messages=1, crashes=1,
@@ -75,7 +76,8 @@ from gpu_user_properties import with_properties
 from kafka_mc.checker.gpu import engine, gpu_check
 with open(sys.argv[1], "rb") as given:
     runs = pickle.load(given)
-results, growths, default_slots, default_slice = {}, {}, engine.INITIAL_TABLE_SLOTS, engine.HOST_SLICE
+results, growths = {}, {}
+default_slots, default_slice, default_segment = engine.INITIAL_TABLE_SLOTS, engine.HOST_SLICE, engine.SEGMENT
 make_room = engine.GpuSearch._make_room
 def counted(search, incoming):  # the visited table's growths, per run
     before = search.keys.shape[0]
@@ -91,6 +93,7 @@ for name, (config, options, gpu_options) in runs.items():
     gpu_options = dict(gpu_options)
     engine.INITIAL_TABLE_SLOTS = gpu_options.pop("initial_table_slots", default_slots)
     engine.HOST_SLICE = gpu_options.pop("host_slice", default_slice)
+    engine.SEGMENT = gpu_options.pop("segment", default_segment)
     results[name] = gpu_check(config, **with_properties(options), **gpu_options)
 results[GROWTHS] = growths
 with open(sys.argv[2], "wb") as taken:

@@ -189,6 +189,59 @@ def gather(cand_words, word_count, chosen, count, target, first):
 
 
 @cuda.jit
+def count_slots(cand_flags, total, slot_count, per_slot):
+    """per_slot[c] += the enabled candidates (successors) among candidates 0..total-1 by action slot c."""
+    for index in range(cuda.grid(1), total, cuda.gridsize(1)):
+        if cand_flags[index] & ENABLED:
+            cuda.atomic.add(per_slot, index % slot_count, 1)
+
+
+@cuda.jit
+def count_flagged(flags, mask, total, segment, counts):
+    """counts[k] += the cells among flags[k * segment:(k + 1) * segment] (below `total`) that have a bit
+    of `mask`: the first pass of `compact_flagged`."""
+    for index in range(cuda.grid(1), total, cuda.gridsize(1)):
+        if flags[index] & mask:
+            cuda.atomic.add(counts, index // segment, 1)
+
+
+@cuda.jit
+def compact_flagged(flags, mask, total, segment, offsets, chosen):
+    """The indices below `total` whose cell of `flags` has a bit of `mask`, in increasing order, into
+    `chosen`: a thread walks a segment of `segment` cells in order and writes its indices from
+    offsets[k] on (the counts of `count_flagged` summed over the segments before k)."""
+    for k in range(cuda.grid(1), offsets.shape[0], cuda.gridsize(1)):
+        at = offsets[k]
+        for index in range(k * segment, min(total, (k + 1) * segment)):
+            if flags[index] & mask:
+                chosen[at] = index
+                at += 1
+
+
+@cuda.jit
+def first_flagged(flags, mask, total, first):
+    """first[0]: the least index below `total` whose cell of `flags` has a bit of `mask` (left as it
+    was, NO_CANDIDATE, where none has)."""
+    for index in range(cuda.grid(1), total, cuda.gridsize(1)):
+        if flags[index] & mask:
+            cuda.atomic.min(first, 0, np.uint64(index))
+
+
+@cuda.jit
+def first_of_each_bit(flags, count, looking, firsts):
+    """firsts[b]: the least j below `count` where bit b of flags[j] and of `looking` is set (left as it
+    was, NO_CANDIDATE, where none is)."""
+    for j in range(cuda.grid(1), count, cuda.gridsize(1)):
+        hits = flags[j] & looking
+        bit = 0
+        while hits != 0:
+            if hits & 1:
+                cuda.atomic.min(firsts, bit, np.uint64(j))
+            hits >>= 1
+            bit += 1
+
+
+@cuda.jit
 def copy(source, count, target):
     for index in range(cuda.grid(1), count, cuda.gridsize(1)):
         target[index] = source[index]

@@ -51,6 +51,7 @@ is imported), which is how the tests run it. Without either, `GpuUnavailable` sa
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any, Callable, Iterable
 
 import numba
@@ -77,7 +78,7 @@ from ..kernel.user_properties import (
 )
 from ..result import CheckResult, Coverage, KernelStats, Trace
 from . import device
-from .device import ENABLED, EMPTY, MAX_REGISTERS, MAX_SLOTS, MAX_WORDS, NO_CANDIDATE, SETTINGS, TRUNCATED
+from .device import EMPTY, MAX_REGISTERS, MAX_SLOTS, MAX_WORDS, NO_CANDIDATE, SETTINGS, TRUNCATED
 
 NOT_FOUND = -1
 INITIAL_TABLE_SLOTS = 1 << 16
@@ -85,6 +86,7 @@ CHUNK_LOAD = 0.5  # a chunk's own table: twice its enabled candidates' slots
 CHUNK_BYTES = 1 << 30  # device memory for one chunk's candidates; a chunk is also where a run may stop
 GROWTH_MARGIN = 1 << 28  # device memory left free beside a table grown on the device
 HOST_SLICE = 1 << 24  # fingerprints sent back at a time to a table grown through the host
+SEGMENT = 1 << 10  # cells a thread of `device.compact_flagged` walks
 CANDIDATE_BYTES = 8 + 1 + 8 + 1 + 1 + 2 * 16  # per candidate, beside its packed words: fingerprint, flags, its
 # slot in the chunk's table, new, a user's step property's flag, and the chunk's table (two slots of 16 bytes)
 
@@ -124,9 +126,12 @@ THREADS, MAX_BLOCKS = (8, 2) if simulated() else (128, 1 << 14)
 
 
 def launch(kernel: Any, work: int, *args: Any) -> None:
-    """Run `kernel` over `work` items."""
+    """Run `kernel` over `work` items. A small launch (a short level's) is meant: numba-cuda's warning
+    that it leaves the GPU idle is silenced for it, here only."""
     if work > 0:
-        kernel[max(1, min(MAX_BLOCKS, -(-work // THREADS))), THREADS](*args)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*Grid size .* will likely result in GPU under-utilization")
+            kernel[max(1, min(MAX_BLOCKS, -(-work // THREADS))), THREADS](*args)
 
 
 def zeros(count: int, dtype: Any, value: Any = 0) -> Any:
@@ -134,6 +139,30 @@ def zeros(count: int, dtype: Any, value: Any = 0) -> Any:
     array = cuda.device_array(max(count, 1), dtype=dtype)
     launch(device.fill, array.shape[0], array, dtype(value))
     return array
+
+
+def flagged_indices(flags: Any, mask: Any, total: int) -> tuple[Any, int]:
+    """The indices below `total` whose cell of the device array `flags` has a bit of `mask`, in
+    increasing order, as a device array, and how many there are: counted a SEGMENT at a time on the
+    device, the counts summed on the host, the indices written on the device (`device.compact_flagged`)."""
+    segments = -(-total // SEGMENT)
+    counts = zeros(segments, np.int64)
+    launch(device.count_flagged, total, flags, mask, total, SEGMENT, counts)
+    held = counts.copy_to_host()[:segments]
+    offsets = np.zeros(segments, dtype=np.int64)
+    np.cumsum(held[:-1], out=offsets[1:])
+    found = int(held.sum())
+    chosen = cuda.device_array(max(found, 1), dtype=np.int64)
+    launch(device.compact_flagged, segments, flags, mask, total, SEGMENT, cuda.to_device(offsets), chosen)
+    return chosen, found
+
+
+def first_flagged(flags: Any, mask: Any, total: int) -> int | None:
+    """The least index below `total` whose cell of the device array `flags` has a bit of `mask`, or None."""
+    first = zeros(1, np.uint64, NO_CANDIDATE)
+    launch(device.first_flagged, total, flags, mask, total, first)
+    value = first.copy_to_host()[0]
+    return None if value == NO_CANDIDATE else int(value)
 
 
 def device_has_room(size: int) -> bool:
@@ -335,19 +364,21 @@ class GpuSearch:
             self._scratch(count)
             launch(device.expand, count, self.device_cfg, self.device_codes, *self.device_layout, words,
                    self.frontier, start, count, self.cand_words, self.cand_fingerprints, self.cand_flags)
-            flags = self.cand_flags[:total].copy_to_host()
-            enabled = np.flatnonzero(flags & ENABLED)
-            self.enabled += np.bincount(enabled % slot_count, minlength=slot_count)
-            self.generated += len(enabled)
+            per_slot = zeros(slot_count, np.int64)
+            launch(device.count_slots, total, self.cand_flags, total, slot_count, per_slot)
+            per_slot_held = per_slot.copy_to_host()
+            self.enabled += per_slot_held
+            enabled = int(per_slot_held.sum())
+            self.generated += enabled
             if self.looking & step_bit:
-                truncated = np.flatnonzero(flags & TRUNCATED)
-                if len(truncated):
-                    self.found_nodes[FOLLOWER_TRUNCATED] = parent + truncated[0] // slot_count
-                    self.found_slots[FOLLOWER_TRUNCATED] = truncated[0] % slot_count
+                truncated = first_flagged(self.cand_flags, TRUNCATED, total)
+                if truncated is not None:
+                    self.found_nodes[FOLLOWER_TRUNCATED] = parent + truncated // slot_count
+                    self.found_slots[FOLLOWER_TRUNCATED] = truncated % slot_count
                     self.looking &= ~step_bit
             self._user_steps(start, count, parent)
-            self._make_room(len(enabled))
-            size = int(len(enabled) / CHUNK_LOAD) + 1
+            self._make_room(enabled)
+            size = int(enabled / CHUNK_LOAD) + 1
             chunk_keys, chunk_best = self.chunk_keys[:size], self.chunk_best[:size]
             launch(device.fill, size, chunk_keys, EMPTY)
             launch(device.fill, size, chunk_best, NO_CANDIDATE)
@@ -355,14 +386,13 @@ class GpuSearch:
                    self.cand_slots)
             launch(device.mark_new, total, self.cand_fingerprints, self.cand_flags, total, chunk_best, self.cand_slots,
                    self.keys, self.new)
-            fresh = np.flatnonzero(self.new[:total].copy_to_host())  # candidate order: the nodes' order
-            if not len(fresh):
+            fresh, added = flagged_indices(self.new, np.uint8(1), total)  # candidate order: the nodes' order
+            if not added:
                 continue
-            node, added = new_node + made, len(fresh)
-            self.links.extend((parent + fresh // slot_count).astype(np.uint32), (fresh % slot_count).astype(np.uint8))
+            node, held = new_node + made, fresh[:added].copy_to_host()
+            self.links.extend((parent + held // slot_count).astype(np.uint32), (held % slot_count).astype(np.uint8))
             following = grown(following, (made + added) * words, made * words)
-            launch(device.gather, added * words, self.cand_words, words, cuda.to_device(fresh.astype(np.int64)),
-                   added, following, made)
+            launch(device.gather, added * words, self.cand_words, words, fresh, added, following, made)
             if self.looking & ~step_bit:
                 self._flag(following, made, added, node)
             self._user_states(following, made, added, node)
@@ -377,13 +407,13 @@ class GpuSearch:
         """The first of rows first..first+count-1 (nodes node..) with each property still looked for."""
         self.flags = grown(self.flags, count, 0)
         launch(device.flag, count, self.device_cfg, *self.device_layout, self.words, rows, first, count, self.flags)
-        hits = self.flags[:count].copy_to_host()
-        for index in range(len(PROPERTY_NAMES)):
-            if self.looking >> index & 1 and index != FOLLOWER_TRUNCATED:
-                where = np.flatnonzero(hits >> index & 1)
-                if len(where):
-                    self.found_nodes[index] = node + where[0]
-                    self.looking &= ~(1 << index)
+        firsts = zeros(len(PROPERTY_NAMES), np.uint64, NO_CANDIDATE)
+        launch(device.first_of_each_bit, count, self.flags, count, np.int64(self.looking & ~(1 << FOLLOWER_TRUNCATED)),
+               firsts)
+        for index, where in enumerate(firsts.copy_to_host()):
+            if where != NO_CANDIDATE:
+                self.found_nodes[index] = node + int(where)
+                self.looking &= ~(1 << index)
 
     def _user_states(self, rows: Any, first: int, count: int, node: int) -> None:
         """The first of rows first..first+count-1 (nodes node..) that each state property still looked
@@ -393,9 +423,9 @@ class GpuSearch:
             launch(device.flag_states, count, self.device_cfg, *self.device_layout, self.words, rows, first, count,
                    self.device_programs[prog.name], prog.fails, prog.raises, prog.witness, *self.device_fields,
                    self.user_flags)
-            hits = np.flatnonzero(self.user_flags[:count].copy_to_host())
-            if len(hits):
-                self.user.found[prog.name] = (node + int(hits[0]), None)
+            hit = first_flagged(self.user_flags, np.uint8(1), count)
+            if hit is not None:
+                self.user.found[prog.name] = (node + hit, None)
 
     def _user_steps(self, start: int, count: int, parent: int) -> None:
         """The first step out of frontier rows start..start+count-1 (nodes parent..), in candidate
@@ -407,10 +437,9 @@ class GpuSearch:
             launch(device.flag_steps, total, self.device_cfg, *self.device_actions, *self.device_layout, self.words,
                    self.frontier, start, count, self.cand_words, self.cand_flags, self.device_programs[prog.name],
                    prog.fails, prog.raises, prog.witness, *self.device_fields, self.user_flags)
-            hits = np.flatnonzero(self.user_flags[:total].copy_to_host())
-            if len(hits):
-                self.user.found[prog.name] = (parent + int(hits[0]) // self.slot_count,
-                                              int(hits[0]) % self.slot_count)
+            hit = first_flagged(self.user_flags, np.uint8(1), total)
+            if hit is not None:
+                self.user.found[prog.name] = (parent + hit // self.slot_count, hit % self.slot_count)
 
     def coverage(self) -> tuple[Coverage, ...]:
         return slot_coverage(self.model, self.enabled, self.links.slot_counts(self.roots, len(self.enabled)))
