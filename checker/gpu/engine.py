@@ -12,9 +12,12 @@ states at a time, each chunk in four phases:
    (`atomic.min`): candidate order is the order the CPU kernel meets the chunk's successors in;
 3. `mark_new`: a candidate is new when it is its fingerprint's least in the chunk and the visited
    table (fingerprints only, the same open addressing) did not hold the fingerprint, which it then
-   gets. The new candidates, in candidate order (a prefix sum, done here on the host with numpy), get
-   the next node numbers, their parent links and action slots (`kernel.links.ParentLinks`), and are
-   gathered into the next frontier: the CPU kernel's numbering;
+   gets. The new candidates, in candidate order (`flagged_indices`: counted and written on the device a
+   SEGMENT at a time, the segments' counts summed on the host), get the next node numbers, their parent
+   links and action slots (`kernel.links.ParentLinks`, on the host), and are gathered into the next
+   frontier: the CPU kernel's numbering. The successors per action slot are counted on the device too
+   (`device.count_slots`), so the host reads a few counts and the new candidates' indices back, not a
+   byte a candidate;
 4. `flag`: the property flags of the new states; the first in node order of each property still
    looked for is the one kept, and the step witness is the first candidate in candidate order whose
    step shortened a log, as the CPU kernel finds them.
