@@ -5,7 +5,7 @@
 package the driver has loaded, and of the packages below them) and adds the zip with
 `addPyFile`: each executor puts it on its `sys.path` before running a task, so executors run the
 driver's code, never an older kafka-mc installed on them. The zip's temporary folder is removed when
-the driver's process exits. The zip holds Python files and the path
+the driver's process exits (or, if it was killed, by the next driver: `checker.temporary`). The zip holds Python files and the path
 of the driver's kernel cache; the driver's `sys.path` is left as it was. The compiled kernel, run
 from the zip, is cached per kernel source (`checker.kernel.cache.ShippedKernelLocator`), not per
 job: in the driver's own cache where the executor's machine has it, else per user.
@@ -13,14 +13,13 @@ job: in the driver's own cache where the executor's machine has it, else per use
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import io
-import shutil
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
+
+from .temporary import process_folder
 
 _ZIPS: dict[str, Path] = {}  # digest -> zip written by this process
 
@@ -60,9 +59,8 @@ def build_zip() -> Path:
     digest = hashlib.sha256(content).hexdigest()[:16]
     path = _ZIPS.get(digest)
     if path is None or not path.exists():
-        folder = tempfile.mkdtemp(prefix="kafka-mc-ship-")
-        atexit.register(shutil.rmtree, folder, True)  # Spark serves the zip while this process lives
-        path = Path(folder) / f"kafka_mc-{digest}.zip"
+        folder = process_folder("ship")  # Spark serves the zip while this process lives
+        path = folder / f"kafka_mc-{digest}.zip"
         path.write_bytes(content)
         _ZIPS[digest] = path
     return path

@@ -95,6 +95,7 @@ from .spark_kernel import edge_key, kernel_expander, kernel_flags, seed_rows
 from .spark_level import (CANDIDATES, LEVEL_COLUMNS, STATES, VISITED, Candidates, SummaryList, drop_cache, level_step,
                           read_states, seed_payloads)
 from .spark_storage import HadoopDirectory, StorageError, directory
+from .temporary import process_folder
 
 if TYPE_CHECKING:
     from .kernel.user_properties import Program
@@ -451,7 +452,7 @@ def run_spark_check(model: Model | Config, properties: Iterable[Property] | None
     location = resume if resume is not None else checkpoint_dir
     temporary = location is None
     if location is None:
-        location = tempfile.mkdtemp(prefix="kafka-mc-spark-")
+        location = str(process_folder("spark"))  # removed below; a killed run's, by the next run
     context = spark.sparkContext
 
     def cancel() -> None:  # at Ctrl-C: the running job fails at once, the session is then stopped in order
