@@ -53,6 +53,26 @@ def gpu_name() -> str:
         return f"no device name ({type(error).__name__})"
 
 
+def versions() -> str:
+    """numba's, numba-cuda's and numpy's versions, and the CUDA version the driver supports."""
+    from importlib import metadata
+
+    from numba import cuda
+
+    found = []
+    for package in ("numba", "numba-cuda", "numpy"):
+        try:
+            found.append(f"{package} {metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"no {package}")
+    try:
+        major, minor = cuda.cudadrv.driver.driver.get_version()
+        found.append(f"CUDA driver {major}.{minor}")
+    except Exception as error:  # the simulator, or no driver
+        found.append(f"no CUDA driver version ({type(error).__name__})")
+    return ", ".join(found)
+
+
 def memory_in_use() -> int | None:
     """Bytes of GPU memory in use, as the driver counts them (None where it cannot say)."""
     from numba import cuda
@@ -158,7 +178,7 @@ def main() -> None:
     if args.max_seconds is not None and not args.max_seconds > 0:
         sys.exit(f"gpu_bench: --max-seconds must be positive, not {args.max_seconds}")
     budget = Budget(max_seconds=args.max_seconds)
-    header = f"{machine()}; GPU: {gpu_name()}"
+    header = f"{machine()}; GPU: {gpu_name()}; {versions()}"
     rows: list[dict] = []
     for protocol, replicas, messages, crashes, elections in configs:
         config = Config(protocol, replicas, messages, crashes, elections)
