@@ -219,6 +219,16 @@ def compact_flagged(flags, mask, total, segment, offsets, chosen):
 
 
 @cuda.jit
+def edges_of(chosen, count, slot_count, parent, parents, slots):
+    """The parent links of candidates chosen[0..count-1] of frontier nodes parent..: parents[i], the node
+    of the frontier state that candidate chosen[i] came from; slots[i], its action slot."""
+    for i in range(cuda.grid(1), count, cuda.gridsize(1)):
+        index = chosen[i]
+        parents[i] = np.uint32(parent + index // slot_count)
+        slots[i] = np.uint8(index % slot_count)
+
+
+@cuda.jit
 def first_flagged(flags, mask, total, first):
     """first[0]: the least index below `total` whose cell of `flags` has a bit of `mask` (left as it
     was, NO_CANDIDATE, where none has)."""

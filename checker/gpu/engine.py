@@ -14,10 +14,10 @@ states at a time, each chunk in four phases:
    table (fingerprints only, the same open addressing) did not hold the fingerprint, which it then
    gets. The new candidates, in candidate order (`flagged_indices`: counted and written on the device a
    SEGMENT at a time, the segments' counts summed on the host), get the next node numbers, their parent
-   links and action slots (`kernel.links.ParentLinks`, on the host), and are gathered into the next
-   frontier: the CPU kernel's numbering. The successors per action slot are counted on the device too
-   (`device.count_slots`), so the host reads a few counts and the new candidates' indices back, not a
-   byte a candidate;
+   links and action slots (`device.edges_of`, kept on the host in `kernel.links.ParentLinks`), and are
+   gathered into the next frontier: the CPU kernel's numbering. The successors per action slot are
+   counted on the device too (`device.count_slots`), so the host reads back a few counts and the new
+   states' links (5 bytes each), not a byte a candidate;
 4. `flag`: the property flags of the new states; the first in node order of each property still
    looked for is the one kept, and the step witness is the first candidate in candidate order whose
    step shortened a log, as the CPU kernel finds them.
@@ -392,8 +392,10 @@ class GpuSearch:
             fresh, added = flagged_indices(self.new, np.uint8(1), total)  # candidate order: the nodes' order
             if not added:
                 continue
-            node, held = new_node + made, fresh[:added].copy_to_host()
-            self.links.extend((parent + held // slot_count).astype(np.uint32), (held % slot_count).astype(np.uint8))
+            node = new_node + made
+            parents, slots = cuda.device_array(added, dtype=np.uint32), cuda.device_array(added, dtype=np.uint8)
+            launch(device.edges_of, added, fresh, added, slot_count, parent, parents, slots)
+            self.links.extend(parents.copy_to_host(), slots.copy_to_host())
             following = grown(following, (made + added) * words, made * words)
             launch(device.gather, added * words, self.cand_words, words, fresh, added, following, made)
             if self.looking & ~step_bit:
