@@ -3,18 +3,19 @@
 For each configuration (the rungs of `bench.py`'s ladder and `kernel_bench.py`'s larger ones, or
 those given with --config), one complete exploration (`keep_going`) by the GPU engine and one by
 the CPU kernel, in this process: distinct and generated states, depth, wall time, distinct states
-per second over the exploration, the compile time apart (the GPU's kernels, once per process, in
-the first row; the CPU kernel's compile or cache load), the GPU memory in use at its peak (the driver's figure,
-sampled after every level, less what was in use before the run), the visited table's and parent links'
-bytes per distinct state at the end (`KernelStats.visited_bytes`), and whether the two engines
-agree (the same counts, depth and violations, as they must). Needs an NVIDIA GPU and numba-cuda,
-and kafka-mc installed (`pip install -e .`); under NUMBA_ENABLE_CUDASIM=1 it runs in numba's CUDA
-simulator instead (slowly: small rungs only).
+per second over the exploration, the compile time apart (the GPU's kernels, once per process, before
+the first run, in the header; the CPU kernel's compile or cache load in its first row), the GPU memory
+in use at its peak (the driver's figure, sampled after every level, less what was in use before the
+run), the visited table's and parent links' bytes per distinct state at the end
+(`KernelStats.visited_bytes`), and whether the two engines agree (the same counts, depth and
+violations, as they must). Needs an NVIDIA GPU and numba-cuda, and kafka-mc installed (`pip install
+-e '.[gpu-cu13]'`); under NUMBA_ENABLE_CUDASIM=1 it runs in numba's CUDA simulator instead (slowly:
+small rungs only).
 
     python benchmarks/gpu_bench.py --out gpu_results.json                  # rungs up to 1.5e7 states
     python benchmarks/gpu_bench.py --out gpu_results.md --up-to 2e5        # a Markdown table
     python benchmarks/gpu_bench.py --out r.json --config "leader-epoch 3 2 2 1" --cpu-threads 16
-    python benchmarks/gpu_bench.py --out big.json --config "leader-epoch 3 5 5 2" --max-seconds 120 --cpu-up-to 2e7 --levels
+    python benchmarks/gpu_bench.py --out big.json --config "leader-epoch 3 5 5 2" --max-seconds 120 --levels
 
 With --max-seconds a run that reaches the limit stops there and its row says `complete: false`: its
 states per second are over the states it reached, and it has no verdict.
@@ -39,8 +40,8 @@ from tabulate import tabulate  # noqa: E402
 from bench import LADDER, machine  # noqa: E402
 from kernel_bench import LARGER  # noqa: E402
 
-COLUMNS = ("config", "engine", "complete", "distinct", "generated", "depth", "wall_s", "compile_s", "explore_s", "distinct_per_s",
-           "gpu_peak_mb", "visited_bytes_per_state", "violated", "agrees")
+COLUMNS = ("config", "engine", "complete", "distinct", "generated", "depth", "wall_s", "compile_s", "explore_s",
+           "distinct_per_s", "gpu_peak_mb", "visited_bytes_per_state", "violated", "agrees")
 
 
 def gpu_name() -> str:
@@ -164,7 +165,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from kafka_mc.checker.bfs import Budget
-    from kafka_mc.checker.gpu import GpuUnavailable, require_gpu
+    from kafka_mc.checker.gpu import GpuUnavailable, compile_gpu, require_gpu
     from kafka_mc.model import Config
 
     try:
@@ -178,7 +179,8 @@ def main() -> None:
     if args.max_seconds is not None and not args.max_seconds > 0:
         sys.exit(f"gpu_bench: --max-seconds must be positive, not {args.max_seconds}")
     budget = Budget(max_seconds=args.max_seconds)
-    header = f"{machine()}; GPU: {gpu_name()}; {versions()}"
+    # the GPU's kernels compiled before the first run, so that its memory at peak is its own, not the compile's
+    header = f"{machine()}; GPU: {gpu_name()}; {versions()}; the GPU's kernels compiled in {compile_gpu():.1f} s"
     rows: list[dict] = []
     for protocol, replicas, messages, crashes, elections in configs:
         config = Config(protocol, replicas, messages, crashes, elections)
