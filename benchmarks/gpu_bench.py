@@ -163,6 +163,8 @@ def main() -> None:
     parser.add_argument("--levels", action="store_true", help="print each GPU level's progress on stderr")
     parser.add_argument("--chunk", type=int, help="frontier states per GPU kernel launch (default: the engine's)")
     args = parser.parse_args()
+    if args.max_seconds is not None and not args.max_seconds > 0:
+        sys.exit(f"gpu_bench: --max-seconds must be positive, not {args.max_seconds}")
 
     from kafka_mc.checker.bfs import Budget
     from kafka_mc.checker.gpu import GpuUnavailable, compile_gpu, require_gpu
@@ -176,8 +178,6 @@ def main() -> None:
         configs = [(protocol, *map(int, numbers)) for protocol, *numbers in (text.split() for text in args.config)]
     else:
         configs = [tuple(rung[:5]) for rung in LADDER + LARGER if args.at_least <= rung[5] <= args.up_to]
-    if args.max_seconds is not None and not args.max_seconds > 0:
-        sys.exit(f"gpu_bench: --max-seconds must be positive, not {args.max_seconds}")
     budget = Budget(max_seconds=args.max_seconds)
     # the GPU's kernels compiled before the first run, so that its memory at peak is its own, not the compile's
     header = f"{machine()}; GPU: {gpu_name()}; {versions()}; the GPU's kernels compiled in {compile_gpu():.1f} s"

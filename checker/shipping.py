@@ -5,10 +5,11 @@
 package the driver has loaded, and of the packages below them) and adds the zip with
 `addPyFile`: each executor puts it on its `sys.path` before running a task, so executors run the
 driver's code, never an older kafka-mc installed on them. The zip's temporary folder is removed when
-the driver's process exits (or, if it was killed, by the next driver: `checker.temporary`). The zip holds Python files and the path
-of the driver's kernel cache; the driver's `sys.path` is left as it was. The compiled kernel, run
-from the zip, is cached per kernel source (`checker.kernel.cache.ShippedKernelLocator`), not per
-job: in the driver's own cache where the executor's machine has it, else per user.
+the driver's process exits (or, if it was killed, by the next driver: `checker.temporary`). The zip
+holds Python files and the path of the driver's kernel cache; the driver's `sys.path` is left as it
+was. The compiled kernel, run from the zip, is cached per kernel source
+(`checker.kernel.cache.ShippedKernelLocator`), not per job: in the driver's own cache where the
+executor's machine has it, else per user.
 """
 
 from __future__ import annotations
