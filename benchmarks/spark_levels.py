@@ -9,7 +9,8 @@ One run of the Spark engine (`checker.spark`, the kernel on the executors) with 
 on (uncompressed, in a temporary directory). Each level is one Spark job of two stages: the shuffle
 (the level before's candidates read from Parquet and written to the shuffle, no Python) and the
 level task (the shuffle's read, `mapInArrow`: the level step and the expansion of its new states,
-the Parquet write of both). Per level it reports:
+the Parquet write of both); with one partition (`local[1]`), of the level task alone, which reads
+the candidates from Parquet itself. Per level it reports:
 
 - driver: the level's wall time outside its job (planning the query, committing the Parquet
   output, the level's JSON, the accumulator), from the driver's clock and the job's start and end;
@@ -85,10 +86,11 @@ def level_rows(log: list[dict], boundaries: list[float], sizes: list[int]) -> li
     rows = []
     for level, (begin, end) in enumerate(zip(boundaries, boundaries[1:])):
         mine = [job for job in jobs.values() if begin <= job.get("end", 0) <= end]
-        # a job's first stage is the shuffle, its second the level task (a level run again with its
-        # visited sets read from the checkpoint has two jobs: both count)
-        shuffle = [stages[job["stages"][0]] for job in mine]
-        task = [stages[job["stages"][1]] for job in mine if len(job["stages"]) > 1]
+        # a job's first stage is the shuffle, its second the level task; with one partition its one
+        # stage is the level task (a level run again with its visited sets read from the checkpoint
+        # has two jobs: both count)
+        shuffle = [stages[job["stages"][0]] for job in mine if len(job["stages"]) > 1]
+        task = [stages[job["stages"][-1]] for job in mine]
         rows.append({
             "level": level, "new_states": sizes[level], "wall_ms": round(end - begin),
             "driver_ms": round(end - begin - sum(job["end"] - job["start"] for job in mine)),

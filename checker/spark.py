@@ -1,7 +1,7 @@
 """The Spark engine: level-synchronous breadth-first search spread across Spark executors, for
 any model (`model.interface.Model`) or a `Config` of the replication model.
 
-Each BFS level is one Spark job with one shuffle; the driver only loops over levels and reads
+Each BFS level is one Spark job with one shuffle (none with one partition); the driver only loops over levels and reads
 one small summary per partition (counts, the least key of each property's states, through an
 accumulator), never a frontier or the visited set.
 
@@ -26,7 +26,8 @@ model's `owner_hash`, with the kernel the fingerprint; an edge's key is below.
 
 One level (the job of `_Engine.level`):
 1. the CANDIDATES rows of level `depth - 1` are read back from Parquet (lineage is cut there);
-2. the one shuffle: `repartition(P, "owner")`, so partition p holds every candidate it owns;
+2. the one shuffle: `repartition(P, "owner")`, so partition p holds every candidate it owns (with
+   one partition, `coalesce(1)`: the one task reads them all, and the level is a single stage);
 3. partition p's task (`spark_level.level_step`) keeps, for each fingerprint, its edge of least
    key (an edge's key is a 64-bit mix of its parent's fingerprint and its action slot, `edge_key`,
    ties broken by parent and slot, so which shortest path a state keeps does not depend on the
@@ -38,7 +39,8 @@ One level (the job of `_Engine.level`):
    task's batches (`spark_level.Candidates`), with the edge of least key, drops those its machine
    knows visited (`spark_level.unvisited`), and returns the rest as the next level's CANDIDATES
    rows, each a batch of one partition's candidates; Spark writes all of it as level `depth`, and
-   the task adds its summary to the level's accumulator. The expansion's counts and step
+   the task adds its summary to the level's accumulator. The task's rows are made by a thread of
+   its own while Spark's JVM writes those before them (`spark_level.made_ahead`). The expansion's counts and step
    properties are counted with the next level (`_Totals.ahead`), as the local engine counts them.
 
 p's visited set through the last level is also kept beside the executors, as a file in the
@@ -605,7 +607,8 @@ class _Engine:
         return _expander(self.model, self.symmetry, wanted)
 
     def _write_level(self, candidates, depth: int, settled: set[str], from_disk: bool) -> list[dict] | None:
-        """One Spark job: `candidates` (CANDIDATES rows) shuffled by owner into the partitions, each
+        """One Spark job: `candidates` (CANDIDATES rows) shuffled by owner into the partitions (one
+        partition takes them all, read into its one task without a shuffle: `coalesce(1)`), each
         deduplicated against its visited set and expanded by `spark_level.level_step`, written as
         level `depth` with the next level's candidates. The partitions' summaries, or None when a
         partition's visited set was not on the machine that ran it."""
@@ -613,7 +616,8 @@ class _Engine:
         summaries = self.spark.sparkContext.accumulator([], SummaryList())
         step = level_step(depth, self.uid, self.count, from_disk, flags, bits, self._expander(settled), summaries,
                           self.level_schema)
-        (candidates.repartition(self.count, "owner").mapInArrow(step, self.level_schema)
+        owned = candidates.coalesce(1) if self.count == 1 else candidates.repartition(self.count, "owner")
+        (owned.mapInArrow(step, self.level_schema)
          .write.mode("overwrite").options(**WRITE_OPTIONS).parquet(self.files.uri_at(_level_dir(depth))))
         reports = {report["partition"]: report for report in summaries.value}
         if len(reports) != self.count:

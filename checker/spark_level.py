@@ -19,14 +19,16 @@ batch, told apart by their (negative) slot; `owner` routes the row to its partit
   driver (`seed_payloads`).
 
 The level's one shuffle (`repartition(P, "owner")` of the level before's CANDIDATES rows, Spark's
-hash partitioning: `spark_partition`) gives the task of partition p every candidate that p owns,
-and `level_step` keeps, for each fingerprint, the edge of least (key, parent, slot)
-(`least_edges`), drops those in p's visited set (a sorted int64 array, `positions`), checks the
-properties on the new states, and returns them as STATES rows with their VISITED rows; then it
-expands them in the same task (the kernel's or the model's expansion into `Candidates`) and
-returns the next level's CANDIDATES rows, which Spark writes with the level. One summary goes
+hash partitioning: `spark_partition`; with one partition, none) gives the task of partition p every
+candidate that p owns, and `level_step` keeps, for each fingerprint, the edge of least (key,
+parent, slot) (`least_edges`), drops those in p's visited set (a sorted int64 array,
+`positions`), checks the properties on the new states, and returns them as STATES rows with their
+VISITED rows; then it expands them in the same task (the kernel's or the model's expansion into
+`Candidates`) and returns the next level's CANDIDATES rows, which Spark writes with the level.
+One summary goes
 through an accumulator (counts, the least key of each property's states, what the expansion
-generated and the least edge of each step witness it found).
+generated and the least edge of each step witness it found). The task's rows are made by a thread
+of its own, ahead of Spark's writes (`made_ahead`).
 
 p's visited set through level d is also kept beside the executors, as `cache_path(uid, p, d)`
 (a `.npy` file in the machine's temporary directory, shared by its executors' Python workers,
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import tempfile
 import threading
 import uuid
@@ -643,6 +646,9 @@ def level_step(depth: int, uid: str, partitions: int, from_disk: bool, flags: Ca
     depth - 1), not from this machine's files."""
 
     def step(batches: Iterator[Any]) -> Iterator[Any]:
+        return made_ahead(lambda: rows_of(batches))
+
+    def rows_of(batches: Iterator[Any]) -> Iterator[Any]:
         from pyspark import TaskContext
 
         context = TaskContext.get()
@@ -740,6 +746,49 @@ def level_step(depth: int, uid: str, partitions: int, from_disk: bool, flags: Ca
         summaries.add([summary])
 
     return step
+
+
+def made_ahead(produce: Callable[[], Iterator[Any]], room: int = 2) -> Iterator[Any]:
+    """The items of `produce()`, made by a thread of their own up to `room` ahead of the caller's
+    use: a level task's rows are computed while Spark's JVM writes those before them, instead of
+    the task's Python waiting on the JVM at each row it hands over (the kernel and the compiled
+    helpers release the GIL). The producer's exception is raised here; closing this generator
+    stops the producer at its next item and closes its generator."""
+    items: queue.Queue = queue.Queue(maxsize=room)
+    stop, end = threading.Event(), object()
+
+    def put(item: tuple[bool, Any]) -> bool:
+        while not stop.is_set():
+            with contextlib.suppress(queue.Full):
+                items.put(item, timeout=0.05)
+                return True
+        return False
+
+    def run() -> None:
+        made = produce()
+        try:
+            for item in made:
+                if not put((True, item)):
+                    return
+            put((True, end))
+        except BaseException as error:  # noqa: BLE001 - handed to the consumer, which raises it
+            put((False, error))
+        finally:
+            getattr(made, "close", lambda: None)()
+
+    producer = threading.Thread(target=run, name="kafka-mc-level-rows", daemon=True)
+    producer.start()
+    try:
+        while True:
+            ok, item = items.get()
+            if not ok:
+                raise item
+            if item is end:
+                return
+            yield item
+    finally:
+        stop.set()
+        producer.join()
 
 
 _ROUTES: dict[int, list[int]] = {}

@@ -46,24 +46,28 @@ def assert_same(spark_result, local_result):
 
 TRUNCATING = Config(protocol="hw", messages=2, crashes=1, elections=1)  # a follower truncates at depth 7
 CASES = [
-    # (config, keep_going, symmetry, executors run the kernel)
-    (Config(protocol="hw", messages=1, crashes=1, elections=1, unclean=True), False, False, True),
-    (Config(protocol="hw", messages=1, crashes=1, elections=1, unclean=True), False, True, True),
-    (Config(protocol="hw", messages=1, crashes=1, elections=1, unclean=True), False, True, False),
-    (Config(protocol="leader-epoch", messages=1, crashes=1, elections=0), True, True, True),
-    (TRUNCATING, True, False, True),
-    (TRUNCATING, True, False, False),
+    # (config, keep_going, symmetry, executors run the kernel, partitions: one has no shuffle)
+    (Config(protocol="hw", messages=1, crashes=1, elections=1, unclean=True), False, False, True, 2),
+    (Config(protocol="hw", messages=1, crashes=1, elections=1, unclean=True), False, True, True, 2),
+    (Config(protocol="hw", messages=1, crashes=1, elections=1, unclean=True), False, True, False, 2),
+    (Config(protocol="leader-epoch", messages=1, crashes=1, elections=0), True, True, True, 2),
+    (TRUNCATING, True, False, True, 2),
+    (TRUNCATING, True, False, False, 2),
+    (TRUNCATING, True, False, True, 1),
+    (Config(protocol="hw", messages=1, crashes=1, elections=1, unclean=True), False, True, False, 1),
 ]
 
 
-@pytest.mark.parametrize("config,keep_going,symmetry,kernel", CASES,
+@pytest.mark.parametrize("config,keep_going,symmetry,kernel,partitions", CASES,
                          ids=["hw", "hw-symmetry", "hw-symmetry-explicit-model", "leader-epoch-keep-going-symmetry",
-                              "truncating-keep-going", "truncating-keep-going-explicit-model"])
-def test_same_as_local_engine(spark, config, keep_going, symmetry, kernel):
+                              "truncating-keep-going", "truncating-keep-going-explicit-model",
+                              "truncating-keep-going-one-partition", "hw-symmetry-explicit-model-one-partition"])
+def test_same_as_local_engine(spark, config, keep_going, symmetry, kernel, partitions):
     levels = []
     result, run = run_spark_check(config, keep_going=keep_going, symmetry=symmetry, spark=spark,
-                                  progress=levels.append, kernel=kernel)
+                                  progress=levels.append, kernel=kernel, partitions=partitions)
     assert result.engine == "spark" + ("+symmetry" if symmetry else "") and run.kernel == kernel
+    assert run.partitions == partitions
     assert_same(result, check(config, keep_going=keep_going, symmetry=symmetry))
     assert levels and levels[-1].distinct_states == result.stats.distinct_states
 
@@ -174,16 +178,18 @@ def test_checkpoint_dir_and_resume_after_interruption(spark, tmp_path):
     assert_same(result, check(config))
 
 
-def test_visited_sets_lost_with_their_machine_are_read_back_from_the_checkpoint(spark, tmp_path):
+@pytest.mark.parametrize("partitions", [2, 1])
+def test_visited_sets_lost_with_their_machine_are_read_back_from_the_checkpoint(spark, tmp_path, partitions):
     """The executors keep each partition's visited set beside them; where it is gone (a resumed
     run on other machines, a lost executor), the level runs again with the visited sets read from
-    the checkpoint, for the same result."""
+    the checkpoint, for the same result (one partition's level reads its input without a shuffle)."""
     from kafka_mc.checker.spark_level import cache_dir
 
     config = Config(protocol="hw", messages=1, crashes=1, elections=1, unclean=True)
     directory = tmp_path / "run"
 
-    header, _ = interrupted_after(3, config, directory, spark)
+    header, _ = interrupted_after(3, config, directory, spark, partitions=partitions)
+    assert header["partitions"] == partitions
     assert cache_dir(header["uid"]).is_dir()  # kept for the resumed run
     import shutil
 
@@ -295,6 +301,50 @@ def test_an_expansions_candidates_leave_once_each_with_their_least_edge_and_stat
     flushes = 2  # 50 waiting after the third batch, then the rest
     assert all(1 <= len(entries) <= flushes for entries in got.values())
     assert {fp: min(entries) for fp, entries in got.items()} == sent
+
+
+def test_a_level_tasks_rows_are_made_ahead_in_order_and_at_most_room_ahead():
+    """The level task's rows are made by a thread of their own while the task hands the earlier
+    ones to Spark: all of them, in order; never more than `room` waiting; the producer's error
+    raised to the consumer after the rows before it; a consumer that stops closes the producer."""
+    import threading
+    import time
+
+    from kafka_mc.checker.spark_level import made_ahead
+
+    made, closed, threads = [], [], set()
+
+    def produce(count: int, failing: bool = False):
+        try:
+            for item in range(count):
+                threads.add(threading.get_ident())
+                made.append(item)
+                yield item
+            if failing:
+                raise ValueError("the producer failed")
+        finally:
+            closed.append(count)
+
+    assert list(made_ahead(lambda: produce(50))) == list(range(50)) and closed == [50]
+    assert threading.get_ident() not in threads
+
+    made.clear()
+    rows = made_ahead(lambda: produce(1000), room=3)
+    assert next(rows) == 0
+    deadline = time.monotonic() + 10
+    while len(made) < 5 and time.monotonic() < deadline:  # one taken, three waiting, one held by the full queue
+        time.sleep(0.01)
+    time.sleep(0.1)
+    assert len(made) == 5
+    rows.close()
+    assert closed[-1] == 1000 and len(made) == 5  # the producer stopped and its generator was closed
+    assert not any(thread.name == "kafka-mc-level-rows" for thread in threading.enumerate())
+
+    got = []
+    with pytest.raises(ValueError, match="the producer failed"):
+        for item in made_ahead(lambda: produce(4, failing=True)):
+            got.append(item)
+    assert got == [0, 1, 2, 3]
 
 
 def test_a_levels_states_leave_in_batches_that_lookups_read_back():

@@ -19,7 +19,7 @@ def task(stage: int, python_ms: int, written: int = 0, read: int = 0) -> dict:
                              "Shuffle Read Metrics": {"Local Bytes Read": read, "Remote Bytes Read": 0}}}
 
 
-def job(number: int, start: int, end: int, stages: tuple[int, int], walls: tuple[int, int]) -> list[dict]:
+def job(number: int, start: int, end: int, stages: tuple[int, ...], walls: tuple[int, ...]) -> list[dict]:
     events = [{"Event": "SparkListenerJobStart", "Job ID": number, "Submission Time": start, "Stage IDs": list(stages)}]
     at = start
     for stage, wall in zip(stages, walls):
@@ -38,6 +38,12 @@ def test_each_level_gets_its_jobs_stages_python_and_the_drivers_rest():
                                                                                             (1, 24, 450, 70)]
     assert [(r["shuffle_ms"], r["shuffle_mb"], r["task_ms"], r["task_python_ms"])
             for r in rows] == [(100, 1.0, 150, 35), (200, 3.0, 160, 70)]
+
+
+def test_a_level_of_one_partition_is_one_stage_the_level_task():
+    log = job(0, 1_010, 1_300, (0,), (250,)) + [task(0, 200)]
+    rows = level_rows(log, [1_000, 1_400], [3])
+    assert [(r["driver_ms"], r["shuffle_ms"], r["task_ms"], r["task_python_ms"]) for r in rows] == [(110, 0, 250, 200)]
 
 
 FLOOR = Path(__file__).resolve().parent.parent / "benchmarks" / "spark_floor.py"

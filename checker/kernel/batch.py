@@ -29,7 +29,7 @@ from .transitions import slot_codes
 from .user_properties import CONST, Program, StepBlock, flagged_states, slot_actions, step_flags
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def gather_successors(out_counts, block, slot_count, first, words, out_words, out_fingerprints, out_slots,
                       out_truncated, parents, slots, fps, successors, truncated, made):
     """A block's successors (`explore.expand_block`'s output: frontier state j's at j * slot_count on)

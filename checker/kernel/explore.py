@@ -166,7 +166,7 @@ def fingerprint(packed, base, word_count):
     return h
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def fingerprints(packed, count, word_count):
     """The fingerprint of each of `count` packed states."""
     result = np.empty(count, dtype=np.uint64)
@@ -389,7 +389,7 @@ def _grown(values, needed):
     return bigger
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def expand_block(cfg, slot_codes, orders, cells, biases, bits, shifts, words, word_count, frontier, first, count,
                  out_words, out_fingerprints, out_slots, out_truncated, out_counts):
     """The successors of frontier states first..first+count-1: state j's c-th successor at
@@ -426,7 +426,7 @@ def flag_states(cfg, cells, biases, bits, shifts, words, word_count, frontier, f
         flags[j] = state_flags(cfg, s)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def flag_block(cfg, cells, biases, bits, shifts, words, word_count, frontier, first, count, flags):
     """The property flags (`invariants.state_flags`) of frontier states first..first+count-1."""
     for share in prange((count + THREAD_SHARE - 1) // THREAD_SHARE):
