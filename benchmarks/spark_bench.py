@@ -5,7 +5,9 @@ local engines (the Python engine and the compiled kernel, one process, one threa
 two threads too), Spark
 `local[1]` and `local[2]`, and a standalone cluster on 127.0.0.1 with two workers and then one
 (one core each), every run in a fresh child process, and reports wall time, distinct states/s,
-states/s per core, the speed-up over the Python engine and over the kernel, the peak RSS of the
+states/s per core, the CPU seconds of its processes (the driver's tree, in local mode with its JVM and
+Python workers, and every executor's tree; Spark's over the run, before its session stops), the
+speed-up over the Python engine and over the kernel, the peak RSS of the
 driver (its Python and JVM) and of
 the largest executor (its JVM and Python workers), and Spark's cost per level: a least-squares
 line through each level's seconds against its new states gives the fixed overhead of a level
@@ -50,32 +52,43 @@ SETUPS = ("python", "kernel", "kernel[2]", "local[1]", "local[2]", "cluster")  #
 # ------------------------------------------------------------------------------ memory
 
 
-def _processes() -> dict[int, tuple[int, str, int]]:
-    """pid -> (parent pid, command line, RSS KiB) of every process."""
+def _processes() -> dict[int, tuple[int, str, int, int]]:
+    """pid -> (parent pid, command line, RSS KiB, CPU clock ticks: its own and its reaped children's)
+    of every process."""
     table = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            parent, ticks = int(fields[1]), sum(int(field) for field in fields[11:15])  # utime stime cutime cstime
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             rss = next((int(line.split()[1]) for line in (entry / "status").read_text().splitlines()
                         if line.startswith("VmRSS:")), 0)
         except (OSError, IndexError, ValueError):
             continue
-        table[int(entry.name)] = (parent, command, rss)
+        table[int(entry.name)] = (parent, command, rss, ticks)
     return table
 
 
-def _tree_rss(table: dict, root: int) -> int:
-    """RSS KiB of `root` and its descendants."""
+def _tree_sum(table: dict, root: int, field: int) -> int:
+    """The sum of a field of `_processes` (2: RSS KiB, 3: CPU ticks) over `root` and its descendants."""
     total, stack = 0, [root]
     while stack:
         pid = stack.pop()
         if pid in table:
-            total += table[pid][2]
-            stack += [child for child, (parent, _, _) in table.items() if parent == pid]
+            total += table[pid][field]
+            stack += [child for child, (parent, *_) in table.items() if parent == pid]
     return total
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds so far of this process's tree (in local mode: its JVM and Spark's Python workers)
+    and of every Spark executor's tree (a cluster's: its JVM and Python workers)."""
+    table = _processes()
+    roots = [os.getpid()] + [pid for pid, (_, command, *_) in table.items()
+                             if "CoarseGrainedExecutorBackend" in command]
+    return sum(_tree_sum(table, root, 3) for root in roots) / os.sysconf("SC_CLK_TCK")
 
 
 def _descends(table: dict, pid: int, ancestors: tuple[int, ...]) -> bool:
@@ -97,10 +110,10 @@ class PeakMemory:
     def _sample(self):
         while not self._stop.is_set():
             table = _processes()
-            self.driver_kib = max(self.driver_kib, _tree_rss(table, self.driver_pid))
-            for pid, (parent, command, _) in table.items():
+            self.driver_kib = max(self.driver_kib, _tree_sum(table, self.driver_pid, 2))
+            for pid, (parent, command, *_) in table.items():
                 if "CoarseGrainedExecutorBackend" in command and _descends(table, pid, self.workers):
-                    self.executor_kib = max(self.executor_kib, _tree_rss(table, pid))
+                    self.executor_kib = max(self.executor_kib, _tree_sum(table, pid, 2))
             time.sleep(0.5)
 
     def __enter__(self):
@@ -129,10 +142,11 @@ def child(setup: str, rung: list, master: str, cores: int, executor_memory: str,
         from kafka_mc.checker.kernel.engine import compile_kernel, kernel_check
 
         compile_kernel()
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), _cpu_seconds()
     if local:
         result = (check(config, keep_going=True) if setup == "python" else
                   kernel_check(config, keep_going=True, workers=cores))
+        cpu = _cpu_seconds() - cpu_started
         levels, from_disk = [], None
     else:
         from kafka_mc.checker.spark import run_spark_check, session
@@ -143,11 +157,12 @@ def child(setup: str, rung: list, master: str, cores: int, executor_memory: str,
                           "spark.cores.max": str(cores)})
         sizes = []
         spark = session(master, partitions, app_name="kafka-mc-bench", extra=extra)
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), _cpu_seconds()
         try:
             result, run = run_spark_check(config, keep_going=True, spark=spark, partitions=partitions,
                                           progress=lambda p: sizes.append(p.distinct_states),
                                           kernel=executors == "kernel")
+            cpu = _cpu_seconds() - cpu_started  # before the session stops, while its processes live
         finally:
             spark.stop()
         from kafka_mc.model import ReplicationModel
@@ -158,7 +173,7 @@ def child(setup: str, rung: list, master: str, cores: int, executor_memory: str,
     seconds = time.perf_counter() - started
     return {"setup": setup if local else f"{setup} ({executors})", "master": master,
             "cores": cores, "partitions": None if local else partitions,
-            "seconds": seconds, "distinct": result.stats.distinct_states,
+            "seconds": seconds, "cpu_seconds": cpu, "distinct": result.stats.distinct_states,
             "generated": result.stats.states_generated, "depth": result.stats.depth, "levels": levels,
             "levels_from_disk": from_disk}
 
@@ -269,14 +284,15 @@ def main() -> None:
             row["vs_kernel"] = kernel["seconds"] / row["seconds"] if kernel else None
     print(f"\n{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"load average {os.getloadavg()[0]:.1f} at the end\n")
-    print(tabulate([[r["rung"], r["setup"], r["distinct"], round(r["seconds"], 1), round(r["distinct_per_s"]),
+    print(tabulate([[r["rung"], r["setup"], r["distinct"], round(r["seconds"], 1), round(r["cpu_seconds"], 1),
+                     round(r["distinct_per_s"]),
                      round(r["per_core"]), r["vs_python"] and round(r["vs_python"], 3),
                      r["vs_kernel"] and round(r["vs_kernel"], 3), round(r["driver_peak_mb"]),
                      r["executor_peak_mb"] and round(r["executor_peak_mb"]),
                      r["level_overhead_s"] and round(r["level_overhead_s"], 2),
                      r["us_per_state"] and round(r["us_per_state"], 1),
                      r.get("median_level_s") and round(r["median_level_s"], 2)] for r in rows],
-                   headers=["rung", "setup", "distinct", "wall s", "states/s", "per core", "vs python", "vs kernel",
+                   headers=["rung", "setup", "distinct", "wall s", "CPU s", "states/s", "per core", "vs python", "vs kernel",
                             "driver MB", "executor MB", "s/level", "us/state", "median level s"]))
 
 

@@ -148,8 +148,10 @@ def seed_rows(config: Config, symmetry: bool, bumps: bool, partitions: int, sche
     """Level 0's CANDIDATES rows (`spark_level.seed_payloads`) of the initial states (the level step
     keeps one of each fingerprint, the first: its edge key is its index)."""
     from .kernel.batch import KernelBatch
+    from .kernel.cache import compile_lock
 
-    kernel = KernelBatch(config, symmetry, bumps)
-    rows = [kernel.pack(state) for state in kernel.model.initial_states()]
-    fps = [int(kernel.fingerprints(row[None, :])[0]) for row in rows]
+    kernel = KernelBatch(config, symmetry, bumps, warm=False)  # the driver packs: two functions, not the kernel
+    with compile_lock():
+        rows = [kernel.pack(state) for state in kernel.model.initial_states()]
+        fps = [int(kernel.fingerprints(row[None, :])[0]) for row in rows]
     return seed_payloads(schema, partitions, fps, fps, range(len(rows)), [row.tobytes() for row in rows])

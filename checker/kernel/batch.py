@@ -46,8 +46,11 @@ def gather_successors(out_counts, block, slot_count, first, words, out_words, ou
 class KernelBatch:
     """One configuration's kernel, for slices of packed states."""
 
-    def __init__(self, config: Config, symmetry: bool = False, bumps: bool = False):
-        """`bumps`: with the controller's epoch bumps (`model/epoch_bumps.py`)."""
+    def __init__(self, config: Config, symmetry: bool = False, bumps: bool = False, warm: bool = True):
+        """`bumps`: with the controller's epoch bumps (`model/epoch_bumps.py`). `warm`: every function
+        a batch uses is compiled or loaded now (`warm_up`); without it, each on its first call, which
+        the caller makes under `compile_lock` (a driver that packs a few states loads two functions,
+        not the kernel)."""
         self.config = config
         self.model = EpochBumpModel(config) if bumps else ReplicationModel(config)
         self.cfg = settings(config, bumps)
@@ -57,7 +60,8 @@ class KernelBatch:
         self.word_count = self.layout.word_count
         self.property_names = PROPERTY_NAMES  # bit p of a flag is property p
         self.slot_names, self.slot_replicas = slot_actions(self.model, len(self.slot_codes))
-        warm_up()
+        if warm:
+            warm_up()
 
     def pack(self, state: State) -> np.ndarray:
         """The packed row of a state (of its representative, with symmetry)."""
