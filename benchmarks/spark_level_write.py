@@ -11,7 +11,8 @@ action slots, states of `--state-bytes` random bytes, zero property bits), in on
 - a row per state (owner, fp, key, parent, slot, state, props, visited: format 3's rows), in batches of
   `spark_level.BATCH` rows;
 - the level's schema (`checker.spark.level_schema`), the states packed `spark_level.BATCH` to a row
-  by `spark_level.state_rows`, as the engine writes them;
+  by `spark_level.state_rows`, as the engine writes them (since 30 November 2026 without their packed
+  states, which `--state-bytes` then sizes for the rows only);
 
 each written by Spark's `noop` writer (the batches made rows, nothing written) and as Parquet: the
 batches with the engine's options (`checker.spark.WRITE_OPTIONS`), the rows with format 3's (the same
@@ -78,8 +79,7 @@ def level_rows(rows: int, state_bytes: int, schema, batched: bool):
                 ends = np.arange(0, state_bytes * (count + 1), state_bytes, dtype=np.int64)
                 data = rng.integers(0, 256, state_bytes * count, dtype=np.uint8)
                 if batched:
-                    made.append(state_rows(0, 20, (props, fps, keys, parents, slots), ends, data,
-                                           np.arange(count), arrow))
+                    made.append(state_rows(0, 20, (props, fps, keys, parents, slots), np.arange(count), arrow))
                     continue
                 states = pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(ends.astype(np.int32)),
                                                                     pa.py_buffer(data)])

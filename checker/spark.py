@@ -17,10 +17,11 @@ names the one it was written with.
 
 A level on disk (`DIR/level-NNNNN/`, Parquet, one file per partition; `spark_level.LEVEL_COLUMNS`)
 is a few large rows per partition: its new states of that depth in batches (`STATES`: each batch's
-property bits, fingerprints, edge keys, parents' fingerprints, action slots and packed states, packed
-into one binary value, ascending by fingerprint, with the batch's least and greatest fingerprint as
-columns), the same fingerprints again, sorted (`VISITED`: the partition's part of the visited set
-that the level added), and the next level's candidates (`CANDIDATES`), packed the same way. A state
+property bits, fingerprints, edge keys, parents' fingerprints and action slots, packed into one
+binary value, ascending by fingerprint, with the batch's least and greatest fingerprint as columns;
+not their packed states, which the CANDIDATES of the level before hold), the same fingerprints
+again, sorted (`VISITED`: the partition's part of the visited set that the level added), and the
+next level's candidates (`CANDIDATES`: packed states too), packed the same way. A state
 is the kernel's packed row, or the model's `pack_state`; its owner (a hash to partition by) the
 model's `owner_hash`, with the kernel the fingerprint; an edge's key is below.
 

@@ -6,9 +6,9 @@ A level's rows (`LEVEL_COLUMNS`, one schema from the shuffle to the Parquet file
 batch, told apart by their (negative) slot; `owner` routes the row to its partition (`routes`):
 
 - `STATES`: a batch of a partition's new states of the level, ascending by fingerprint (`payload`:
-  their columns packed, `pack_payloads`: property masks, fingerprints, edge keys, parents' fingerprints,
-  action slots and packed states; `fp` and `key`: the batch's least and greatest fingerprint, for
-  lookups; `parent`: the level).
+  their columns packed, `pack_payloads`: property masks, fingerprints, edge keys, parents' fingerprints
+  and action slots, with empty packed states: `state_rows`; `fp` and `key`: the batch's least and
+  greatest fingerprint, for lookups; `parent`: the level).
 - `VISITED`: a chunk of a partition's new fingerprints, sorted (`payload`: little-endian int64
   bytes; `key`: the partition; `parent`: the level; `fp`: the chunk's index; `props`: the
   level's chunk count for that partition): the visited set on disk.
@@ -217,7 +217,21 @@ def _compiled(name: str):
                     at += 1
             return at
 
-        _COMPILED.update(least=least, gallop=gallop, radix_order=radix_order, gather_bytes=gather_bytes)
+        @njit(cache=True, nogil=True)
+        def merge_at(values, more, where, out):  # pragma: no cover - compiled
+            """`values` with each of `more` put before `values[where[j]]` (`where` ascending), into `out`."""
+            done, at = 0, 0
+            for j in range(more.shape[0]):
+                size = where[j] - done
+                out[at:at + size] = values[done:where[j]]
+                at += size
+                out[at] = more[j]
+                at += 1
+                done = where[j]
+            out[at:] = values[done:]
+
+        _COMPILED.update(least=least, gallop=gallop, radix_order=radix_order, gather_bytes=gather_bytes,
+                         merge_at=merge_at)
     return _COMPILED[name]
 
 
@@ -283,6 +297,9 @@ def take_bytes(offsets: np.ndarray, data: np.ndarray, width: int, rows: np.ndarr
     return pa.Array.from_buffers(pa.binary(), len(rows), [None, pa.py_buffer(ends), pa.py_buffer(out)])
 
 
+_STORES: list[np.ndarray] = []  # a finished expansion's store of packed states, for the next in this process
+
+
 class Candidates:
     """An expansion's candidates (`add`: a frontier batch's, ascending by fingerprint, each once with
     its least edge), deduplicated again across the batches (`least_edges`) when `limit` of them
@@ -300,8 +317,16 @@ class Candidates:
         self.parts: list[tuple] = []
         self.waiting, self.generated = 0, 0
         self.steps: dict[int, tuple[int, int]] = {}
-        # the waiting candidates' packed states, one after another (reused from flush to flush)
-        self.data, self.used, self.ends = np.empty(0, dtype=np.uint8), 0, [np.zeros(1, dtype=np.int64)]
+        # the waiting candidates' packed states, one after another (reused from flush to flush, and by the
+        # next level's task in this Python worker: `release`)
+        self.data = _STORES.pop() if _STORES else np.empty(0, dtype=np.uint8)
+        self.used, self.ends = 0, [np.zeros(1, dtype=np.int64)]
+
+    def release(self) -> None:
+        """Leave the store to this process's next expansion, grown and its pages mapped (a level
+        task's first flush grew it by copies, 0.7 s of a 1.47e7-state run)."""
+        _STORES[:] = [self.data]
+        self.data, self.used, self.ends = np.empty(0, dtype=np.uint8), 0, self.ends[:1]
 
     def note(self, generated: int, steps: dict[int, tuple[int, int]]) -> None:
         """Successors a batch generated, and per step witness its least (key, parent) edge."""
@@ -414,7 +439,8 @@ def pack_payloads(columns: tuple[np.ndarray, ...], offsets: np.ndarray, data: np
         ends = np.zeros(count + 1, dtype="<i4")
         np.cumsum(lengths[part], out=ends[1:])
         out[at:at + 4 * (count + 1)] = ends.view(np.uint8)
-        gather_into(offsets, data, width, part, out, at + 4 * (count + 1))
+        if len(data):
+            gather_into(offsets, data, width, part, out, at + 4 * (count + 1))
     return pa.Array.from_buffers(pa.binary(), len(parts), [None, pa.py_buffer(bounds.astype(np.int32)),
                                                             pa.py_buffer(out)])
 
@@ -448,6 +474,15 @@ def positions(haystack: np.ndarray, needles: np.ndarray) -> tuple[np.ndarray, np
     if len(needles):
         _compiled("gallop")(np.asarray(haystack, dtype=np.int64), np.asarray(needles, dtype=np.int64), where, found)
     return where, found
+
+
+def inserted(values: np.ndarray, where: np.ndarray, more: np.ndarray) -> np.ndarray:
+    """`np.insert(values, where, more)` for `where` ascending (`positions`' places of `more`, ascending),
+    by one compiled merge: half of numpy's time for a level's fingerprints into a visited set of millions."""
+    out = np.empty(len(values) + len(more), dtype=np.int64)
+    _compiled("merge_at")(np.asarray(values, dtype=np.int64), np.asarray(more, dtype=np.int64),
+                          np.asarray(where, dtype=np.int64), out)
+    return out
 
 
 # ------------------------------------------------------------------ visited sets beside the executors
@@ -586,16 +621,18 @@ def _visited_rows(route: int, partition: int, depth: int, fps: np.ndarray, schem
                  parents=[depth] * count, props=[count] * count, payloads=chunks)
 
 
-def state_rows(route: int, depth: int, columns: tuple[np.ndarray, ...], offsets: np.ndarray, data: np.ndarray,
-               rows: np.ndarray, schema):
+def state_rows(route: int, depth: int, columns: tuple[np.ndarray, ...], rows: np.ndarray, schema):
     """The STATES rows of a partition's new states, `rows` (indices into `columns`: property masks,
-    fps, keys, parents, slots; and into the packed states (offsets, data)), ascending by
-    fingerprint: a row per BATCH of them, with its least and greatest fingerprint."""
+    fps, keys, parents, slots), ascending by fingerprint: a row per BATCH of them, with its least and
+    greatest fingerprint. Their packed states are left out (each payload's are empty): a trace is
+    replayed from its action slots, and a resumed run expands the CANDIDATES rows, which hold theirs;
+    the JVM writes 40 bytes a state fewer (the kernel's states of leader-epoch r=3 m=4 c=2 e=1)."""
     parts = [rows[start:start + BATCH] for start in range(0, len(rows), BATCH)]
     fps = columns[1]
+    none = np.zeros(len(fps) + 1, dtype=np.int64), np.empty(0, dtype=np.uint8)
     return _rows(schema, STATES, [route] * len(parts), fps=[int(fps[part[0]]) for part in parts],
                  keys=[int(fps[part[-1]]) for part in parts], parents=[depth] * len(parts),
-                 payloads=pack_payloads(columns, offsets, data, parts))
+                 payloads=pack_payloads(columns, *none, parts))
 
 
 def read_states(payloads: Sequence[Any]) -> dict[int, tuple[int, int, int, int]]:
@@ -712,7 +749,7 @@ def level_step(depth: int, uid: str, partitions: int, from_disk: bool, flags: Ca
                 for start in range(0, count, BATCH):
                     rows = new_rows[start:start + BATCH]
                     props[rows] = of(take_bytes(offsets, data, width, rows))
-            yield state_rows(route, depth, (props, fps, keys, parents, slots), offsets, data, new_rows, arrow)
+            yield state_rows(route, depth, (props, fps, keys, parents, slots), new_rows, arrow)
             new_props, new_keys = props[new_rows], keys[new_rows]
             for name, bit in names.items():
                 having = np.flatnonzero((new_props & bit) != 0)
@@ -720,7 +757,7 @@ def level_step(depth: int, uid: str, partitions: int, from_disk: bool, flags: Ca
                     least = having[np.lexsort((new_fps[having], new_keys[having]))[0]]
                     found[name] = [int(new_keys[least]), int(new_fps[least])]
         yield _visited_rows(route, partition, depth, new_fps, arrow)
-        visited = np.insert(visited, where, new_fps) if count else visited
+        visited = inserted(visited, where, new_fps) if count else visited
         summary["new"] = count
         if count:  # the next level's candidates: the new states expanded
             # the visited set's file written beside the expansion, whose sweep reads this partition's in memory
@@ -735,6 +772,7 @@ def level_step(depth: int, uid: str, partitions: int, from_disk: bool, flags: Ca
                             for start in range(0, count, BATCH))
                 yield from expand(frontier, candidates)
                 yield from candidates.flush()
+                candidates.release()
             finally:
                 saving.join()
                 _MAPPED.pop(mine, None)

@@ -265,17 +265,37 @@ def test_payloads_packed_in_one_buffer_unpack_to_the_rows_chosen(widths):
 def test_an_expansions_candidates_leave_once_each_with_their_least_edge_and_state(given):
     """`Candidates` stores the states it is given (the kernel's rows taken straight into its store, or a
     model's Arrow array), flushes when `limit` wait, and sends each fingerprint once per flush with the
-    state of its least edge, grouped by partition."""
+    state of its least edge, grouped by partition; the next expansion in the process reuses its store,
+    whose old bytes change nothing."""
+    import numpy as np
+
+    from kafka_mc.checker.spark_level import Candidates
+
+    rng = np.random.default_rng(11)
+    first = expansion_rows(Candidates(("test", 0, 3), _level_schema(), limit=50), given, rng)
+    store = first.data
+    first.release()
+    second = Candidates(("test", 0, 3), _level_schema(), limit=50)
+    assert second.data is store and len(store) > 0
+    expansion_rows(second, given, rng)
+
+
+def _level_schema():
+    import pyarrow as pa
+
+    from kafka_mc.checker.spark_level import LEVEL_COLUMNS
+
+    types = {"slot": pa.int32(), "payload": pa.binary()}
+    return pa.schema([(name, types.get(name, pa.int64())) for name in LEVEL_COLUMNS])
+
+
+def expansion_rows(candidates, given, rng):
+    """Four random batches through `candidates`, and its flushes checked; `candidates`."""
     import numpy as np
     import pyarrow as pa
 
-    from kafka_mc.checker.spark_level import (CANDIDATES, LEVEL_COLUMNS, PAYLOAD, SLOT, Candidates, spark_partition,
-                                              unpack_payload)
+    from kafka_mc.checker.spark_level import CANDIDATES, PAYLOAD, SLOT, spark_partition, unpack_payload
 
-    types = {"slot": pa.int32(), "payload": pa.binary()}
-    schema = pa.schema([(name, types.get(name, pa.int64())) for name in LEVEL_COLUMNS])
-    rng = np.random.default_rng(11)
-    candidates = Candidates(("test", 0, 3), schema, limit=50)
     sent, batches = {}, []
     for _ in range(4):
         rows = rng.integers(-2 ** 40, 2 ** 40, size=(30, 3), dtype=np.int64)
@@ -301,6 +321,22 @@ def test_an_expansions_candidates_leave_once_each_with_their_least_edge_and_stat
     flushes = 2  # 50 waiting after the third batch, then the rest
     assert all(1 <= len(entries) <= flushes for entries in got.values())
     assert {fp: min(entries) for fp, entries in got.items()} == sent
+    return candidates
+
+
+def test_a_levels_fingerprints_merge_into_the_visited_set_as_numpys_insert():
+    import numpy as np
+
+    from kafka_mc.checker.spark_level import inserted, positions
+
+    rng = np.random.default_rng(5)
+    for size, more in [(0, 4), (6, 0), (0, 0), (50, 50), (3_000, 200)]:
+        visited = np.sort(rng.choice(np.arange(-10 ** 6, 10 ** 6, dtype=np.int64), size=size, replace=False))
+        new = np.setdiff1d(rng.integers(-10 ** 6, 10 ** 6, size=more, dtype=np.int64), visited)
+        new = np.concatenate([new, visited[:1] - 1, visited[-1:] + 1]) if size else new  # both ends
+        new = np.unique(new)
+        where, _ = positions(visited, new)
+        assert inserted(visited, where, new).tolist() == np.insert(visited, where, new).tolist()
 
 
 def test_a_level_tasks_rows_are_made_ahead_in_order_and_at_most_room_ahead():
@@ -349,13 +385,13 @@ def test_a_level_tasks_rows_are_made_ahead_in_order_and_at_most_room_ahead():
 
 def test_a_levels_states_leave_in_batches_that_lookups_read_back():
     """The level task packs its new states, ascending by fingerprint, BATCH to a STATES row with the
-    row's least and greatest fingerprint (what a trace's lookup filters on); `read_states` gives
-    each state's key, parent, slot and property bits back by fingerprint."""
+    row's least and greatest fingerprint (what a trace's lookup filters on), without their packed
+    states; `read_states` gives each state's key, parent, slot and property bits back by fingerprint."""
     import numpy as np
     import pyarrow as pa
 
     from kafka_mc.checker.spark_level import (BATCH, FP, KEY, LEVEL_COLUMNS, PAYLOAD, SLOT, STATES, read_states,
-                                              state_rows)
+                                              state_rows, unpack_payload)
 
     types = {"slot": pa.int32(), "payload": pa.binary()}
     schema = pa.schema([(name, types.get(name, pa.int64())) for name in LEVEL_COLUMNS])
@@ -364,13 +400,12 @@ def test_a_levels_states_leave_in_batches_that_lookups_read_back():
     fps = rng.choice(np.arange(-10 ** 9, 10 ** 9, dtype=np.int64), size=count + 50, replace=False)
     columns = (rng.integers(0, 8, size=count + 50), fps, rng.integers(-2 ** 63, 2 ** 63 - 1, size=count + 50),
                rng.integers(-2 ** 63, 2 ** 63 - 1, size=count + 50), rng.integers(0, 60, size=count + 50))
-    offsets = np.arange(0, 8 * (count + 51), 8, dtype=np.int64)
-    data = rng.integers(0, 256, size=8 * (count + 50), dtype=np.uint8)
     rows = np.argsort(fps)[:count]  # the new states among the candidates, ascending by fingerprint
-    batch = state_rows(7, 4, columns, offsets, data, rows, schema)
+    batch = state_rows(7, 4, columns, rows, schema)
     assert batch.num_rows == 2 and set(batch.column(SLOT).to_pylist()) == {STATES}
     assert batch.column(FP).to_pylist() == [int(fps[rows[0]]), int(fps[rows[BATCH]])]
     assert batch.column(KEY).to_pylist() == [int(fps[rows[BATCH - 1]]), int(fps[rows[-1]])]
+    assert all(set(unpack_payload(payload.as_buffer())[5].to_pylist()) == {b""} for payload in batch.column(PAYLOAD))
     states = read_states([payload.as_buffer() for payload in batch.column(PAYLOAD)])
     assert states == {int(fps[row]): (int(columns[2][row]), int(columns[3][row]), int(columns[4][row]),
                                       int(columns[0][row])) for row in rows}
