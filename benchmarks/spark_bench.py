@@ -11,7 +11,9 @@ speed-up over the Python engine and over the kernel, the peak RSS of the
 driver (its Python and JVM) and of
 the largest executor (its JVM and Python workers), and Spark's cost per level: a least-squares
 line through each level's seconds against its new states gives the fixed overhead of a level
-(its intercept) and the cost of a state (its slope).
+(its intercept) and the cost of a state (its slope); the same line through the levels past the
+first, whose seconds also hold the run's start (the Python workers start and load the kernel),
+and the first level's seconds.
 
     python benchmarks/spark_bench.py --up-to 500000              # rungs expected below that size
     python benchmarks/spark_bench.py --rungs 8 --setups cluster  # the 1.3e7 rung on the cluster only
@@ -208,6 +210,11 @@ def measure(setup: str, rung: tuple, master: str, cores: int, executor_memory: s
     row = json.loads(output.strip().splitlines()[-1])
     levels = row.pop("levels")
     overhead, per_state = _level_line(levels)
+    # the same line past the first level, whose seconds also hold the run's start (the executors'
+    # Python workers start and load the kernel), once a run
+    row["level_overhead_past_first_s"], _ = _level_line(levels[1:])
+    row["first_level_s"] = levels[0][1] if levels else None
+    row["level_seconds"] = [[states, round(seconds, 3)] for states, seconds in levels]  # (new states, seconds)
     # a level's seconds, the median past the first (where the executors load the kernel)
     row["median_level_s"] = sorted(y for _, y in levels[1:])[(len(levels) - 1) // 2] if len(levels) > 1 else None
     protocol, replicas, messages, crashes, elections = rung[:5]
@@ -290,10 +297,12 @@ def main() -> None:
                      r["vs_kernel"] and round(r["vs_kernel"], 3), round(r["driver_peak_mb"]),
                      r["executor_peak_mb"] and round(r["executor_peak_mb"]),
                      r["level_overhead_s"] and round(r["level_overhead_s"], 2),
+                     r["level_overhead_past_first_s"] and round(r["level_overhead_past_first_s"], 2),
+                     r["first_level_s"] and round(r["first_level_s"], 2),
                      r["us_per_state"] and round(r["us_per_state"], 1),
                      r.get("median_level_s") and round(r["median_level_s"], 2)] for r in rows],
                    headers=["rung", "setup", "distinct", "wall s", "CPU s", "states/s", "per core", "vs python", "vs kernel",
-                            "driver MB", "executor MB", "s/level", "us/state", "median level s"]))
+                            "driver MB", "executor MB", "s/level", "past the first", "first level s", "us/state", "median level s"]))
 
 
 if __name__ == "__main__":
