@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
 from bench import LADDER  # noqa: E402  (the speed ladder: protocol, replicas, messages, crashes, elections)
 
+EXECUTOR = "CoarseGrainedExecutorBackend"  # the main class on a Spark executor JVM's command line
 SETUPS = ("python", "kernel", "kernel[2]", "local[1]", "local[2]", "cluster")  # kernel[2]: the kernel, 2 threads
 
 
@@ -89,7 +90,7 @@ def _cpu_seconds() -> float:
     and of every Spark executor's tree (a cluster's: its JVM and Python workers)."""
     table = _processes()
     roots = [os.getpid()] + [pid for pid, (_, command, *_) in table.items()
-                             if "CoarseGrainedExecutorBackend" in command]
+                             if EXECUTOR in command]
     return sum(_tree_sum(table, root, 3) for root in roots) / os.sysconf("SC_CLK_TCK")
 
 
@@ -114,7 +115,7 @@ class PeakMemory:
             table = _processes()
             self.driver_kib = max(self.driver_kib, _tree_sum(table, self.driver_pid, 2))
             for pid, (parent, command, *_) in table.items():
-                if "CoarseGrainedExecutorBackend" in command and _descends(table, pid, self.workers):
+                if EXECUTOR in command and _descends(table, pid, self.workers):
                     self.executor_kib = max(self.executor_kib, _tree_sum(table, pid, 2))
             time.sleep(0.5)
 

@@ -25,10 +25,9 @@ parent, slot) (`least_edges`), drops those in p's visited set (a sorted int64 ar
 `positions`), checks the properties on the new states, and returns them as STATES rows with their
 VISITED rows; then it expands them in the same task (the kernel's or the model's expansion into
 `Candidates`) and returns the next level's CANDIDATES rows, which Spark writes with the level.
-One summary goes
-through an accumulator (counts, the least key of each property's states, what the expansion
-generated and the least edge of each step witness it found). The task's rows are made by a thread
-of its own, ahead of Spark's writes (`made_ahead`).
+One summary goes through an accumulator (counts, the least key of each property's states, what
+the expansion generated and the least edge of each step witness it found). The task's rows are
+made by a thread of its own, ahead of Spark's writes (`made_ahead`).
 
 p's visited set through level d is also kept beside the executors, as `cache_path(uid, p, d)`
 (a `.npy` file in the machine's temporary directory, shared by its executors' Python workers,
@@ -629,10 +628,10 @@ def state_rows(route: int, depth: int, columns: tuple[np.ndarray, ...], rows: np
     the JVM writes 40 bytes a state fewer (the kernel's states of leader-epoch r=3 m=4 c=2 e=1)."""
     parts = [rows[start:start + BATCH] for start in range(0, len(rows), BATCH)]
     fps = columns[1]
-    none = np.zeros(len(fps) + 1, dtype=np.int64), np.empty(0, dtype=np.uint8)
+    empty_states = np.zeros(len(fps) + 1, dtype=np.int64), np.empty(0, dtype=np.uint8)  # (offsets, data)
     return _rows(schema, STATES, [route] * len(parts), fps=[int(fps[part[0]]) for part in parts],
                  keys=[int(fps[part[-1]]) for part in parts], parents=[depth] * len(parts),
-                 payloads=pack_payloads(columns, *none, parts))
+                 payloads=pack_payloads(columns, *empty_states, parts))
 
 
 def read_states(payloads: Sequence[Any]) -> dict[int, tuple[int, int, int, int]]:
